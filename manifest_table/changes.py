@@ -1,0 +1,78 @@
+"""What one commit does to the table, independent of which version it lands on.
+
+A commit is staged against a snapshot but may land on a later version (after rebasing,
+see conflicts.py). Keeping the change as data (files added, files removed, new deleted
+positions per file) rather than as a finished file list is what makes that possible."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyroaring import BitMap
+
+from .expressions import Expr
+from .format.manifest import DataFile, DeletionVector
+
+
+@dataclass(frozen=True)
+class RewriteSource:
+    """One input of a compaction rewrite, with the deletes it had when it was read."""
+
+    path: str
+    rows: int
+    deletes: DeletionVector | None
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A compaction output: its sources concatenated in order, minus their deleted rows.
+    That order is what lets a concurrent delete's positions be remapped arithmetically."""
+
+    output: str
+    sources: tuple[RewriteSource, ...]
+
+
+@dataclass
+class Changes:
+    operation: str
+    added: list[DataFile] = field(default_factory=list)
+    removed: set[str] = field(default_factory=set)
+    """Paths of snapshot files this commit drops whole (overwrite, compaction sources)."""
+    deletes: dict[str, BitMap] = field(default_factory=dict)
+    """Newly deleted row positions, per data file (snapshot files or files added here)."""
+    read_files: set[str] = field(default_factory=set)
+    """Snapshot files whose rows this commit read to decide what to change."""
+    serializable: bool = False
+    """True when any change by another commit to what we read must fail us (overwrite)."""
+    predicate: Expr | None = None
+    """For serializable commits: rows matching it were read; new files that may hold such
+    rows are a conflict. None with serializable=True means every row was read."""
+    rewrites: list[Rewrite] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    app_transaction: tuple[str, int] | None = None
+    """(application id, its monotonically increasing batch id): commit each batch once."""
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction)
+
+    def delete_rows(self, path: str, positions: BitMap) -> None:
+        if positions:
+            self.deletes.setdefault(path, BitMap()).update(positions)
+
+    def added_paths(self) -> set[str]:
+        return {f.path for f in self.added}
+
+
+def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
+    return [{"output": rw.output,
+             "sources": [{"path": s.path, "rows": s.rows,
+                          "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources]}
+            for rw in rewrites]
+
+
+def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
+    return [Rewrite(rw["output"], tuple(
+        RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
+        for s in rw["sources"])) for rw in doc]

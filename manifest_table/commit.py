@@ -1,0 +1,170 @@
+"""The commit protocol (docs/protocol.md).
+
+1. The caller read the pointer and built ``changes`` on that version's manifest.
+2. Build manifest v(N+1) and create it with put-if-absent: that create is the commit point.
+3. Lost the race (the key exists)? Read it back: our own commit id means a retried PUT that
+   landed (we won). Otherwise rebase onto the winner and try v(N+2), with jittered backoff.
+4. Advance the pointer by compare-and-swap (never backwards) and only then acknowledge.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pyroaring import BitMap
+
+from .changes import Changes, rewrites_to_json
+from .conflicts import AlreadyCommitted, check_app_transaction, rebase
+from .errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
+from .format.manifest import DataFile, DeletionVector, Manifest
+from .format.pointer import Pointer
+from .log import VersionLog
+from .tombstones import DeletionVectors, write_tombstone
+
+
+@dataclass(frozen=True)
+class CommitOptions:
+    max_attempts: int = 200
+    backoff_base: float = 0.005
+    backoff_cap: float = 1.0
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One version of the table, as ``history()`` lists it and writes return it."""
+
+    version: int
+    operation: str
+    timestamp: datetime
+    commit_id: str | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    committed: bool = True
+    """False when the write had nothing to do (or was a replay) and no version was made."""
+
+    @classmethod
+    def of(cls, manifest: Manifest, committed: bool = True) -> "CommitInfo":
+        return cls(manifest.version, manifest.operation, manifest.timestamp, manifest.commit_id,
+                   manifest.metrics, manifest.parameters, committed)
+
+
+def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
+           options: CommitOptions = CommitOptions()) -> CommitInfo:
+    """Commit ``changes`` staged on ``base`` (the version ``pointer`` named). Returns once the
+    pointer is at or past the new version. Raises ``CommitConflictError`` (nothing was
+    committed; staged objects are removed) or ``CommitFailedError``."""
+    try:
+        check_app_transaction(changes, base)
+    except AlreadyCommitted as done:
+        return CommitInfo.of(done.manifest, committed=False)
+    dvs = DeletionVectors(log.store)
+    stager = _TombstoneStager(log, dvs)
+    commit_id = uuid.uuid4().hex
+    prev, losses = base, 0
+    try:
+        for _ in range(options.max_attempts):
+            manifest = _build(prev, changes, commit_id, stager)
+            stored = _create(log, manifest)
+            if stored is not None and stored.commit_id == commit_id:
+                # The pointer can only have moved forward since we read it, so a CAS on
+                # its old etag can never move it backwards.
+                log.advance_pointer(manifest.version, pointer.etag)
+                return CommitInfo.of(stored)
+            if stored is not None:
+                changes = rebase(changes, prev, stored, dvs)
+                prev = stored
+            losses += 1
+            time.sleep(random.uniform(0, min(options.backoff_cap, options.backoff_base * 2 ** losses)))
+    except AlreadyCommitted as done:
+        _discard(log, changes, stager)
+        log.advance_pointer(done.manifest.version)
+        return CommitInfo.of(done.manifest, committed=False)
+    except CommitConflictError:
+        _discard(log, changes, stager)
+        raise
+    raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
+                            f"{log.location}; the table is unchanged by this commit ({commit_id})")
+
+
+def _create(log: VersionLog, manifest: Manifest) -> Manifest | None:
+    """Try the commit point. Returns the manifest now stored at that version: ours (created,
+    or a retried PUT that landed though it reported failure) or a winner's; None when
+    nothing landed and the same version should be tried again."""
+    try:
+        log.create(manifest)
+        return manifest
+    except PreconditionFailed:
+        pass
+    except StoreError:
+        pass  # timed out or failed: it may have landed; read back to know
+    try:
+        existing = log.find(manifest.version)
+    except StoreError as exc:
+        raise CommitFailedError(f"commit {manifest.commit_id} to {log.location} version {manifest.version}: "
+                                f"outcome unknown, the store failed ({exc}); check history() for this "
+                                "commit id before retrying") from exc
+    return existing
+
+
+def _build(prev: Manifest, changes: Changes, commit_id: str, stager: "_TombstoneStager") -> Manifest:
+    files = {f.path: f for f in prev.files if f.path not in changes.removed}
+    for f in changes.added:
+        files[f.path] = f
+    newly_deleted = 0
+    refs = stager.stage({p: files[p] for p, bm in changes.deletes.items() if bm}, changes.deletes)
+    for path, (ref, new_rows) in refs.items():
+        files[path] = files[path].with_deletes(ref)
+        newly_deleted += new_rows
+    metrics = dict(changes.metrics)
+    if changes.deletes:
+        metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
+    parameters = dict(changes.parameters)
+    if changes.rewrites:
+        parameters["rewrites"] = rewrites_to_json(changes.rewrites)
+    apps = dict(prev.app_transactions)
+    if changes.app_transaction:
+        apps[changes.app_transaction[0]] = changes.app_transaction[1]
+    return Manifest(
+        version=prev.version + 1, parent_version=prev.version,
+        timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
+        commit_id=commit_id, operation=changes.operation, schema=prev.schema,
+        files=tuple(files.values()), parameters=parameters, metrics=metrics, app_transactions=apps)
+
+
+class _TombstoneStager:
+    """Writes the tombstone object of an attempt, reusing the last one when the files'
+    existing bitmaps have not changed since (a retry that lost only to appends)."""
+
+    def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
+        self._log, self._dvs = log, dvs
+        self._key: dict[str, DeletionVector | None] | None = None
+        self._refs: dict[str, tuple[DeletionVector, int]] = {}
+        self.written: list[str] = []
+
+    def stage(self, files: dict[str, DataFile], deletes: dict[str, BitMap]) -> dict[str, tuple[DeletionVector, int]]:
+        key = {path: f.deletes for path, f in files.items()}
+        if key == self._key:
+            return self._refs
+        unions, new_rows = {}, {}
+        for path, f in files.items():
+            existing = self._dvs.of(f)
+            unions[path] = existing | deletes[path]
+            new_rows[path] = len(unions[path]) - len(existing)
+        refs = write_tombstone(self._log.store, unions) if unions else {}
+        self.written.extend({ref.path for ref in refs.values()})
+        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in refs}
+        return self._refs
+
+
+def _discard(log: VersionLog, changes: Changes, stager: _TombstoneStager) -> None:
+    """Best-effort removal of objects staged by a commit that definitely did not land."""
+    for key in [f.path for f in changes.added] + stager.written:
+        try:
+            log.store.delete(key)
+        except StoreError:
+            pass  # GC removes it after the grace period

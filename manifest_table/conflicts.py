@@ -1,0 +1,86 @@
+"""Rebasing a staged commit onto a version another writer committed first.
+
+Only the difference between the version we built on (``prev``) and the winner matters.
+Appends always rebase. Deletes rebase onto anything that keeps their files (bitmaps are
+unioned when the manifest is built) and are remapped through compactions. Serializable
+commits (overwrite) fail if anything they read changed. The full matrix is in
+docs/protocol.md."""
+
+from __future__ import annotations
+
+import numpy as np
+from pyroaring import BitMap
+
+from .changes import Changes, Rewrite, rewrites_from_json
+from .errors import CommitConflictError
+from .format.manifest import Manifest
+from .tombstones import DeletionVectors
+
+
+class AlreadyCommitted(Exception):
+    """The winner already holds this commit's application transaction (a replayed batch)."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        super().__init__(manifest.version)
+        self.manifest = manifest
+
+
+def check_app_transaction(changes: Changes, manifest: Manifest) -> None:
+    if changes.app_transaction:
+        app_id, batch = changes.app_transaction
+        if manifest.app_transactions.get(app_id, -1) >= batch:
+            raise AlreadyCommitted(manifest)
+
+
+def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVectors) -> Changes:
+    """Make ``changes`` (built on ``prev``) apply on top of ``winner`` (prev's successor),
+    or raise ``CommitConflictError``. Mutates and returns ``changes``."""
+    check_app_transaction(changes, winner)
+    before, after = prev.file_map(), winner.file_map()
+    gone = {p for p in before if p not in after}
+    touched = {p for p in before if p in after and after[p].deletes != before[p].deletes}
+    new_files = [f for p, f in after.items() if p not in before]
+    own = changes.added_paths()
+
+    if changes.serializable:
+        read = (changes.read_files | changes.removed | set(changes.deletes)) - own
+        _fail_if(read & (gone | touched), winner, "changed rows this commit read")
+        matching = [f.path for f in new_files if changes.predicate is None or changes.predicate.may_match(
+            lambda name, f=f: f.stats.get(name))]
+        _fail_if(set(matching), winner, "added rows that may match this commit's condition")
+
+    _fail_if(changes.removed & gone, winner, "removed files this commit replaces")
+    ours = {src.path: (rw, i) for rw in changes.rewrites for i, src in enumerate(rw.sources)}
+    for path in changes.removed & touched:  # a delete landed on a file we are compacting
+        rw, i = ours[path]
+        snapshot = dvs.load(rw.sources[i].deletes) if rw.sources[i].deletes else BitMap()
+        changes.delete_rows(rw.output, remap(dvs.of(after[path]) - snapshot, rw, i, dvs))
+
+    theirs = {src.path: (rw, i) for rw in rewrites_from_json(winner.parameters.get("rewrites", []))
+              for i, src in enumerate(rw.sources)}
+    for path in sorted(set(changes.deletes) & gone):
+        if path not in theirs:
+            _fail_if({path}, winner, "removed files this commit deletes from")
+        rw, i = theirs[path]
+        changes.delete_rows(rw.output, remap(changes.deletes.pop(path), rw, i, dvs))
+    return changes
+
+
+def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> BitMap:
+    """Positions in source ``index`` of ``rewrite`` -> positions in its output file.
+    Rows the rewrite had already dropped are gone and map to nothing."""
+    offset = 0
+    for src in rewrite.sources[:index]:
+        offset += src.rows - (src.deletes.cardinality if src.deletes else 0)
+    source = rewrite.sources[index]
+    dropped = dvs.load(source.deletes) if source.deletes else BitMap()
+    kept = np.asarray((positions - dropped).to_array(), dtype=np.int64)
+    dropped_sorted = np.asarray(dropped.to_array(), dtype=np.int64)
+    return BitMap((offset + kept - np.searchsorted(dropped_sorted, kept)).tolist())
+
+
+def _fail_if(paths: set[str], winner: Manifest, what: str) -> None:
+    if paths:
+        shown = ", ".join(sorted(paths)[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        raise CommitConflictError(
+            f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) {what}: {shown}")

@@ -1,0 +1,60 @@
+"""Typed errors. Every user-facing failure is one of these, so callers (and the CLI) can tell
+a bad request from a lost race from a broken store."""
+
+
+class ManifestTableError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+# --- storage ---------------------------------------------------------------------------
+class StoreError(ManifestTableError):
+    """The object store failed in a way that is not a precondition or a missing key."""
+
+
+class NotFound(StoreError):
+    """The key does not exist."""
+
+
+class PreconditionFailed(StoreError):
+    """A conditional write lost: the key exists (put_if_absent) or its etag moved (put_if_match)."""
+
+
+# --- tables ----------------------------------------------------------------------------
+class TableExistsError(ManifestTableError):
+    """create_table found a table already at the location."""
+
+
+class TableNotFoundError(ManifestTableError):
+    """open_table found no table at the location."""
+
+
+class CorruptTableError(ManifestTableError):
+    """An object of the table does not parse or breaks an invariant of the format."""
+
+
+class VersionNotFoundError(ManifestTableError):
+    """The requested version (or timestamp) is not in the table's history."""
+
+
+class VersionExpiredError(VersionNotFoundError):
+    """The requested version existed but garbage collection has removed it."""
+
+
+class SchemaMismatchError(ManifestTableError):
+    """Data written to a table does not match the table's schema."""
+
+
+class InvalidFilterError(ManifestTableError, ValueError):
+    """A filter expression does not parse, names an unknown column or compares with a wrong type."""
+
+
+class CommitConflictError(ManifestTableError):
+    """A concurrent commit changed what this commit read, so it cannot be rebased."""
+
+
+class CommitFailedError(ManifestTableError):
+    """A commit gave up (retry budget exhausted or the store kept failing); nothing was committed."""
+
+
+class InvalidArgumentError(ManifestTableError, ValueError):
+    """An argument has a value that makes no sense (negative size, retention below grace, ...)."""

@@ -1,0 +1,58 @@
+"""Arrow schemas in manifests, and checking data against a table's schema."""
+
+from __future__ import annotations
+
+import base64
+
+import pyarrow as pa
+
+from ..errors import CorruptTableError, SchemaMismatchError
+
+
+def encode_schema(schema: pa.Schema) -> str:
+    """Arrow IPC bytes, base64: exact for every Arrow type, including nested and metadata."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def decode_schema(text: str) -> pa.Schema:
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+    except (ValueError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"manifest schema does not decode: {exc}") from exc
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Return ``table`` with the table's column order and types, or raise a
+    ``SchemaMismatchError`` naming every column that is missing, extra or of the wrong type.
+    Only safe casts are applied (int32 -> int64, not float -> int)."""
+    names = set(table.schema.names)
+    missing = [f.name for f in schema if f.name not in names]
+    extra = [n for n in table.schema.names if n not in schema.names]
+    problems = []
+    if missing:
+        problems.append(f"missing columns {missing}")
+    if extra:
+        problems.append(f"unknown columns {extra}")
+    if len(names) != len(table.schema.names):
+        problems.append("duplicate column names")
+    if problems:
+        raise SchemaMismatchError(f"data does not match the table schema: {'; '.join(problems)}. "
+                                  f"Table schema: {_describe(schema)}")
+    columns = []
+    for field in schema:
+        column = table.column(field.name)
+        if not field.nullable and column.null_count:
+            raise SchemaMismatchError(f"column {field.name!r} is not nullable but has {column.null_count} nulls")
+        if column.type != field.type:
+            try:
+                column = column.cast(field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"column {field.name!r} has type {column.type}, the table wants {field.type}: {exc}"
+                ) from None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)

@@ -1,0 +1,113 @@
+"""Per-column min / max / null count: collected while writing, stored in manifests,
+and read back as ``ColumnStats`` for pruning.
+
+Stats are kept only for types with a total order that JSON can carry exactly. A float
+column holding NaN gets no min/max (NaN compares false with everything, so a min/max
+that ignores it would prune files that ``x != 1`` must read). Long strings are dropped
+rather than truncated, so a stored max is always a true upper bound.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from ..expressions import ColumnStats
+
+MAX_STRING_STAT = 256
+
+
+def has_stats(dtype: pa.DataType) -> bool:
+    return (pat.is_integer(dtype) or pat.is_floating(dtype) or pat.is_boolean(dtype)
+            or pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_date(dtype)
+            or pat.is_timestamp(dtype) or pat.is_decimal(dtype))
+
+
+def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
+    """Exact stats of every column of ``table`` (min/max None when unknown)."""
+    stats = {}
+    for field, column in zip(table.schema, table.columns):
+        lo = hi = None
+        if has_stats(field.type) and len(column) > column.null_count:
+            if not (pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py()):
+                minmax = pc.min_max(column)
+                lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
+                if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
+                    lo = hi = None
+        stats[field.name] = ColumnStats(lo, hi, column.null_count, len(column))
+    return stats
+
+
+def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
+    """Stats of the concatenation of two pieces of one column."""
+    def known(x: ColumnStats) -> bool:
+        return x.min is not None or x.null_count == x.row_count
+    # A piece with only nulls has no min/max yet does not make the merge unknown.
+    if a.row_count == a.null_count:
+        lo, hi = b.min, b.max
+    elif b.row_count == b.null_count:
+        lo, hi = a.min, a.max
+    elif known(a) and known(b):
+        lo, hi = min(a.min, b.min), max(a.max, b.max)
+    else:
+        lo = hi = None
+    return ColumnStats(lo, hi, a.null_count + b.null_count, a.row_count + b.row_count)
+
+
+def encode_stats(stats: dict[str, ColumnStats], schema: pa.Schema) -> dict[str, dict[str, Any]]:
+    out = {}
+    for field in schema:
+        s = stats.get(field.name)
+        if s is None:
+            continue
+        entry: dict[str, Any] = {"null_count": s.null_count}
+        if s.min is not None and s.max is not None:
+            lo, hi = _encode_value(s.min, field.type), _encode_value(s.max, field.type)
+            if lo is not None and hi is not None:
+                entry["min"], entry["max"] = lo, hi
+        out[field.name] = entry
+    return out
+
+
+def decode_stats(data: dict[str, dict[str, Any]], schema: pa.Schema, rows: int) -> dict[str, ColumnStats]:
+    out = {}
+    for field in schema:
+        entry = data.get(field.name)
+        if entry is None:
+            continue
+        lo = _decode_value(entry["min"], field.type) if "min" in entry else None
+        hi = _decode_value(entry["max"], field.type) if "max" in entry else None
+        out[field.name] = ColumnStats(lo, hi, entry.get("null_count"), rows)
+    return out
+
+
+def _encode_value(value: Any, dtype: pa.DataType) -> Any:
+    if pat.is_floating(dtype):
+        return value if value == value and abs(value) != float("inf") else None
+    if pat.is_date32(dtype):
+        return (value - dt.date(1970, 1, 1)).days
+    if pat.is_timestamp(dtype) or pat.is_date64(dtype):
+        # The physical integer: exact for every unit, nanoseconds included.
+        return pa.scalar(value, dtype).cast(pa.int64()).as_py()
+    if pat.is_decimal(dtype):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def _decode_value(value: Any, dtype: pa.DataType) -> Any:
+    if pat.is_timestamp(dtype):
+        return pa.scalar(value, pa.int64()).cast(dtype).as_py()
+    if pat.is_date(dtype):
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value) if pat.is_date32(dtype) else \
+            pa.scalar(value, pa.int64()).cast(dtype).as_py()
+    if pat.is_decimal(dtype):
+        return decimal.Decimal(value)
+    return value

@@ -1,0 +1,163 @@
+"""Reading a snapshot: plan from the manifest, prune files by their stats and row groups by
+Parquet footer stats, read only the needed columns, drop deleted rows by position, apply
+the residual filter, and stream record batches while files are read in parallel."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyroaring import BitMap
+
+from .errors import InvalidArgumentError
+from .expressions import ColumnStats, Expr
+from .format.manifest import DataFile
+from .storage import FileIO
+
+POSITION_COLUMN = "__row_position"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The files of one table state and how to find each file's deleted rows."""
+
+    version: int
+    schema: pa.Schema
+    files: Sequence[DataFile]
+    deleted: Callable[[DataFile], BitMap]
+
+
+class Scan:
+    """A lazy read of one snapshot; nothing is fetched until a ``to_*`` or ``count`` call."""
+
+    def __init__(self, snapshot: Snapshot, io: FileIO, columns: Sequence[str] | None = None,
+                 where: Expr | None = None, max_workers: int | None = None) -> None:
+        names = snapshot.schema.names
+        if columns is not None:
+            unknown = [c for c in columns if c not in names]
+            if unknown:
+                raise InvalidArgumentError(f"unknown columns {unknown}; the table has {names}")
+        self.snapshot = snapshot
+        self.columns = list(names if columns is None else columns)
+        self.where = where.bind(snapshot.schema) if where is not None else None
+        self._io = io
+        self._workers = max_workers or max(2, os.cpu_count() or 1)
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([self.snapshot.schema.field(c) for c in self.columns])
+
+    def plan_files(self) -> list[DataFile]:
+        """Files that may hold matching live rows, judged by manifest stats alone."""
+        return [f for f in self.snapshot.files if f.live_rows > 0 and (
+            self.where is None or self.where.may_match(_stats_lookup(f.stats)))]
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for table in self._tables(self.columns, with_positions=False):
+            yield from table.to_batches()
+
+    def to_arrow(self) -> pa.Table:
+        tables = list(self._tables(self.columns, with_positions=False))
+        return pa.concat_tables(tables) if tables else self.schema.empty_table()
+
+    def to_pandas(self, **kwargs):  # -> pandas.DataFrame
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def count(self) -> int:
+        """Live rows; without a filter this reads no data, only the manifest and bitmaps' sizes."""
+        if self.where is None:
+            return sum(f.live_rows for f in self.snapshot.files)
+        return sum(t.num_rows for t in self._tables([], with_positions=False))
+
+    def matching_positions(self) -> Iterator[tuple[DataFile, BitMap]]:
+        """Per file, the positions of live rows matching the filter (what a delete removes)."""
+        for file, table in self._file_tables([], with_positions=True):
+            positions = table.column(POSITION_COLUMN).to_numpy()
+            yield file, BitMap(positions.astype(np.uint32, copy=False))
+
+    # --- reading -----------------------------------------------------------------------
+    def _tables(self, columns: list[str], with_positions: bool) -> Iterator[pa.Table]:
+        for _, table in self._file_tables(columns, with_positions):
+            yield table
+
+    def _file_tables(self, columns: list[str], with_positions: bool) -> Iterator[tuple[DataFile, pa.Table]]:
+        """Read planned files in parallel, yielding in plan order, at most a window ahead."""
+        files = self.plan_files()
+        if not files:
+            return
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            window: list[tuple[DataFile, Future[pa.Table]]] = []
+            pending = iter(files)
+            for file in pending:
+                window.append((file, pool.submit(self._read_file, file, columns, with_positions)))
+                if len(window) >= self._workers:
+                    break
+            while window:
+                file, future = window.pop(0)
+                table = future.result()
+                nxt = next(pending, None)
+                if nxt is not None:
+                    window.append((nxt, pool.submit(self._read_file, nxt, columns, with_positions)))
+                if table is not None and table.num_rows:
+                    yield file, table
+
+    def _read_file(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
+        where = self.where
+        needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
+        parquet = pq.ParquetFile(self._io.open(file.path))
+        meta = parquet.metadata
+        deleted = self.snapshot.deleted(file)
+        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        groups = [i for i in range(meta.num_row_groups)
+                  if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
+                  and (where is None or where.may_match(_row_group_stats(meta, i, file)))]
+        if not groups:
+            return None
+        table = parquet.read_row_groups(groups, columns=needed, use_threads=True)
+        positions = np.concatenate([np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in groups])
+        if deleted:
+            keep = ~np.isin(positions, np.asarray(deleted.to_array(), dtype=np.int64), assume_unique=True)
+            table, positions = table.filter(keep), positions[keep]
+        if with_positions:
+            table = table.append_column(POSITION_COLUMN, pa.array(positions))
+        if where is not None:
+            table = table.filter(where.to_arrow())
+        keep_columns = columns + ([POSITION_COLUMN] if with_positions else [])
+        return table.select(keep_columns)
+
+
+def _stats_lookup(stats: dict[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:
+    return stats.get
+
+
+def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Callable[[str], ColumnStats | None]:
+    """Parquet footer stats of one row group, as ``ColumnStats`` keyed by column name.
+    Min/max are trusted only where the file's own stats have them: Parquet writers leave
+    NaN out of float min/max, and our file stats record that by having none."""
+    group = meta.row_group(index)
+    by_name = {}
+    for j in range(group.num_columns):
+        column = group.column(j)
+        by_name[column.path_in_schema] = column
+
+    def lookup(name: str) -> ColumnStats | None:
+        column = by_name.get(name)
+        stats = column.statistics if column is not None else None
+        if stats is None:
+            return None
+        null_count = stats.null_count if stats.has_null_count else None
+        lo = hi = None
+        known = file.stats.get(name)
+        if stats.has_min_max and known is not None and known.min is not None:
+            lo, hi = stats.min, stats.max
+        return ColumnStats(lo, hi, null_count, group.num_rows)
+    return lookup

@@ -1,0 +1,70 @@
+"""The control-plane interface every store implements, and what it returns.
+
+A store addresses one table root; keys are relative to it (``_latest_manifest``,
+``manifest/v...json``, ``data/<uuid>.parquet``). Only two write primitives exist:
+create-only and compare-and-swap. Everything the commit protocol needs follows from them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterator
+
+import pyarrow.fs as pafs
+
+from ..errors import NotFound
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime  # timezone-aware, UTC
+
+
+class ObjectStore(ABC):
+    """Object storage rooted at one table location."""
+
+    @abstractmethod
+    def get(self, key: str) -> bytes:
+        """Whole object; raises ``NotFound``."""
+
+    def get_with_etag(self, key: str) -> tuple[bytes, str]:
+        """Object and the etag of exactly those bytes, for a later ``put_if_match``.
+
+        This default costs two requests; stores that can do it in one override it. The
+        head comes first: the pointer only moves forward, so the bytes read afterwards are at
+        least as new as the etag, and a compare-and-swap on that etag can never move it back."""
+        info = self.head(key)
+        if info is None:
+            raise NotFound(key)
+        return self.get(key), info.etag
+
+    @abstractmethod
+    def head(self, key: str) -> ObjectInfo | None:
+        """Metadata, or None when the key does not exist."""
+
+    @abstractmethod
+    def put_if_absent(self, key: str, data: bytes) -> str:
+        """Create ``key``; raises ``PreconditionFailed`` if it exists. Returns the etag."""
+
+    @abstractmethod
+    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise
+        (and ``NotFound`` if the key is missing). Returns the new etag."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        """Objects whose key starts with ``prefix``, in key order."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key``; a missing key is not an error."""
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
+        """A pyarrow filesystem and the root path inside it, for range reads and streaming
+        writes of Parquet data files. None means data goes through ``get``/``put_if_absent``."""
+        return None

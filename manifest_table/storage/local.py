@@ -1,0 +1,137 @@
+"""A table on a local (or network) filesystem directory, safe across processes.
+
+Create-only: write a temp file, fsync it, ``link(2)`` it to the final name (which fails if
+the name exists), fsync the directory. A crash can leave a temp file but never a partial
+object under a final name. Compare-and-swap: an exclusive ``flock`` held only across
+read-compare-rename; the new bytes are written and synced before the lock is taken.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Iterator
+
+import pyarrow.fs as pafs
+
+from ..errors import NotFound, PreconditionFailed
+from .base import ObjectInfo, ObjectStore
+
+_HIDDEN = "."  # temp files and the lock file start with this; list() skips them
+
+
+class LocalStore(ObjectStore):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, *key.split("/"))
+
+    def get(self, key: str) -> bytes:
+        return self.get_with_etag(key)[0]
+
+    def get_with_etag(self, key: str) -> tuple[bytes, str]:
+        # fstat of the open file names the inode actually read, even if a rename races us.
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read(), _info(key, os.fstat(f.fileno())).etag
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotFound(key) from None
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            return _info(key, os.stat(self._path(key)))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def put_if_absent(self, key: str, data: bytes) -> str:
+        path = self._path(key)
+        tmp = self._write_temp(path, data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise PreconditionFailed(key) from None
+        finally:
+            os.unlink(tmp)
+        _fsync_dir(os.path.dirname(path))
+        return _info(key, os.stat(path)).etag
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        path = self._path(key)
+        tmp = self._write_temp(path, data)
+        try:
+            with self._exclusive_lock():
+                current = self.head(key)
+                if current is None:
+                    raise NotFound(key)
+                if current.etag != etag:
+                    raise PreconditionFailed(key)
+                os.replace(tmp, path)
+                new_etag = _info(key, os.stat(path)).etag
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        _fsync_dir(os.path.dirname(path))
+        return new_etag
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        keys = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(_HIDDEN)]
+            rel = os.path.relpath(dirpath, self.root)
+            base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            if not (base.startswith(prefix) or prefix.startswith(base)):
+                dirnames[:] = []
+                continue
+            keys.extend(base + name for name in filenames if not name.startswith(_HIDDEN))
+        for key in sorted(k for k in keys if k.startswith(prefix)):
+            info = self.head(key)
+            if info is not None:  # deleted while listing
+                yield info
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        return pafs.LocalFileSystem(), self.root
+
+    def _write_temp(self, path: str, data: bytes) -> str:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f"{_HIDDEN}tmp-{uuid.uuid4().hex}")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return tmp
+
+    @contextmanager
+    def _exclusive_lock(self) -> Iterator[None]:
+        os.makedirs(self.root, exist_ok=True)
+        fd = os.open(os.path.join(self.root, f"{_HIDDEN}cas.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _info(key: str, st: os.stat_result) -> ObjectInfo:
+    # Every write goes through a fresh temp file, so (inode, mtime, size) changes on each one.
+    etag = f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
+    modified = datetime.fromtimestamp(st.st_mtime_ns / 1e9, timezone.utc)
+    return ObjectInfo(key, st.st_size, etag, modified)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,277 @@
+"""A table on S3 (or an S3-compatible endpoint), made transactional by S3 conditional writes.
+
+Create-only is ``PutObject`` with ``If-None-Match: *``; compare-and-swap is ``PutObject`` with
+``If-Match: <etag>``. Both are atomic on the server, so no lock service is needed.
+
+Errors are sorted into three kinds, because the commit protocol reacts differently to each:
+a lost race (``PreconditionFailed``), a missing key (``NotFound``), and everything else
+(``StoreError``), which means "the write may or may not have happened" and is resolved by
+reading back.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from datetime import timezone
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+import boto3
+import pyarrow.fs as pafs
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
+from .base import ObjectInfo, ObjectStore
+
+_CONNECT_TIMEOUT = 5
+_READ_TIMEOUT = 30
+_MAX_ATTEMPTS = 5
+
+_OPTION_ALIASES = {
+    "endpoint_url": "endpoint_url",
+    "region": "region",
+    "access_key_id": "access_key_id",
+    "secret_access_key": "secret_access_key",
+    "session_token": "session_token",
+    "AWS_ENDPOINT_URL": "endpoint_url",
+    "AWS_REGION": "region",
+    "AWS_ACCESS_KEY_ID": "access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "secret_access_key",
+    "AWS_SESSION_TOKEN": "session_token",
+}
+
+# Loose on purpose: legacy buckets may hold upper case and underscores.
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
+_LOST_RACE_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
+# Hosts where pyarrow should find the endpoint itself from the region (virtual-hosted
+# addressing, like boto3) rather than be pinned to the URL boto3 shows in client.meta.
+_AWS_HOST_SUFFIXES = (".amazonaws.com", ".amazonaws.com.cn")
+
+
+class S3Store(ObjectStore):
+    """Objects under ``s3://bucket/prefix``.
+
+    Anything left as None (credentials, region, endpoint) comes from the standard boto3 chain:
+    environment variables (``AWS_ENDPOINT_URL`` included), config files, instance roles.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        client: Any = None,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self._root = f"{self.prefix}/" if self.prefix else ""
+        self._endpoint_url = endpoint_url
+        self._region = region
+        self._access_key_id = access_key_id
+        self._secret_access_key = secret_access_key
+        self._session_token = session_token
+        self._client = client
+        self._fs: pafs.S3FileSystem | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_uri(cls, uri: str, storage_options: dict[str, str] | None = None) -> S3Store:
+        """Parse ``s3://bucket[/prefix]``; options are the constructor's keyword arguments,
+        also accepted under their ``AWS_*`` environment-variable names."""
+        parts = urlsplit(uri)
+        path = parts.path.removeprefix("/").rstrip("/")
+        if (
+            parts.scheme != "s3"
+            or not _BUCKET.fullmatch(parts.netloc)
+            or parts.query
+            or parts.fragment
+            or (path and "" in path.split("/"))
+        ):
+            raise InvalidArgumentError(f"not an s3://bucket/prefix URI: {uri!r}")
+        options: dict[str, str] = {}
+        unknown = sorted(k for k in (storage_options or {}) if k not in _OPTION_ALIASES)
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown S3 storage option(s) {', '.join(unknown)}; "
+                f"expected one of {', '.join(_OPTION_ALIASES)}"
+            )
+        for key, value in (storage_options or {}).items():
+            name = _OPTION_ALIASES[key]
+            if options.get(name, value) != value:
+                raise InvalidArgumentError(f"conflicting values given for S3 option {name}")
+            options[name] = value
+        return cls(parts.netloc, path, **options)
+
+    # --- lazily built, per-process clients -----------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client; built on first use so that construction and unpickling are cheap
+        and make no network calls."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    # A private session: boto3's default session is not thread-safe.
+                    session = boto3.session.Session(
+                        aws_access_key_id=self._access_key_id,
+                        aws_secret_access_key=self._secret_access_key,
+                        aws_session_token=self._session_token,
+                        region_name=self._region,
+                    )
+                    self._client = session.client(
+                        "s3",
+                        endpoint_url=self._endpoint_url,
+                        config=Config(
+                            retries={"mode": "standard", "max_attempts": _MAX_ATTEMPTS},
+                            connect_timeout=_CONNECT_TIMEOUT,
+                            read_timeout=_READ_TIMEOUT,
+                        ),
+                    )
+        return self._client
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow S3 filesystem for the data plane, pointed at the endpoint, region and
+        credentials that the boto3 client (the control plane) resolved, so the two can never
+        disagree about where the table is or who is reading it."""
+        if self._fs is None:
+            client = self.client
+            with self._lock:
+                if self._fs is None:
+                    self._fs = _arrow_s3(client)
+        return self._fs, f"{self.bucket}/{self.prefix}".rstrip("/")
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Clients, filesystems and locks do not pickle; executors rebuild them on first use.
+        # A client passed to the constructor is dropped too: the copy builds its own from the
+        # stored options and the receiving process's boto3 chain.
+        state = self.__dict__.copy()
+        state.update(_client=None, _fs=None, _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # --- ObjectStore ---------------------------------------------------------------------
+
+    def get(self, key: str) -> bytes:
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self._root + key)
+            return response["Body"].read()
+        except ClientError as e:
+            if _code(e) in _NOT_FOUND_CODES:
+                raise NotFound(key) from None
+            raise self._error("get", key, e) from e
+        except BotoCoreError as e:
+            raise self._error("get", key, e) from e
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            response = self.client.head_object(Bucket=self.bucket, Key=self._root + key)
+        except ClientError as e:
+            if _code(e) in _NOT_FOUND_CODES:
+                return None
+            raise self._error("head", key, e) from e
+        except BotoCoreError as e:
+            raise self._error("head", key, e) from e
+        return ObjectInfo(
+            key,
+            response["ContentLength"],
+            response["ETag"],
+            response["LastModified"].astimezone(timezone.utc),
+        )
+
+    def put_if_absent(self, key: str, data: bytes) -> str:
+        return self._put("put_if_absent", key, data, IfNoneMatch="*")
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        return self._put("put_if_match", key, data, IfMatch=etag)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        # S3 lists keys in UTF-8 byte order, which is Python's str order: no sort needed,
+        # and pages stream instead of being collected.
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=self._root + prefix
+            )
+            for page in pages:
+                for obj in page.get("Contents", ()):
+                    yield ObjectInfo(
+                        obj["Key"][len(self._root) :],
+                        obj["Size"],
+                        obj["ETag"],
+                        obj["LastModified"].astimezone(timezone.utc),
+                    )
+        except (ClientError, BotoCoreError) as e:
+            raise self._error("list", prefix + "*", e) from e
+
+    def delete(self, key: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._root + key)
+        except (ClientError, BotoCoreError) as e:
+            raise self._error("delete", key, e) from e
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _put(self, op: str, key: str, data: bytes, **condition: str) -> str:
+        try:
+            response = self.client.put_object(
+                Bucket=self.bucket, Key=self._root + key, Body=bytes(data), **condition
+            )
+        except ClientError as e:
+            code = _code(e)
+            if code in _LOST_RACE_CODES or _status(e) == 412:
+                if e.response.get("ResponseMetadata", {}).get("RetryAttempts", 0):
+                    # botocore retried after a timeout or a 5xx: the refused attempt may have
+                    # been refused because an earlier attempt of ours had already landed.
+                    raise self._error(op, key, e, "outcome unknown after a retry") from e
+                raise PreconditionFailed(key) from None
+            if code in _NOT_FOUND_CODES and "IfMatch" in condition:
+                raise NotFound(key) from None
+            raise self._error(op, key, e) from e
+        except BotoCoreError as e:
+            raise self._error(op, key, e) from e
+        return response["ETag"]
+
+    def _error(self, op: str, key: str, cause: Exception, note: str = "") -> StoreError:
+        detail = f" ({note})" if note else ""
+        return StoreError(f"S3 {op} of s3://{self.bucket}/{self._root}{key} failed{detail}: {cause}")
+
+
+def _code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+def _status(e: ClientError) -> int | None:
+    return e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+def _arrow_s3(client: Any) -> pafs.S3FileSystem:
+    """An arrow S3 filesystem configured like ``client``."""
+    endpoint = urlsplit(client.meta.endpoint_url)
+    custom_endpoint = not (endpoint.hostname or "").endswith(_AWS_HOST_SUFFIXES)
+    region = client.meta.region_name
+    # botocore's signer holds the credentials it resolved from the chain; there is no public
+    # accessor on a client (one passed in has no session we could ask).
+    credentials = client._request_signer._credentials
+    frozen = credentials.get_frozen_credentials() if credentials is not None else None
+    return pafs.S3FileSystem(
+        access_key=frozen.access_key if frozen else None,
+        secret_key=frozen.secret_key if frozen else None,
+        session_token=frozen.token if frozen else None,
+        anonymous=frozen is None,
+        region=region if region and region != "aws-global" else "us-east-1",
+        endpoint_override=endpoint.netloc if custom_endpoint else None,
+        scheme=endpoint.scheme if custom_endpoint else "https",
+        connect_timeout=_CONNECT_TIMEOUT,
+        request_timeout=_READ_TIMEOUT,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=_MAX_ATTEMPTS),
+    )

@@ -1,0 +1,154 @@
+"""The table facade: create or open a table, write to it, read it, inspect its history."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import datetime
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .commit import CommitInfo, CommitOptions
+from .errors import InvalidArgumentError, PreconditionFailed, TableExistsError
+from .expressions import Expr, to_expr
+from .format.manifest import Manifest, manifest_key
+from .format.pointer import POINTER_KEY, encode_pointer
+from .log import VersionLog
+from .scan import Scan, Snapshot
+from .storage import FileIO, ObjectStore, store_for_uri
+from .tombstones import DeletionVectors
+from .transaction import Transaction
+from .write import WriteOptions
+
+
+class Table:
+    """A handle on a table location. It holds no snapshot: every read starts from the
+    pointer, so a long-lived handle always sees the latest version."""
+
+    def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
+                 commit_options: CommitOptions | None = None) -> None:
+        self.uri = uri
+        self.store = store
+        self.io = FileIO(store)
+        self.write_options = write_options or WriteOptions()
+        self.commit_options = commit_options or CommitOptions()
+        self._log = VersionLog(store, uri)
+
+    def __repr__(self) -> str:
+        return f"Table({self.uri!r})"
+
+    # --- state --------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """The latest version (one GET of the pointer)."""
+        return self._log.pointer().version
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._log.latest()[0].schema
+
+    def manifest(self, version: int | None = None) -> Manifest:
+        """The manifest of ``version`` (default: the latest)."""
+        return self._log.latest()[0] if version is None else self._log.manifest(version)
+
+    def history(self, limit: int | None = None) -> list[CommitInfo]:
+        """Retained versions, newest first."""
+        return [CommitInfo.of(m) for m in self._log.history(limit)]
+
+    # --- reads --------------------------------------------------------------------------
+    def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None,
+             version: int | None = None, as_of: datetime | str | None = None) -> Scan:
+        """Read the latest version, or ``version``, or the version current at ``as_of``."""
+        if version is not None and as_of is not None:
+            raise InvalidArgumentError("pass version or as_of, not both")
+        if version is not None:
+            manifest = self._log.manifest(version)
+        elif as_of is not None:
+            manifest = self._log.as_of(_parse_time(as_of))
+        else:
+            manifest = self._log.latest()[0]
+        dvs = DeletionVectors(self.store)
+        snapshot = Snapshot(manifest.version, manifest.schema, manifest.files, dvs.of)
+        return Scan(snapshot, self.io, columns, to_expr(where))
+
+    def to_arrow(self) -> pa.Table:
+        return self.scan().to_arrow()
+
+    # --- writes -------------------------------------------------------------------------
+    def transaction(self) -> Transaction:
+        return Transaction(self)
+
+    def append(self, data: Any) -> CommitInfo:
+        """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, a pandas DataFrame or a
+        list of dicts. Nothing to add commits nothing."""
+        with self.transaction() as tx:
+            tx.append(data)
+            return tx.commit()
+
+    def delete(self, where: str | Expr) -> CommitInfo:
+        """Delete the rows matching ``where`` by writing a tombstone; data is never rewritten."""
+        with self.transaction() as tx:
+            tx.delete(where)
+            return tx.commit()
+
+    def overwrite(self, data: Any, where: str | Expr | None = None) -> CommitInfo:
+        """Atomically replace every row (or the rows matching ``where``) with ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(data, where)
+            return tx.commit()
+
+
+def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
+                 storage_options: dict[str, str] | None = None, **options: Any) -> Table:
+    """Create an empty table (version 0). Raises ``TableExistsError`` if one is there."""
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
+    if len(set(schema.names)) != len(schema.names) or not all(schema.names):
+        raise InvalidArgumentError(f"column names must be unique and non-empty: {schema.names}")
+    table = _table(uri, store, storage_options, options)
+    empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
+                     commit_id=uuid.uuid4().hex, operation="create", schema=schema, files=())
+    try:
+        table.store.put_if_absent(manifest_key(0), empty.to_json())
+    except PreconditionFailed:
+        raise TableExistsError(f"a table already exists at {table.uri}") from None
+    try:
+        table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
+    except PreconditionFailed:
+        pass  # a reader repaired the pointer between our two writes
+    return table
+
+
+def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
+               storage_options: dict[str, str] | None = None, **options: Any) -> Table:
+    """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
+    table = _table(uri, store, storage_options, options)
+    table.version  # noqa: B018 - fail now, not at the first read
+    return table
+
+
+def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
+           options: dict[str, Any]) -> Table:
+    write_keys = set(WriteOptions.__dataclass_fields__)
+    commit_keys = set(CommitOptions.__dataclass_fields__)
+    unknown = set(options) - write_keys - commit_keys
+    if unknown:
+        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}; known: "
+                                   f"{sorted(write_keys | commit_keys)}")
+    write = WriteOptions(**{k: v for k, v in options.items() if k in write_keys})
+    if write.target_file_size <= 0 or write.row_group_size <= 0:
+        raise InvalidArgumentError("target_file_size and row_group_size must be positive")
+    commit = CommitOptions(**{k: v for k, v in options.items() if k in commit_keys})
+    text = os.fspath(uri)
+    return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
+
+
+def _parse_time(value: datetime | str) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {value!r}") from None

@@ -1,0 +1,63 @@
+"""Tombstone objects: roaring bitmaps of deleted row positions, one per data file.
+
+A tombstone object is ``MAGIC`` followed by the portable serialisations of one or more
+bitmaps back to back; each data file's manifest entry points at its bitmap by
+(object, offset, length, cardinality). Each data file has at most one live bitmap: a new
+delete on a file writes the union with the old one, so a reader applies one bitmap per file.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Mapping
+
+from pyroaring import BitMap
+
+from .errors import CorruptTableError
+from .format.manifest import DataFile, DeletionVector
+from .storage import ObjectStore
+
+MAGIC = b"MTTOMB01"
+TOMBSTONE_PREFIX = "tombstones/"
+
+
+def write_tombstone(store: ObjectStore, bitmaps: Mapping[str, BitMap]) -> dict[str, DeletionVector]:
+    """Write one create-only object holding every bitmap; return each data file's reference."""
+    key = f"{TOMBSTONE_PREFIX}{uuid.uuid4().hex}.roaring"
+    chunks, refs, offset = [MAGIC], {}, len(MAGIC)
+    for path, bitmap in bitmaps.items():
+        blob = bitmap.serialize()
+        chunks.append(blob)
+        refs[path] = DeletionVector(key, offset, len(blob), len(bitmap))
+        offset += len(blob)
+    store.put_if_absent(key, b"".join(chunks))
+    return refs
+
+
+class DeletionVectors:
+    """Loads the bitmaps a snapshot refers to, fetching each tombstone object once."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+        self._objects: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def load(self, ref: DeletionVector) -> BitMap:
+        with self._lock:
+            blob = self._objects.get(ref.path)
+        if blob is None:
+            blob = self._store.get(ref.path)
+            if not blob.startswith(MAGIC):
+                raise CorruptTableError(f"{ref.path} is not a tombstone object")
+            with self._lock:
+                self._objects[ref.path] = blob
+        bitmap = BitMap.deserialize(blob[ref.offset:ref.offset + ref.length])
+        if len(bitmap) != ref.cardinality:
+            raise CorruptTableError(f"bitmap at {ref.path}@{ref.offset} has {len(bitmap)} rows, "
+                                    f"the manifest says {ref.cardinality}")
+        return bitmap
+
+    def of(self, file: DataFile) -> BitMap:
+        """The file's deleted positions (empty when it has none)."""
+        return self.load(file.deletes) if file.deletes else BitMap()

@@ -1,0 +1,122 @@
+"""A moto S3 server in its own process, with conditional writes made atomic.
+
+moto checks ``If-None-Match``/``If-Match`` on PutObject by reading the current object and
+then writing, with no lock in between, so two concurrent conditional PUTs can both win.
+Real S3 does not allow that, and our contention tests rely on it not happening. The
+middleware here serialises every write request (PUT/POST/DELETE) behind one lock; since all
+test processes talk to this one server process, that makes the check-then-write atomic for
+all of them. Reads stay concurrent.
+
+Run standalone with ``python tests/s3_server.py PORT`` (PORT 0 picks a free one); the server
+prints ``READY http://127.0.0.1:<port>`` on stdout once it is listening.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+HOST = "127.0.0.1"
+_READY = "READY "
+_WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
+
+
+class SerialisedWrites:
+    """WSGI middleware: at most one write request inside the wrapped app at any time."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("REQUEST_METHOD") not in _WRITE_METHODS:
+            return self.app(environ, start_response)
+        with self.lock:
+            # Materialise the body under the lock, so the whole request is handled in it.
+            result = self.app(environ, start_response)
+            try:
+                return list(result)
+            finally:
+                if hasattr(result, "close"):
+                    result.close()
+
+
+def serve(port: int) -> None:
+    """Serve moto's S3 (and every other moto backend) on ``HOST:port`` until killed."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    class QuietHandler(MotoRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            pass  # one line per request would flood the test output
+
+    app = SerialisedWrites(DomainDispatcherApplication(create_backend_app))
+    server = make_server(HOST, port, app, threaded=True, request_handler=QuietHandler)
+    print(f"{_READY}http://{HOST}:{server.server_port}", flush=True)
+    # Nobody reads the pipe after the READY line: stray output must not fill it and block us.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    server.serve_forever()
+
+
+def start_moto_server(timeout: float = 30.0) -> tuple[str, Callable[[], None]]:
+    """Start the server in a child process; return its endpoint URL and a stop function.
+
+    Returns only once the port accepts connections.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    try:
+        endpoint = _wait_until_ready(proc, time.monotonic() + timeout)
+    except BaseException:
+        stop()
+        raise
+    return endpoint, stop
+
+
+def _wait_until_ready(proc: subprocess.Popen[str], deadline: float) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith(_READY):
+        raise RuntimeError(f"moto server did not start (exit code {proc.poll()}): {line!r}")
+    endpoint = line[len(_READY) :].strip()
+    port = int(endpoint.rsplit(":", 1)[1])
+    while True:
+        try:
+            socket.create_connection((HOST, port), timeout=1).close()
+            return endpoint
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto server at {endpoint} does not answer") from None
+            time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: {sys.argv[0]} PORT")
+    serve(int(sys.argv[1]))

@@ -1,0 +1,563 @@
+"""Filter expressions: parser, binding, Arrow evaluation and statistics pruning.
+
+Row evaluation and pruning are checked against a brute-force Python reference with SQL
+three-valued logic, over random expressions and random tables with nulls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import operator
+import re
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from manifest_table.errors import InvalidFilterError
+from manifest_table.expressions import (
+    And,
+    ColumnStats,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Like,
+    Not,
+    Or,
+    col,
+    parse,
+    to_expr,
+)
+
+# --- parser ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "rendered"),
+    [
+        ("id >= 5", "id >= 5"),
+        ("id=5", "id = 5"),
+        ("x <> 1", "x != 1"),
+        ("x != -1", "x != -1"),
+        ("x < 1.5 AND x > -2e3", "x < 1.5 AND x > -2000.0"),
+        ("x = .5", "x = 0.5"),
+        ("name = 'it''s'", "name = 'it''s'"),
+        ("flag = true OR flag = FALSE", "flag = TRUE OR flag = FALSE"),
+        ("d = DATE '2025-10-04'", "d = DATE '2025-10-04'"),
+        ("t > TIMESTAMP '2025-10-04 12:30:00'", "t > TIMESTAMP '2025-10-04 12:30:00'"),
+        ("t > TIMESTAMP '2025-10-04T12:30:00.5Z'", "t > TIMESTAMP '2025-10-04 12:30:00.500000+00:00'"),
+        ("t > timestamp '2025-10-04 12:30:00+02:00'", "t > TIMESTAMP '2025-10-04 12:30:00+02:00'"),
+        ("date = DATE '2025-10-04'", "date = DATE '2025-10-04'"),
+        ('"my col" = 1', '"my col" = 1'),
+        ('"say ""hi""" = 1', '"say ""hi""" = 1'),
+        ('"and" = 1', '"and" = 1'),
+        ('"plain" = 1', "plain = 1"),
+        ("a.b_c1 = 1", "a.b_c1 = 1"),
+        ("5 < x", "x > 5"),
+        ("5 <= x", "x >= 5"),
+        ("'a' = s", "s = 'a'"),
+        ("DATE '2025-01-01' > d", "d < DATE '2025-01-01'"),
+        ("x BETWEEN 1 AND 5", "x >= 1 AND x <= 5"),
+        ("x not between 1 and 5", "NOT (x >= 1 AND x <= 5)"),
+        ("x IN (1, 2, 3)", "x IN (1, 2, 3)"),
+        ("x NOT IN ('a','b')", "x NOT IN ('a', 'b')"),
+        ("x is null", "x IS NULL"),
+        ("x Is Not Null", "x IS NOT NULL"),
+        ("s LIKE 'ab%'", "s LIKE 'ab%'"),
+        ("s NOT LIKE '_b'", "s NOT LIKE '_b'"),
+        # precedence: NOT > AND > OR, both binary operators left-associative
+        ("a = 1 OR b = 2 AND c = 3", "a = 1 OR b = 2 AND c = 3"),
+        ("(a = 1 OR b = 2) AND c = 3", "(a = 1 OR b = 2) AND c = 3"),
+        ("NOT a = 1 AND b = 2", "NOT (a = 1) AND b = 2"),
+        ("NOT (a = 1 AND b = 2)", "NOT (a = 1 AND b = 2)"),
+        ("a = 1 AND b = 2 AND c = 3", "a = 1 AND b = 2 AND c = 3"),
+        ("a = 1 AND (b = 2 AND c = 3)", "a = 1 AND (b = 2 AND c = 3)"),
+        ("((a = 1))", "a = 1"),
+        ("NOT NOT a = 1", "NOT (NOT (a = 1))"),
+    ],
+)
+def test_parse_renders(text: str, rendered: str) -> None:
+    expr = parse(text)
+    assert str(expr) == rendered
+    assert parse(rendered) == expr
+
+
+def test_parse_structure() -> None:
+    assert parse("a = 1 OR b = 2 AND c = 3") == Or(
+        Comparison("a", "=", 1), And(Comparison("b", "=", 2), Comparison("c", "=", 3))
+    )
+    assert parse("NOT a IS NULL OR b LIKE 'x'") == Or(Not(IsNull("a")), Like("b", "x"))
+    assert parse("x IN (1, 2.5, 'a', TRUE)") == In("x", (1, 2.5, "a", True))
+
+
+def test_literal_kinds() -> None:
+    def value(text: str) -> object:
+        expr = parse(f"x = {text}")
+        assert isinstance(expr, Comparison)
+        return expr.value
+
+    assert value("42") == 42 and type(value("42")) is int
+    assert value("-7") == -7
+    assert value("2.0") == 2.0 and type(value("2.0")) is float
+    assert value("-2e3") == -2000.0
+    assert value("'O''Brien'") == "O'Brien"
+    assert value("TRUE") is True and value("false") is False
+    assert value("DATE '2025-10-04'") == dt.date(2025, 10, 4)
+    assert value("TIMESTAMP '2025-10-04 01:02:03.000004'") == dt.datetime(2025, 10, 4, 1, 2, 3, 4)
+    utc = dt.datetime(2025, 10, 4, 1, 2, 3, tzinfo=dt.timezone.utc)
+    assert value("TIMESTAMP '2025-10-04T01:02:03Z'") == utc
+    assert value("TIMESTAMP '2025-10-04 03:02:03+02:00'") == utc
+
+
+@pytest.mark.parametrize(
+    ("text", "position", "fragment"),
+    [
+        ("id >= AND x = 1", 6, "expected a literal after '>='"),
+        ("x = NULL", 4, "IS NULL"),
+        ("x != NULL", 5, "IS NOT NULL"),
+        ("x IN (1, NULL)", 9, "IS NULL"),
+        ("x = 'abc", 4, "unterminated string"),
+        ('"abc = 1', 0, "unterminated quoted column name"),
+        ('"" = 1', 0, "empty quoted column name"),
+        ("x IN ()", 6, "expected a literal"),
+        ("x IN (1 2)", 8, "expected ',' or ')'"),
+        ("x IN 1", 5, "expected '('"),
+        ("x NOT = 1", 6, "expected BETWEEN, IN or LIKE"),
+        ("x = 1 y = 2", 6, "expected AND, OR or the end"),
+        ("(x = 1", 6, "expected ')'"),
+        ("x = 1)", 5, "expected AND, OR or the end"),
+        ("= 1", 0, "expected a column name, a literal"),
+        ("x", 1, "expected a comparison operator"),
+        ("x =", 3, "expected a literal after '='"),
+        ("x = 1 AND", 9, "expected a column name"),
+        ("1 = 2", 4, "expected a column name"),
+        ("1 IN (1)", 2, "expected a comparison operator"),
+        ("x LIKE 5", 7, "expected a quoted pattern"),
+        ("x IS 5", 5, "expected NULL"),
+        ("x BETWEEN 1 OR 2", 12, "expected AND"),
+        ("d = DATE '2025-13-01'", 4, "invalid DATE literal"),
+        ("t = TIMESTAMP 'noon'", 4, "invalid TIMESTAMP literal"),
+        ("x = 1e999", 4, "out of range"),
+        ("x @ 1", 2, "unexpected character '@'"),
+        ("x = - 1", 4, "unexpected character '-'"),
+        ("AND = 1", 0, "expected a column name"),
+    ],
+)
+def test_syntax_errors(text: str, position: int, fragment: str) -> None:
+    with pytest.raises(InvalidFilterError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert fragment in message
+    assert caught.value.position == position  # type: ignore[attr-defined]
+    assert f"at position {position}:" in message
+    assert message.endswith(f"\n  {text}\n  {' ' * position}^")
+
+
+def test_caret_stays_aligned_on_multiline_text() -> None:
+    with pytest.raises(InvalidFilterError) as caught:
+        parse("x = 1\nAND")
+    assert str(caught.value).endswith("\n  x = 1 AND\n           ^")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_empty_filter(text: str) -> None:
+    with pytest.raises(InvalidFilterError, match="empty"):
+        parse(text)
+
+
+def test_to_expr() -> None:
+    expr = col("a") == 1
+    assert to_expr(None) is None
+    assert to_expr(expr) is expr
+    assert to_expr("a = 1") == expr
+    with pytest.raises(InvalidFilterError):
+        to_expr(42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidFilterError):
+        parse(b"a = 1")  # type: ignore[arg-type]
+
+
+# --- builder -------------------------------------------------------------------------------
+def test_builder() -> None:
+    expr = (col("id") > 5) & col("country").isin(["DE", "FR"])
+    assert str(expr) == "id > 5 AND country IN ('DE', 'FR')"
+    assert str(~(col("x") == 1)) == "NOT (x = 1)"
+    assert str((col("a") != 1) | col("b").is_null()) == "a != 1 OR b IS NULL"
+    assert str(5 < col("x")) == "x > 5"
+    assert str(col("x").not_in([1])) == "x NOT IN (1)"
+    assert str(col("x").is_not_null()) == "x IS NOT NULL"
+    assert str(col("s").like("a%")) == "s LIKE 'a%'"
+    assert str(col("x").between(1, 2)) == "x >= 1 AND x <= 2"
+    assert expr.columns() == frozenset({"id", "country"})
+    assert (~(col("a") <= 1) | col("b").like("x")).columns() == frozenset({"a", "b"})
+    assert hash(col("a") == 1) == hash(parse("a = 1"))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: col("x") == None,  # noqa: E711 - that is the mistake being tested
+        lambda: col("x").isin("abc"),
+        lambda: col("x").isin([]),
+        lambda: col("x") < float("nan"),
+        lambda: col("x") == object(),
+        lambda: col("") == 1,
+        lambda: col("s").like(5),
+        lambda: Comparison("x", "~", 1),
+        lambda: And(col("x") == 1, "y = 2"),
+    ],
+)
+def test_builder_rejects(build) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidFilterError):
+        build()
+
+
+def test_combining_with_non_expressions_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        (col("a") == 1) & "b = 2"  # type: ignore[operator]
+
+
+# --- bind --------------------------------------------------------------------------------
+SCHEMA = pa.schema(
+    [
+        ("i", pa.int32()),
+        ("f", pa.float64()),
+        ("s", pa.string()),
+        ("ls", pa.large_string()),
+        ("b", pa.bool_()),
+        ("d", pa.date32()),
+        ("t", pa.timestamp("us")),
+        ("tz", pa.timestamp("ns", tz="UTC")),
+        ("dec", pa.decimal128(10, 2)),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rendered"),
+    [
+        ("i = 2.0", "i = 2"),
+        ("f > 1", "f > 1.0"),
+        ("f IN (1, 2.5)", "f IN (1.0, 2.5)"),
+        ("d = '2025-10-04'", "d = DATE '2025-10-04'"),
+        ("d IN (DATE '2025-10-04')", "d IN (DATE '2025-10-04')"),
+        ("t < TIMESTAMP '2025-10-04 12:00:00'", "t < TIMESTAMP '2025-10-04 12:00:00'"),
+        ("t >= DATE '2025-10-04'", "t >= TIMESTAMP '2025-10-04 00:00:00'"),
+        ("t >= '2025-10-04 01:00'", "t >= TIMESTAMP '2025-10-04 01:00:00'"),
+        ("tz < TIMESTAMP '2025-10-04 12:00:00'", "tz < TIMESTAMP '2025-10-04 12:00:00+00:00'"),
+        ("tz < TIMESTAMP '2025-10-04 14:00:00+02:00'", "tz < TIMESTAMP '2025-10-04 12:00:00+00:00'"),
+        ("b = TRUE AND ls LIKE 'a%'", "b = TRUE AND ls LIKE 'a%'"),
+        ("NOT (dec < 1.5)", "NOT (dec < 1.5)"),
+        ("s IS NULL OR i IS NOT NULL", "s IS NULL OR i IS NOT NULL"),
+    ],
+)
+def test_bind_converts_literals(text: str, rendered: str) -> None:
+    bound = parse(text).bind(SCHEMA)
+    assert str(bound) == rendered
+    assert bound.bind(SCHEMA) == bound
+
+
+def test_bind_literal_types() -> None:
+    assert parse("dec < 1.5").bind(SCHEMA) == Comparison("dec", "<", Decimal("1.5"))
+    tz_bound = parse("tz = TIMESTAMP '2025-10-04 12:00:00'").bind(SCHEMA)
+    assert isinstance(tz_bound, Comparison) and tz_bound.value.utcoffset() == dt.timedelta(0)  # type: ignore[union-attr]
+
+
+def test_bind_unknown_column() -> None:
+    with pytest.raises(InvalidFilterError, match="unknown column 'nope'.*available columns: i, f, s"):
+        parse("i = 1 AND nope = 2").bind(SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("i = 1.5", "'i' of type int32 with 1.5"),
+        ("i = 'a'", "'i' of type int32 with 'a'"),
+        ("i = TRUE", "'i' of type int32 with TRUE"),
+        ("i IN (1, 'x')", "'i' of type int32 with 'x'"),
+        ("f = 'a'", "'f' of type double with 'a'"),
+        ("s = 1", "'s' of type string with 1"),
+        ("s = DATE '2025-01-01'", "'s' of type string with DATE '2025-01-01'"),
+        ("b = 1", "'b' of type bool with 1"),
+        ("d = 'yesterday'", "'d' of type date32[day] with 'yesterday'"),
+        ("d = 20251004", "'d' of type date32[day] with 20251004"),
+        ("d = TIMESTAMP '2025-10-04 00:00:00'", "'d' of type date32[day] with TIMESTAMP"),
+        ("t = 5", "'t' of type timestamp[us] with 5"),
+        ("t = TIMESTAMP '2025-10-04 00:00:00Z'", "no time zone"),
+        ("dec = 'a'", "'dec' of type decimal128(10, 2) with 'a'"),
+        ("i LIKE 'a%'", "LIKE needs a string column; column 'i' has type int32"),
+    ],
+)
+def test_bind_rejects_wrong_types(text: str, fragment: str) -> None:
+    with pytest.raises(InvalidFilterError, match=re.escape(fragment)):
+        parse(text).bind(SCHEMA)
+
+
+# --- evaluation ------------------------------------------------------------------------------
+def test_null_semantics_on_a_small_table() -> None:
+    table = pa.table({"x": pa.array([1, 2, None], pa.int64()), "s": ["ab", None, "b"]})
+
+    def mask(text: str) -> list[bool | None]:
+        return parse(text).evaluate(table).to_pylist()
+
+    assert mask("x = 1") == [True, False, None]
+    assert mask("NOT x = 1") == [False, True, None]
+    assert mask("x IN (1)") == [True, False, None]
+    assert mask("x NOT IN (1)") == [False, True, None]
+    assert mask("NOT x IN (1)") == [False, True, None]
+    assert mask("x IS NULL") == [False, False, True]
+    assert mask("s NOT LIKE 'a%'") == [False, None, True]
+    assert mask("x = 1 OR x IS NULL") == [True, False, True]
+    assert mask("x = 2 AND s = 'zz'") == [False, None, False]
+    assert mask("x = 2 OR s = 'zz'") == [False, True, None]
+    assert table.filter(parse("NOT x IN (1)").to_arrow())["x"].to_pylist() == [2]
+    batch_mask = parse("x > 1").evaluate(table.to_batches()[0])
+    assert isinstance(batch_mask, pa.BooleanArray) and batch_mask.to_pylist() == [False, True, None]
+
+
+def test_timestamps_in_another_zone_than_the_column() -> None:
+    moment = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
+    table = pa.table({"t": pa.array([moment, None], pa.timestamp("ns", tz="Europe/Berlin"))})
+    assert parse("t = TIMESTAMP '2025-01-01 13:00:00+01:00'").evaluate(table).to_pylist() == [True, None]
+    assert parse("t IN (TIMESTAMP '2025-01-01 12:00:00')").evaluate(table).to_pylist() == [True, None]
+
+
+def _like_regex(pattern: str) -> str:
+    parts, chars = [], iter(pattern)
+    for char in chars:
+        if char == "\\":
+            parts.append(re.escape(next(chars, "\\")))
+        else:
+            parts.append({"%": ".*", "_": "."}.get(char) or re.escape(char))
+    return "".join(parts)
+
+
+def reference(expr: Expr, row: dict[str, object]) -> bool | None:
+    """SQL three-valued logic, by hand."""
+    match expr:
+        case And(left=left, right=right):
+            a, b = reference(left, row), reference(right, row)
+            return False if a is False or b is False else None if a is None or b is None else True
+        case Or(left=left, right=right):
+            a, b = reference(left, row), reference(right, row)
+            return True if a is True or b is True else None if a is None or b is None else False
+        case Not(child=child):
+            value = reference(child, row)
+            return None if value is None else not value
+        case IsNull(column=column, negated=negated):
+            return (row[column] is None) != negated
+    value = row[expr.column]  # type: ignore[attr-defined]
+    if value is None:
+        return None
+    match expr:
+        case Comparison(op=op, value=literal):
+            ops = {"=": operator.eq, "!=": operator.ne, "<": operator.lt,
+                   "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+            return ops[op](value, literal)
+        case In(values=values, negated=negated):
+            return (value in values) != negated
+        case Like(pattern=pattern, negated=negated):
+            return bool(re.fullmatch(_like_regex(pattern), value, re.DOTALL)) != negated  # type: ignore[arg-type]
+    raise AssertionError(expr)
+
+
+INTS = st.integers(-3, 3)
+FLOATS = st.sampled_from([-1.5, 0.0, 0.25, 1.0, 2.5])
+STRINGS = st.sampled_from(["", "a", "ab", "abc", "a%c", "a_", "b", "ba", "\\"])
+PATTERNS = st.lists(st.sampled_from(["a", "b", "c", "%", "_", "\\%", "\\_"]), max_size=4).map("".join)
+OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
+TYPED_VALUES = {"i": INTS, "f": st.one_of(FLOATS, INTS), "s": STRINGS}
+
+
+def leaf(column: str) -> st.SearchStrategy[Expr]:
+    values = TYPED_VALUES[column]
+    choices = [
+        st.builds(Comparison, st.just(column), OPS, values),
+        st.builds(In, st.just(column), st.lists(values, min_size=1, max_size=3), st.booleans()),
+        st.builds(IsNull, st.just(column), st.booleans()),
+        st.builds(lambda low, high: col(column).between(low, high), values, values),
+    ]
+    if column == "s":
+        choices.append(st.builds(Like, st.just(column), PATTERNS, st.booleans()))
+    return st.one_of(choices)
+
+
+EXPRESSIONS = st.recursive(
+    st.one_of(leaf("i"), leaf("f"), leaf("s")),
+    lambda children: st.one_of(
+        st.builds(And, children, children), st.builds(Or, children, children), st.builds(Not, children)
+    ),
+    max_leaves=8,
+)
+ROWS = st.lists(
+    st.fixed_dictionaries(
+        {"i": st.none() | INTS, "f": st.none() | FLOATS, "s": st.none() | STRINGS}
+    ),
+    max_size=8,
+)
+TABLE_SCHEMA = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
+
+
+def to_table(rows: list[dict[str, object]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=TABLE_SCHEMA)
+
+
+@settings(max_examples=300, deadline=None)
+@given(EXPRESSIONS, ROWS)
+def test_arrow_filter_matches_reference(expr: Expr, rows: list[dict[str, object]]) -> None:
+    table = to_table(rows)
+    bound = expr.bind(TABLE_SCHEMA)
+    expected = [reference(bound, row) for row in rows]
+    assert expr.evaluate(table).to_pylist() == expected
+    kept = table.filter(bound.to_arrow()).to_pylist()
+    assert kept == [row for row, verdict in zip(rows, expected) if verdict is True]
+
+
+def stats_of(rows: list[dict[str, object]], column: str, forget: str) -> ColumnStats | None:
+    """Exact statistics of one column, minus what `forget` says is unknown."""
+    values = [row[column] for row in rows if row[column] is not None]
+    full = ColumnStats(
+        min=min(values, default=None),
+        max=max(values, default=None),
+        null_count=len(rows) - len(values),
+        row_count=len(rows),
+    )
+    return {
+        "nothing": full,
+        "all": None,
+        "min": ColumnStats(None, full.max, full.null_count, full.row_count),
+        "max": ColumnStats(full.min, None, full.null_count, full.row_count),
+        "counts": ColumnStats(full.min, full.max),
+        "rows": ColumnStats(full.min, full.max, full.null_count, None),
+    }[forget]
+
+
+FORGET = st.sampled_from(["nothing", "all", "min", "max", "counts", "rows"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(EXPRESSIONS, ROWS, st.fixed_dictionaries({"i": FORGET, "f": FORGET, "s": FORGET}))
+def test_pruning_is_sound(expr: Expr, rows: list[dict[str, object]], forget: dict[str, str]) -> None:
+    bound = expr.bind(TABLE_SCHEMA)
+    if any(reference(bound, row) is True for row in rows):
+        assert bound.may_match(lambda name: stats_of(rows, name, forget[name]))
+
+
+# --- pruning precision: sound is not enough, it must also prune ------------------------------
+def stats(**by_column: ColumnStats) -> object:
+    return by_column.get
+
+
+@pytest.mark.parametrize(
+    ("text", "column_stats", "may_match"),
+    [
+        ("x = 5", ColumnStats(6, 9, 0, 10), False),
+        ("x = 5", ColumnStats(1, 4, 0, 10), False),
+        ("x = 5", ColumnStats(1, 9, 0, 10), True),
+        ("x = 5", ColumnStats(None, 4, 0, 10), False),
+        ("x = 5", ColumnStats(None, None, 0, 10), True),
+        ("x = 5", ColumnStats(1, 9, 10, 10), False),  # all null
+        ("x = 5", ColumnStats(None, None, 10, 10), False),
+        ("x = 5", ColumnStats(0, 0, 0, 0), False),  # no rows
+        ("x < 5", ColumnStats(5, 9), False),
+        ("x <= 5", ColumnStats(5, 9), True),
+        ("x > 5", ColumnStats(1, 5), False),
+        ("x >= 5", ColumnStats(1, 5), True),
+        ("x != 5", ColumnStats(5, 5, 0, 10), False),
+        ("x != 5", ColumnStats(5, 5, 3, 10), False),  # nulls never match !=
+        ("x != 5", ColumnStats(5, 6, 0, 10), True),
+        ("x != 5.0", ColumnStats(5.0, 5.0, 0, 10), True),  # NaN is not in float stats
+        ("NOT x = 5", ColumnStats(5, 5, 2, 10), False),
+        ("NOT x != 5", ColumnStats(6, 9), False),
+        ("NOT x < 5", ColumnStats(1, 4), False),
+        ("NOT (x < 5 OR x > 8)", ColumnStats(1, 4), False),
+        ("NOT (x > 2 AND x < 5)", ColumnStats(3, 4), False),
+        ("NOT NOT x = 5", ColumnStats(6, 9), False),
+        ("x IS NULL", ColumnStats(1, 2, 0, 10), False),
+        ("x IS NULL", ColumnStats(1, 2, None, 10), True),
+        ("x IS NULL", ColumnStats(None, None, 1, 10), True),
+        ("NOT x IS NULL", ColumnStats(None, None, 10, 10), False),
+        ("x IS NOT NULL", ColumnStats(None, None, 10, 10), False),
+        ("x IS NOT NULL", ColumnStats(None, None, 10, None), True),
+        ("NOT x IS NOT NULL", ColumnStats(1, 2, 0, 10), False),
+        ("x IN (1, 7)", ColumnStats(2, 6), False),
+        ("x IN (1, 5)", ColumnStats(2, 6), True),
+        ("x NOT IN (1, 5)", ColumnStats(5, 5, 4, 10), False),
+        ("NOT x IN (5)", ColumnStats(5, 5), False),
+        ("x NOT IN (1, 5)", ColumnStats(4, 5), True),
+        ("s LIKE 'ab%'", ColumnStats("ac", "b"), False),
+        ("s LIKE 'ab%'", ColumnStats("a", "aa"), False),
+        ("s LIKE 'ab%'", ColumnStats("aa", "ac"), True),
+        ("s LIKE 'ab%'", ColumnStats("abz", "abzz"), True),
+        ("s LIKE 'ab%'", ColumnStats(None, "ab"), True),
+        ("s LIKE 'ab_x'", ColumnStats("b", "c"), False),
+        ("s LIKE 'a\\%'", ColumnStats("a&", "a("), False),  # escaped: exactly 'a%'
+        ("s LIKE 'a\\%'", ColumnStats("a!", "a("), True),
+        ("s LIKE '%b'", ColumnStats("x", "y"), True),
+        ("s LIKE '_b'", ColumnStats("x", "y"), True),
+        ("s LIKE '%'", ColumnStats(None, None, 10, 10), False),
+        ("s NOT LIKE 'ab%'", ColumnStats("ab", "abz"), False),
+        ("s NOT LIKE 'ab%'", ColumnStats("aa", "abz"), True),
+        ("s NOT LIKE 'ab%c'", ColumnStats("ab", "abz"), True),
+        ("s NOT LIKE 'ab'", ColumnStats("ab", "ab"), False),
+        ("NOT s LIKE 'ab%'", ColumnStats("ab", "abz"), False),
+        ("s NOT LIKE '%'", ColumnStats("a", "b", 10, 10), False),
+        ("x = 5", ColumnStats(float("nan"), float("nan")), True),  # NaN bounds are unknown
+        ("x = 5", ColumnStats("a", "b"), True),  # type mismatch: cannot tell
+        ("s LIKE 'a%'", ColumnStats(1, 2), True),
+        ("x = 5 OR y = 1", ColumnStats(6, 9), True),  # nothing known about y
+        ("x = 5 AND y = 1", ColumnStats(6, 9), False),
+    ],
+)
+def test_pruning_decisions(text: str, column_stats: ColumnStats, may_match: bool) -> None:
+    known = {"x": column_stats, "s": column_stats}
+    assert parse(text).may_match(known.get) is may_match
+
+
+def test_pruning_on_dates() -> None:
+    expr = parse("d BETWEEN '2025-01-01' AND '2025-01-31'").bind(pa.schema([("d", pa.date32())]))
+    january = ColumnStats(dt.date(2025, 1, 5), dt.date(2025, 1, 9))
+    february = ColumnStats(dt.date(2025, 2, 1), dt.date(2025, 2, 9))
+    assert expr.may_match({"d": january}.get)
+    assert not expr.may_match({"d": february}.get)
+
+
+# --- text round trip ---------------------------------------------------------------------------
+NAMES = st.one_of(
+    st.sampled_from(["id", "a.b", "date", "timestamp", "and", "Not", "my col", 'q"uote', "x1"]),
+    st.text(min_size=1, max_size=6),
+)
+ANY_LITERAL = st.one_of(
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+    st.booleans(),
+    st.dates(),
+    st.datetimes(
+        timezones=st.sampled_from(
+            [None, dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)), dt.timezone(-dt.timedelta(hours=8))]
+        )
+    ),
+)
+ANY_LEAF = st.one_of(
+    st.builds(Comparison, NAMES, OPS, ANY_LITERAL),
+    st.builds(In, NAMES, st.lists(ANY_LITERAL, min_size=1, max_size=3), st.booleans()),
+    st.builds(IsNull, NAMES, st.booleans()),
+    st.builds(Like, NAMES, st.text(max_size=6), st.booleans()),
+)
+ANY_EXPRESSION = st.recursive(
+    ANY_LEAF,
+    lambda children: st.one_of(
+        st.builds(And, children, children), st.builds(Or, children, children), st.builds(Not, children)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_EXPRESSION)
+def test_text_round_trip(expr: Expr) -> None:
+    text = str(expr)
+    reparsed = parse(text)
+    assert str(reparsed) == text
+    assert reparsed == expr

@@ -1,0 +1,507 @@
+"""Conformance of every ObjectStore to the interface (MemoryStore is the reference), races on
+the stores that promise cross-process safety, and the S3-specific parts of S3Store."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import boto3
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from botocore.config import Config
+from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+from botocore.httpsession import URLLib3Session
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from manifest_table.errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
+from manifest_table.storage.base import ObjectInfo, ObjectStore
+from manifest_table.storage.local import LocalStore
+from manifest_table.storage.memory import MemoryStore
+from manifest_table.storage.s3 import S3Store
+
+# =========================================================================================
+# Conformance: every store
+# =========================================================================================
+
+
+def test_missing_key(store: ObjectStore) -> None:
+    with pytest.raises(NotFound):
+        store.get("_latest_manifest")
+    assert store.head("_latest_manifest") is None
+    assert list(store.list()) == []
+
+
+def test_put_if_absent_then_read(store: ObjectStore) -> None:
+    before = datetime.now(timezone.utc)
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    assert isinstance(etag, str) and etag
+    assert store.get("_latest_manifest") == b"v1"
+    info = store.head("_latest_manifest")
+    assert info is not None
+    assert (info.key, info.size, info.etag) == ("_latest_manifest", 2, etag)
+    assert info.last_modified.utcoffset() == timedelta(0)
+    # S3 keeps whole seconds; allow for that and for clock skew between test and store.
+    assert before - timedelta(seconds=5) <= info.last_modified <= datetime.now(timezone.utc) + timedelta(seconds=5)
+
+
+def test_put_if_absent_on_existing_key_fails(store: ObjectStore) -> None:
+    etag = store.put_if_absent("manifest/v1.json", b"first")
+    with pytest.raises(PreconditionFailed):
+        store.put_if_absent("manifest/v1.json", b"second")
+    assert store.get("manifest/v1.json") == b"first"
+    assert store.head("manifest/v1.json").etag == etag  # type: ignore[union-attr]
+
+
+def test_put_if_match_swaps(store: ObjectStore) -> None:
+    old = store.put_if_absent("_latest_manifest", b"v1")
+    new = store.put_if_match("_latest_manifest", b"v2", old)
+    assert new != old
+    assert store.get("_latest_manifest") == b"v2"
+    assert store.head("_latest_manifest").etag == new  # type: ignore[union-attr]
+    # the etag returned is accepted back as is
+    assert store.put_if_match("_latest_manifest", b"v3", new) not in (old, new)
+
+
+def test_put_if_match_with_stale_etag_fails(store: ObjectStore) -> None:
+    old = store.put_if_absent("_latest_manifest", b"v1")
+    current = store.put_if_match("_latest_manifest", b"v2", old)
+    with pytest.raises(PreconditionFailed):
+        store.put_if_match("_latest_manifest", b"v3", old)
+    assert store.get("_latest_manifest") == b"v2"
+    assert store.head("_latest_manifest").etag == current  # type: ignore[union-attr]
+
+
+def test_put_if_match_on_missing_key_is_not_found(store: ObjectStore) -> None:
+    with pytest.raises(NotFound):
+        store.put_if_match("_latest_manifest", b"v1", '"d41d8cd98f00b204e9800998ecf8427e"')
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    store.delete("_latest_manifest")
+    with pytest.raises(NotFound):
+        store.put_if_match("_latest_manifest", b"v2", etag)
+    assert store.head("_latest_manifest") is None
+
+
+def test_etag_changes_on_every_write(store: ObjectStore) -> None:
+    etags = [store.put_if_absent("k", b"0")]
+    for i in range(1, 6):
+        etags.append(store.put_if_match("k", str(i).encode(), etags[-1]))
+    assert len(set(etags)) == len(etags)
+
+
+def test_rewriting_equal_bytes(store: ObjectStore) -> None:
+    """S3's ETag is the MD5 of the content, so rewriting equal bytes gives back an equal etag
+    (ABA): a CAS pointer must carry something unique per write. The other stores do better."""
+    etag = store.put_if_absent("k", b"same")
+    again = store.put_if_match("k", b"same", etag)
+    if isinstance(store, S3Store):
+        assert again == etag
+    else:
+        assert again != etag
+
+
+def test_delete(store: ObjectStore) -> None:
+    store.delete("never-written")
+    store.put_if_absent("data/x.parquet", b"x")
+    store.delete("data/x.parquet")
+    assert store.head("data/x.parquet") is None
+    with pytest.raises(NotFound):
+        store.get("data/x.parquet")
+    assert list(store.list()) == []
+    store.put_if_absent("data/x.parquet", b"again")  # a deleted key can be created again
+    assert store.get("data/x.parquet") == b"again"
+
+
+def test_list_prefixes_order_and_relative_keys(store: ObjectStore) -> None:
+    keys = [
+        "manifest/v10.json",
+        "data/x.parquet",
+        "_latest_manifest",
+        "manifest/v1.json",
+        "data/xy/z.parquet",
+        "data/p=1/a b+c.parquet",
+        "manifest/v2.json",
+        "datum",
+    ]
+    for i, key in enumerate(keys):
+        store.put_if_absent(key, b"#" * i)
+
+    def listed(prefix: str = "") -> list[str]:
+        return [info.key for info in store.list(prefix)]
+
+    assert listed() == sorted(keys)
+    assert listed("manifest/") == ["manifest/v1.json", "manifest/v10.json", "manifest/v2.json"]
+    assert listed("manifest/v1") == ["manifest/v1.json", "manifest/v10.json"]
+    assert listed("data/") == ["data/p=1/a b+c.parquet", "data/x.parquet", "data/xy/z.parquet"]
+    assert listed("data/x") == ["data/x.parquet", "data/xy/z.parquet"]
+    assert listed("dat") == ["data/p=1/a b+c.parquet", "data/x.parquet", "data/xy/z.parquet", "datum"]
+    assert listed("data/x.parquet") == ["data/x.parquet"]
+    assert listed("nothing/") == []
+    for info in store.list():
+        assert info == store.head(info.key)
+        assert info.size == keys.index(info.key)
+
+
+def test_binary_payloads(store: ObjectStore) -> None:
+    payloads = {
+        "empty": b"",
+        "all-bytes": bytes(range(256)) * 4,
+        "big": os.urandom(3 * 1024 * 1024 + 17),
+        "nul": b"\x00",
+    }
+    for key, data in payloads.items():
+        store.put_if_absent(f"bin/{key}", data)
+    for key, data in payloads.items():
+        assert store.get(f"bin/{key}") == data
+        assert store.head(f"bin/{key}").size == len(data)  # type: ignore[union-attr]
+
+
+def test_arrow_filesystem_shares_the_objects(store: ObjectStore) -> None:
+    plane = store.arrow_filesystem()
+    if plane is None:
+        pytest.skip(f"{type(store).__name__} has no arrow filesystem")
+    fs, root = plane
+    store.put_if_absent("data/a.bin", b"written by the control plane")
+    with fs.open_input_file(root + "/data/a.bin") as f:
+        assert f.read() == b"written by the control plane"
+        assert f.size() == len(b"written by the control plane")
+
+    with fs.open_output_stream(root + "/data/b.bin") as f:
+        f.write(b"written by arrow")
+    table = pa.table({"id": list(range(1000)), "name": [f"n{i}" for i in range(1000)]})
+    pq.write_table(table, root + "/data/c.parquet", filesystem=fs, row_group_size=100)
+
+    assert store.get("data/b.bin") == b"written by arrow"
+    assert [info.key for info in store.list("data/")] == ["data/a.bin", "data/b.bin", "data/c.parquet"]
+    assert pq.read_table(root + "/data/c.parquet", filesystem=fs).equals(table)
+    # Column and row-group pruning means range reads through the same filesystem.
+    part = pq.ParquetFile(fs.open_input_file(root + "/data/c.parquet")).read_row_group(3, columns=["id"])
+    assert part.column("id").to_pylist() == list(range(300, 400))
+
+
+# --- the same random operation sequences on every store and on the reference ------------
+
+# No key is a "directory" of another: a filesystem cannot hold both "a" and "a/b".
+KEYS = ["a", "ab", "b/c", "b/d/e", "manifest/v1.json", "manifest/v10.json"]
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["absent", "match", "stale", "get", "head", "delete", "list"]),
+        st.sampled_from(KEYS),
+        st.sampled_from(["", "a", "b/", "b/d", "manifest/v1"]),
+    ),
+    max_size=20,
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(ops=_ops)
+def test_behaves_like_the_reference(store: ObjectStore, ops: list[tuple[str, str, str]]) -> None:
+    ns = f"{uuid.uuid4().hex}/"  # the fixture's store is shared by all examples
+    stores = {"ref": MemoryStore(), "sut": store}
+    etags: dict[str, dict[str, list[str]]] = {"ref": {}, "sut": {}}
+
+    def apply(name: str, i: int, op: str, key: str, prefix: str) -> Any:
+        s, seen = stores[name], etags[name].setdefault(key, [])
+        data = f"{i}:{op}:{key}".encode()  # unique, so no stale etag can match again (ABA)
+        try:
+            if op == "absent":
+                seen.append(s.put_if_absent(ns + key, data))
+            elif op == "match":
+                seen.append(s.put_if_match(ns + key, data, seen[-1] if seen else '"none"'))
+            elif op == "stale":
+                s.put_if_match(ns + key, data, seen[0] if len(seen) > 1 else '"none"')
+            elif op == "get":
+                return s.get(ns + key)
+            elif op == "head":
+                info = s.head(ns + key)
+                return info and (info.key, info.size)
+            elif op == "delete":
+                s.delete(ns + key)
+            else:
+                return [(info.key, info.size) for info in s.list(ns + prefix)]
+        except (NotFound, PreconditionFailed) as e:
+            return type(e)
+        return None
+
+    for i, (op, key, prefix) in enumerate(ops):
+        assert apply("sut", i, op, key, prefix) == apply("ref", i, op, key, prefix), (i, op, key)
+
+
+# =========================================================================================
+# Races: local (threads and spawned processes) and S3 (through the serialising server)
+# =========================================================================================
+
+
+def _create_once(barrier: Any, store: ObjectStore, key: str, data: bytes) -> bool:
+    barrier.wait(timeout=60)
+    try:
+        store.put_if_absent(key, data)
+        return True
+    except PreconditionFailed:
+        return False
+
+
+def _increment(barrier: Any, store: ObjectStore, key: str, times: int) -> tuple[int, int]:
+    """Add one to the counter ``times`` times by read + compare-and-swap; return
+    (increments that committed, CAS attempts that lost)."""
+    barrier.wait(timeout=60)
+    done = lost = 0
+    while done < times:
+        info = store.head(key)
+        assert info is not None
+        value = int(store.get(key))
+        # If the get saw a newer version than the head, the CAS on the older etag fails.
+        try:
+            store.put_if_match(key, str(value + 1).encode(), info.etag)
+            done += 1
+        except PreconditionFailed:
+            lost += 1
+    return done, lost
+
+
+def _child(results: Any, index: int, barrier: Any, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        results.put((index, None, target(barrier, *args)))
+    except BaseException as e:  # report, do not hang the parent
+        results.put((index, repr(e), None))
+
+
+def run_concurrently(mode: str, target: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
+    """Run ``target(barrier, *args)`` for each args, all released at once, in threads or in
+    spawned processes (which receive the store pickled)."""
+    n = len(args_list)
+    if mode == "threads":
+        barrier = threading.Barrier(n)
+        with ThreadPoolExecutor(n) as pool:
+            return [f.result() for f in [pool.submit(target, barrier, *args) for args in args_list]]
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(results, i, barrier, target, args)) for i, args in enumerate(args_list)]
+    for p in procs:
+        p.start()
+    try:
+        outcomes = sorted(results.get(timeout=120) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+    errors = [err for _, err, _ in outcomes if err]
+    assert not errors, errors
+    return [value for _, _, value in outcomes]
+
+
+def _race_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    if kind == "local":
+        return LocalStore(tmp_path / "table")
+    return S3Store.from_uri(request.getfixturevalue("s3_uri"))
+
+
+RACES = [("local", "threads"), ("local", "processes"), ("s3", "threads"), ("s3", "processes")]
+
+
+@pytest.mark.parametrize("kind,mode", RACES)
+def test_race_put_if_absent_has_one_winner(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    store = _race_store(kind, request, tmp_path)
+    n = 8 if mode == "threads" else 4
+    for round_ in range(3 if mode == "threads" else 1):
+        key = f"manifest/v{round_}.json"
+        won = run_concurrently(mode, _create_once, [(store, key, f"writer {i}".encode()) for i in range(n)])
+        assert won.count(True) == 1, won
+        assert store.get(key) == f"writer {won.index(True)}".encode()
+
+
+@pytest.mark.parametrize("kind,mode", RACES)
+def test_race_compare_and_swap_loses_no_update(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    store = _race_store(kind, request, tmp_path)
+    store.put_if_absent("counter", b"0")
+    workers, times = (6, 10) if mode == "threads" else (4, 8)
+    outcomes = run_concurrently(mode, _increment, [(store, "counter", times)] * workers)
+    committed = sum(done for done, _ in outcomes)
+    assert committed == workers * times
+    assert int(store.get("counter")) == committed
+
+
+# =========================================================================================
+# S3 specifics
+# =========================================================================================
+
+
+def test_moto_enforces_conditional_puts(moto_endpoint: str, s3_uri: str) -> None:
+    """The server, not S3Store, must refuse a lost race; check it does with a raw client."""
+    bucket = s3_uri.split("/")[2]
+    client = boto3.client("s3", endpoint_url=moto_endpoint)
+    etag = client.put_object(Bucket=bucket, Key="k", Body=b"1", IfNoneMatch="*")["ETag"]
+
+    def status(**kwargs: Any) -> int:
+        with pytest.raises(client.exceptions.ClientError) as info:
+            client.put_object(Bucket=bucket, **kwargs)
+        return info.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+    assert status(Key="k", Body=b"2", IfNoneMatch="*") == 412
+    assert status(Key="k", Body=b"2", IfMatch='"0123456789abcdef0123456789abcdef"') == 412
+    assert status(Key="missing", Body=b"2", IfMatch=etag) == 404
+    assert client.put_object(Bucket=bucket, Key="k", Body=b"2", IfMatch=etag)["ETag"] != etag
+    assert client.get_object(Bucket=bucket, Key="k")["Body"].read() == b"2"
+
+
+def test_s3_keys_live_under_the_prefix(moto_endpoint: str, s3_uri: str) -> None:
+    store = S3Store.from_uri(s3_uri)
+    etag = store.put_if_absent("manifest/v1.json", b"{}")
+    raw = boto3.client("s3", endpoint_url=moto_endpoint)
+    obj = raw.head_object(Bucket=store.bucket, Key="tables/t/manifest/v1.json")
+    assert etag == obj["ETag"] and etag.startswith('"')  # exactly as S3 returns it
+    assert [i.key for i in store.list()] == ["manifest/v1.json"]
+    # A sibling table whose name extends ours sees none of our objects, nor we its.
+    sibling = S3Store.from_uri(s3_uri + "2/")
+    sibling.put_if_absent("x", b"")
+    assert [i.key for i in sibling.list()] == ["x"]
+    assert [i.key for i in store.list()] == ["manifest/v1.json"]
+    # The bucket root works too.
+    whole = S3Store.from_uri(f"s3://{store.bucket}")
+    assert [i.key for i in whole.list()] == ["tables/t/manifest/v1.json", "tables/t2/x"]
+    assert whole.arrow_filesystem()[1] == store.bucket
+
+
+def test_s3_store_pickles(s3_uri: str) -> None:
+    store = S3Store.from_uri(s3_uri)
+    store.put_if_absent("k", b"v")
+    store.arrow_filesystem()  # build the lazy parts, which must not travel
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone._client is None and clone._fs is None
+    assert clone.get("k") == b"v"
+    fs, root = clone.arrow_filesystem()
+    assert fs.open_input_file(root + "/k").read() == b"v"
+    assert (clone.bucket, clone.prefix) == (store.bucket, store.prefix)
+
+
+def test_arrow_uses_the_credentials_and_endpoint_boto3_resolved(moto_endpoint: str, s3_uri: str) -> None:
+    store = S3Store.from_uri(
+        s3_uri, {"access_key_id": "AKIAEXPLICIT", "secret_access_key": "s3cr3t", "session_token": "tok"}
+    )
+    fs, root = store.arrow_filesystem()
+    options = fs.__reduce__()[1][0]
+    assert (options["access_key"], options["secret_key"], options["session_token"]) == ("AKIAEXPLICIT", "s3cr3t", "tok")
+    assert f"{options['scheme']}://{options['endpoint_override']}" == moto_endpoint
+    assert options["region"] == "us-east-1"
+    assert root == s3_uri.removeprefix("s3://")
+    assert store.arrow_filesystem()[0] is fs  # built once
+    # From the environment chain (the moto fixture's AWS_* variables) as well.
+    options = S3Store.from_uri(s3_uri).arrow_filesystem()[0].__reduce__()[1][0]
+    assert (options["access_key"], options["secret_key"]) == ("testing", "testing")
+
+
+def test_s3_missing_bucket_is_a_store_error_not_a_missing_key(moto_endpoint: str) -> None:
+    store = S3Store.from_uri("s3://no-such-bucket-here/t")
+    for call in (lambda: store.get("k"), lambda: store.put_if_absent("k", b""), lambda: list(store.list())):
+        with pytest.raises(StoreError) as info:
+            call()
+        assert not isinstance(info.value, (NotFound, PreconditionFailed))
+        assert "no-such-bucket-here" in str(info.value)
+
+
+def test_s3_unreachable_endpoint_is_a_store_error() -> None:
+    client = boto3.client(
+        "s3",
+        endpoint_url="http://127.0.0.1:9",  # discard port: nothing listens
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="y",
+        config=Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=1),
+    )
+    store = S3Store("bucket", "tables/t", client=client)
+    with pytest.raises(StoreError, match=r"put_if_absent of s3://bucket/tables/t/_latest_manifest") as info:
+        store.put_if_absent("_latest_manifest", b"v")
+    assert isinstance(info.value.__cause__, EndpointConnectionError)
+    with pytest.raises(StoreError, match=r"head of s3://bucket/tables/t/k"):
+        store.head("k")
+
+
+@pytest.mark.parametrize("op", ["put_if_absent", "put_if_match"])
+def test_s3_lost_race_after_a_retry_is_outcome_unknown(s3_uri: str, op: str) -> None:
+    """A write lands, its response is lost, botocore retries, the retry gets 412 because of
+    our own first attempt. That must not read as "someone else won"."""
+    store = S3Store.from_uri(s3_uri)
+    etag = store.put_if_absent("_latest_manifest", b"v1") if op == "put_if_match" else None
+    sent: list[Any] = []
+
+    def lose_first_response(request: Any, **_: Any) -> None:
+        if not sent:
+            sent.append(URLLib3Session().send(request))
+            raise ReadTimeoutError(endpoint_url=request.url)
+
+    store.client.meta.events.register("before-send.s3.PutObject", lose_first_response)
+    with pytest.raises(StoreError, match="outcome unknown") as info:
+        if op == "put_if_absent":
+            store.put_if_absent("_latest_manifest", b"mine")
+        else:
+            store.put_if_match("_latest_manifest", b"mine", etag)  # type: ignore[arg-type]
+    assert not isinstance(info.value, PreconditionFailed)
+    assert sent[0].status_code == 200
+    assert store.get("_latest_manifest") == b"mine"  # reading back resolves it
+
+
+@pytest.mark.parametrize(
+    "uri,bucket,prefix",
+    [
+        ("s3://bkt", "bkt", ""),
+        ("s3://bkt/", "bkt", ""),
+        ("s3://bkt/tables/t", "bkt", "tables/t"),
+        ("s3://bkt/tables/t/", "bkt", "tables/t"),
+        ("s3://my.bucket-1/a=1/b", "my.bucket-1", "a=1/b"),
+    ],
+)
+def test_from_uri_parses(uri: str, bucket: str, prefix: str) -> None:
+    store = S3Store.from_uri(uri)
+    assert (store.bucket, store.prefix) == (bucket, prefix)
+
+
+@pytest.mark.parametrize(
+    "uri", ["", "bkt/t", "s3:/bkt/t", "s3://", "s3:///t", "http://bkt/t", "s3://bkt//t", "s3://bkt/t?x=1", "s3://b:1/t"]
+)
+def test_from_uri_rejects_malformed(uri: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        S3Store.from_uri(uri)
+
+
+def test_from_uri_options() -> None:
+    options = {
+        "endpoint_url": "http://127.0.0.1:1",
+        "AWS_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "a",
+        "secret_access_key": "s",
+        "AWS_SESSION_TOKEN": "t",
+    }
+    store = S3Store.from_uri("s3://bkt/t", options)
+    assert store.client.meta.endpoint_url == "http://127.0.0.1:1"
+    assert store.client.meta.region_name == "eu-west-1"
+    frozen = store.client._request_signer._credentials.get_frozen_credentials()
+    assert (frozen.access_key, frozen.secret_key, frozen.token) == ("a", "s", "t")
+    # botocore reads max_attempts=5 as five retries after the first attempt
+    assert store.client.meta.config.retries == {"mode": "standard", "total_max_attempts": 6}
+
+
+def test_from_uri_rejects_unknown_and_conflicting_options() -> None:
+    with pytest.raises(InvalidArgumentError, match="endpoint, profile"):
+        S3Store.from_uri("s3://bkt/t", {"profile": "x", "region": "us-east-1", "endpoint": "y"})
+    with pytest.raises(InvalidArgumentError, match="region"):
+        S3Store.from_uri("s3://bkt/t", {"region": "us-east-1", "AWS_REGION": "eu-west-1"})
+    S3Store.from_uri("s3://bkt/t", {"region": "us-east-1", "AWS_REGION": "us-east-1"})
+
+
+def test_object_info_is_the_interface_type(store: ObjectStore) -> None:
+    store.put_if_absent("k", b"v")
+    assert all(type(info) is ObjectInfo for info in [store.head("k"), *store.list()])
