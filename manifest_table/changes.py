@@ -27,9 +27,10 @@ class RewriteSource:
 @dataclass(frozen=True)
 class Rewrite:
     """A compaction output: its sources concatenated in order, minus their deleted rows.
-    That order is what lets a concurrent delete's positions be remapped arithmetically."""
+    That order is what lets a concurrent delete's positions be remapped arithmetically.
+    ``output`` is None when no source row was live: nothing can map onto it."""
 
-    output: str
+    output: str | None
     sources: tuple[RewriteSource, ...]
 
 

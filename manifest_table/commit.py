@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pyroaring import BitMap
+from pyroaring import BitMap, FrozenBitMap
 
 from .changes import Changes, rewrites_to_json
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
@@ -30,8 +30,18 @@ from .tombstones import DeletionVectors, write_tombstone
 @dataclass(frozen=True)
 class CommitOptions:
     max_attempts: int = 200
-    backoff_base: float = 0.005
-    backoff_cap: float = 1.0
+    free_retries: int = 3
+    """Losses retried at once: each loss means another writer made progress, and the winner's
+    manifest was just read, so the next attempt usually succeeds."""
+    backoff_base: float = 0.002
+    backoff_cap: float = 0.25
+
+
+def _backoff(losses: int, options: CommitOptions) -> float:
+    """Full-jitter exponential backoff after the free retries, to spread a thundering herd."""
+    if losses <= options.free_retries:
+        return 0.0
+    return random.uniform(0, min(options.backoff_cap, options.backoff_base * 2 ** (losses - options.free_retries)))
 
 
 @dataclass(frozen=True)
@@ -76,10 +86,9 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
                 log.advance_pointer(manifest.version, pointer.etag)
                 return CommitInfo.of(stored)
             if stored is not None:
-                changes = rebase(changes, prev, stored, dvs)
-                prev = stored
+                changes, prev = _catch_up(log, changes, prev, stored, dvs)
             losses += 1
-            time.sleep(random.uniform(0, min(options.backoff_cap, options.backoff_base * 2 ** losses)))
+            time.sleep(_backoff(losses, options))
     except AlreadyCommitted as done:
         _discard(log, changes, stager)
         log.advance_pointer(done.manifest.version)
@@ -89,6 +98,19 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
         raise
     raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
                             f"{log.location}; the table is unchanged by this commit ({commit_id})")
+
+
+def _catch_up(log: VersionLog, changes: Changes, prev: Manifest, winner: Manifest,
+              dvs: DeletionVectors) -> tuple[Changes, Manifest]:
+    """Rebase onto the winner and onto every version the pointer shows after it: reading a
+    few manifests is cheaper than losing a create race for each of them in turn."""
+    changes = rebase(changes, prev, winner, dvs)
+    for version in range(winner.version + 1, log.pointer().version + 1):
+        successor = log.find(version)
+        if successor is None:
+            break
+        changes, winner = rebase(changes, winner, successor, dvs), successor
+    return changes, winner
 
 
 def _create(log: VersionLog, manifest: Manifest) -> Manifest | None:
@@ -137,17 +159,19 @@ def _build(prev: Manifest, changes: Changes, commit_id: str, stager: "_Tombstone
 
 
 class _TombstoneStager:
-    """Writes the tombstone object of an attempt, reusing the last one when the files'
-    existing bitmaps have not changed since (a retry that lost only to appends)."""
+    """Writes the tombstone object of an attempt, reusing the last one when neither the
+    files' existing bitmaps nor our new positions changed since (a retry that lost only to
+    appends). New positions do change when a rebase remaps a winner's deletes onto our
+    compaction outputs."""
 
     def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
         self._log, self._dvs = log, dvs
-        self._key: dict[str, DeletionVector | None] | None = None
+        self._key: dict[str, tuple[DeletionVector | None, FrozenBitMap]] | None = None
         self._refs: dict[str, tuple[DeletionVector, int]] = {}
         self.written: list[str] = []
 
     def stage(self, files: dict[str, DataFile], deletes: dict[str, BitMap]) -> dict[str, tuple[DeletionVector, int]]:
-        key = {path: f.deletes for path, f in files.items()}
+        key = {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()}
         if key == self._key:
             return self._refs
         unions, new_rows = {}, {}

@@ -140,6 +140,13 @@ class VersionLog:
             version -= 1
         return out
 
+    def forget_before(self, version: int) -> None:
+        """Drop cached manifests older than ``version``: garbage collection removed them, and
+        time travel to them must fail as expired rather than read missing files."""
+        with self._lock:
+            for cached in [v for v in self._cache if v < version]:
+                del self._cache[cached]
+
     def _remember(self, manifest: Manifest) -> None:
         with self._lock:
             self._cache[manifest.version] = manifest

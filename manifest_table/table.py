@@ -5,17 +5,18 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 import pyarrow as pa
 
 from .commit import CommitInfo, CommitOptions
-from .errors import InvalidArgumentError, PreconditionFailed, TableExistsError
+from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
 from .expressions import Expr, to_expr
 from .format.manifest import Manifest, manifest_key
 from .format.pointer import POINTER_KEY, encode_pointer
 from .log import VersionLog
+from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
 from .storage import FileIO, ObjectStore, store_for_uri
 from .tombstones import DeletionVectors
@@ -99,6 +100,19 @@ class Table:
             tx.overwrite(data, where)
             return tx.commit()
 
+    # --- maintenance --------------------------------------------------------------------
+    def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
+        """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
+        rows deleted, in one commit that reads the same rows (see docs/operations.md).
+        ``target_file_size`` defaults to the table's. Nothing to do commits nothing."""
+        return compact(self, target_file_size, min_deleted_fraction)
+
+    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
+           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
+        """Expire old versions and delete objects no retained version needs and older than
+        ``grace`` (see docs/operations.md). ``dry_run`` only reports what would go."""
+        return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
+
 
 def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
                  storage_options: dict[str, str] | None = None, **options: Any) -> Table:
@@ -116,8 +130,8 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
         raise TableExistsError(f"a table already exists at {table.uri}") from None
     try:
         table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
-    except PreconditionFailed:
-        pass  # a reader repaired the pointer between our two writes
+    except (PreconditionFailed, StoreError):
+        pass  # it exists (a reader repaired it first) or will be repaired by the next reader
     return table
 
 

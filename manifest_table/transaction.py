@@ -93,6 +93,45 @@ class Transaction:
         self._record("overwrite")
         self.append(data)
 
+    def add_files(self, files: Sequence[DataFile]) -> None:
+        """Stage data files already written into the table's ``data/`` by someone else (Spark
+        tasks). Only files named here are committed: a retried task's extra files are not."""
+        self._check_open()
+        known = {f.path for f in self._base.files} | self._changes.added_paths()
+        clash = [f.path for f in files if f.path in known]
+        if clash:
+            raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
+        self._changes.added.extend(files)
+        rows = sum(f.rows for f in files)
+        if rows:
+            self._record("append", rows_added=rows, files_added=len(files))
+
+    def delete_positions(self, positions: dict[str, BitMap]) -> int:
+        """Stage deleting rows by position, per data file of this transaction's snapshot (the
+        positions a distributed delete computed). Returns how many positions were given."""
+        self._check_open()
+        live = {f.path for f in self._snapshot().files}
+        unknown = sorted(set(positions) - live)
+        if unknown:
+            raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
+        added = self._changes.added_paths()
+        count = 0
+        for path, bitmap in positions.items():
+            self._changes.delete_rows(path, bitmap)
+            if path not in added:
+                self._changes.read_files.add(path)
+            count += len(bitmap)
+        if count:
+            self._record("delete")
+        return count
+
+    def set_app_transaction(self, app_id: str, batch_id: int) -> None:
+        """Mark this commit as batch ``batch_id`` of application ``app_id`` (a streaming query):
+        if that batch (or a later one) is already committed, committing does nothing."""
+        self._check_open()
+        self._changes.app_transaction = (app_id, batch_id)
+        self._changes.parameters["app_transaction"] = {"app_id": app_id, "batch_id": batch_id}
+
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None) -> Scan:
         """A scan of the snapshot with this transaction's own changes applied."""
         self._check_open()

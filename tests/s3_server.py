@@ -8,7 +8,9 @@ test processes talk to this one server process, that makes the check-then-write 
 all of them. Reads stay concurrent.
 
 Run standalone with ``python tests/s3_server.py PORT`` (PORT 0 picks a free one); the server
-prints ``READY http://127.0.0.1:<port>`` on stdout once it is listening.
+prints ``READY http://127.0.0.1:<port>`` on stdout once it is listening. With
+``--exit-on-stdin-eof`` it also exits when its stdin closes, which is how a server started by
+``start_moto_server`` dies with a test run that is killed before it can stop it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class SerialisedWrites:
                     result.close()
 
 
-def serve(port: int) -> None:
+def serve(port: int, exit_on_stdin_eof: bool = False) -> None:
     """Serve moto's S3 (and every other moto backend) on ``HOST:port`` until killed."""
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -65,7 +67,14 @@ def serve(port: int) -> None:
     print(f"{_READY}http://{HOST}:{server.server_port}", flush=True)
     # Nobody reads the pipe after the READY line: stray output must not fill it and block us.
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if exit_on_stdin_eof:
+        threading.Thread(target=_exit_on_eof, daemon=True).start()
     server.serve_forever()
+
+
+def _exit_on_eof() -> None:
+    sys.stdin.read()
+    os._exit(0)
 
 
 def start_moto_server(timeout: float = 30.0) -> tuple[str, Callable[[], None]]:
@@ -74,7 +83,8 @@ def start_moto_server(timeout: float = 30.0) -> tuple[str, Callable[[], None]]:
     Returns only once the port accepts connections.
     """
     proc = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "0"],
+        [sys.executable, os.path.abspath(__file__), "0", "--exit-on-stdin-eof"],
+        stdin=subprocess.PIPE,  # closed when we exit, however we exit
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -87,8 +97,9 @@ def start_moto_server(timeout: float = 30.0) -> tuple[str, Callable[[], None]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
     try:
         endpoint = _wait_until_ready(proc, time.monotonic() + timeout)
@@ -117,6 +128,7 @@ def _wait_until_ready(proc: subprocess.Popen[str], deadline: float) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} PORT")
-    serve(int(sys.argv[1]))
+    args = sys.argv[1:]
+    if len(args) not in (1, 2) or args[1:] not in ([], ["--exit-on-stdin-eof"]):
+        sys.exit(f"usage: {sys.argv[0]} PORT [--exit-on-stdin-eof]")
+    serve(int(args[0]), exit_on_stdin_eof=len(args) == 2)

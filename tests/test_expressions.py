@@ -7,6 +7,7 @@ three-valued logic, over random expressions and random tables with nulls.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import operator
 import re
 from decimal import Decimal
@@ -364,7 +365,11 @@ def reference(expr: Expr, row: dict[str, object]) -> bool | None:
 INTS = st.integers(-3, 3)
 FLOATS = st.sampled_from([-1.5, 0.0, 0.25, 1.0, 2.5])
 STRINGS = st.sampled_from(["", "a", "ab", "abc", "a%c", "a_", "b", "ba", "\\"])
-PATTERNS = st.lists(st.sampled_from(["a", "b", "c", "%", "_", "\\%", "\\_"]), max_size=4).map("".join)
+PATTERNS = st.one_of(
+    st.lists(st.sampled_from(["a", "b", "c", "%", "_", "\\%", "\\_"]), max_size=4).map("".join),
+    # prefix patterns, the ones pruning reasons about
+    st.tuples(st.sampled_from(["a", "ab", "b", "a\\%"]), st.sampled_from(["", "%", "_", "%c", "_%"])).map("".join),
+)
 OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
 TYPED_VALUES = {"i": INTS, "f": st.one_of(FLOATS, INTS), "s": STRINGS}
 
@@ -382,8 +387,9 @@ def leaf(column: str) -> st.SearchStrategy[Expr]:
     return st.one_of(choices)
 
 
+LEAVES = st.one_of(leaf("i"), leaf("f"), leaf("s"))
 EXPRESSIONS = st.recursive(
-    st.one_of(leaf("i"), leaf("f"), leaf("s")),
+    LEAVES,
     lambda children: st.one_of(
         st.builds(And, children, children), st.builds(Or, children, children), st.builds(Not, children)
     ),
@@ -402,7 +408,7 @@ def to_table(rows: list[dict[str, object]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=TABLE_SCHEMA)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(EXPRESSIONS, ROWS)
 def test_arrow_filter_matches_reference(expr: Expr, rows: list[dict[str, object]]) -> None:
     table = to_table(rows)
@@ -432,15 +438,52 @@ def stats_of(rows: list[dict[str, object]], column: str, forget: str) -> ColumnS
     }[forget]
 
 
-FORGET = st.sampled_from(["nothing", "all", "min", "max", "counts", "rows"])
+FORGET_MODES = ["nothing", "all", "min", "max", "counts", "rows"]
+FORGET = st.sampled_from(FORGET_MODES)
 
 
-@settings(max_examples=400, deadline=None)
-@given(EXPRESSIONS, ROWS, st.fixed_dictionaries({"i": FORGET, "f": FORGET, "s": FORGET}))
+@settings(max_examples=250, deadline=None)
+@given(st.one_of(LEAVES, EXPRESSIONS), ROWS, st.fixed_dictionaries({"i": FORGET, "f": FORGET, "s": FORGET}))
 def test_pruning_is_sound(expr: Expr, rows: list[dict[str, object]], forget: dict[str, str]) -> None:
     bound = expr.bind(TABLE_SCHEMA)
     if any(reference(bound, row) is True for row in rows):
         assert bound.may_match(lambda name: stats_of(rows, name, forget[name]))
+
+
+DOMAINS = {
+    "i": [-1, 0, 1, 2],
+    "f": [-1.5, 0.0, 1.0, 2.5],
+    "s": ["", "a", "ab", "abc", "a%c", "a_", "b", "\\"],
+}
+LIKE_PATTERNS = [
+    prefix + tail
+    for prefix in ["", "a", "ab", "b", "a\\%", "a\\_"]
+    for tail in ["", "%", "_", "%c", "_%", "%%"]
+]
+
+
+def every_leaf(column: str) -> list[Expr]:
+    values = DOMAINS[column]
+    value_lists = [[value] for value in values] + [list(pair) for pair in itertools.combinations(values, 2)]
+    leaves: list[Expr] = [IsNull(column), IsNull(column, negated=True)]
+    leaves += [Comparison(column, op, value) for op in ["=", "!=", "<", "<=", ">", ">="] for value in values]
+    leaves += [In(column, listed, negated) for listed in value_lists for negated in (False, True)]
+    if column == "s":
+        leaves += [Like(column, pattern, negated) for pattern in LIKE_PATTERNS for negated in (False, True)]
+    return [bound for leaf in leaves for bound in (leaf, Not(leaf))]
+
+
+@pytest.mark.parametrize("column", ["i", "f", "s"])
+def test_leaf_pruning_is_sound_exhaustively(column: str) -> None:
+    """Every leaf (and its negation) against every file of up to three rows over a small domain."""
+    leaves = every_leaf(column)
+    for size in range(4):
+        for values in itertools.combinations_with_replacement([None, *DOMAINS[column]], size):
+            rows = [{column: value} for value in values]
+            lookups = [{column: stats_of(rows, column, forget)}.get for forget in FORGET_MODES]
+            for leaf in leaves:
+                if any(reference(leaf, row) is True for row in rows):
+                    assert all(leaf.may_match(lookup) for lookup in lookups), (leaf, values)
 
 
 # --- pruning precision: sound is not enough, it must also prune ------------------------------
@@ -554,7 +597,7 @@ ANY_EXPRESSION = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ANY_EXPRESSION)
 def test_text_round_trip(expr: Expr) -> None:
     text = str(expr)

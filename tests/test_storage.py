@@ -11,7 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import boto3
 import pyarrow as pa
@@ -89,6 +89,15 @@ def test_put_if_match_on_missing_key_is_not_found(store: ObjectStore) -> None:
     with pytest.raises(NotFound):
         store.put_if_match("_latest_manifest", b"v2", etag)
     assert store.head("_latest_manifest") is None
+
+
+def test_get_with_etag(store: ObjectStore) -> None:
+    with pytest.raises(NotFound):
+        store.get_with_etag("_latest_manifest")
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    assert store.get_with_etag("_latest_manifest") == (b"v1", etag)
+    new = store.put_if_match("_latest_manifest", b"v2", etag)
+    assert store.get_with_etag("_latest_manifest") == (b"v2", new)
 
 
 def test_etag_changes_on_every_write(store: ObjectStore) -> None:
@@ -260,54 +269,56 @@ def _increment(barrier: Any, store: ObjectStore, key: str, times: int) -> tuple[
     barrier.wait(timeout=60)
     done = lost = 0
     while done < times:
-        info = store.head(key)
-        assert info is not None
-        value = int(store.get(key))
-        # If the get saw a newer version than the head, the CAS on the older etag fails.
+        data, etag = store.get_with_etag(key)
         try:
-            store.put_if_match(key, str(value + 1).encode(), info.etag)
+            store.put_if_match(key, str(int(data) + 1).encode(), etag)
             done += 1
         except PreconditionFailed:
             lost += 1
     return done, lost
 
 
-def _child(results: Any, index: int, barrier: Any, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    try:
-        results.put((index, None, target(barrier, *args)))
-    except BaseException as e:  # report, do not hang the parent
-        results.put((index, repr(e), None))
+PROCESSES = 4
+_pool_barrier: Any = None  # set in each pool process by _init_pool_process
 
 
-def run_concurrently(mode: str, target: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
-    """Run ``target(barrier, *args)`` for each args, all released at once, in threads or in
-    spawned processes (which receive the store pickled)."""
-    n = len(args_list)
-    if mode == "threads":
-        barrier = threading.Barrier(n)
-        with ThreadPoolExecutor(n) as pool:
-            return [f.result() for f in [pool.submit(target, barrier, *args) for args in args_list]]
+def _init_pool_process(barrier: Any) -> None:
+    global _pool_barrier
+    _pool_barrier = barrier
+
+
+def _in_pool_process(target: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    return target(_pool_barrier, *args)
+
+
+@pytest.fixture(scope="module")
+def process_pool() -> Iterator[Any]:
+    """``PROCESSES`` spawned processes sharing one barrier, started once for all the process
+    races of this module (spawning and importing is what would make them slow)."""
     ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(results, i, barrier, target, args)) for i, args in enumerate(args_list)]
-    for p in procs:
-        p.start()
-    try:
-        outcomes = sorted(results.get(timeout=120) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-    errors = [err for _, err, _ in outcomes if err]
-    assert not errors, errors
-    return [value for _, _, value in outcomes]
+    with ctx.Pool(PROCESSES, initializer=_init_pool_process, initargs=(ctx.Barrier(PROCESSES),)) as pool:
+        yield pool
 
 
-def _race_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
-    if kind == "local":
-        return LocalStore(tmp_path / "table")
-    return S3Store.from_uri(request.getfixturevalue("s3_uri"))
+def run_concurrently(workers: Any, target: Callable[..., Any], args_list: list[tuple[Any, ...]]) -> list[Any]:
+    """Run ``target(barrier, *args)`` for each args, all released at once by the barrier: in
+    threads when ``workers`` is None, else in the process pool (which gets the store pickled).
+    Each pool task blocks in the barrier until all have arrived, so no process takes two."""
+    if workers is None:
+        barrier = threading.Barrier(len(args_list))
+        with ThreadPoolExecutor(len(args_list)) as pool:
+            return [f.result() for f in [pool.submit(target, barrier, *args) for args in args_list]]
+    assert len(args_list) == PROCESSES
+    tasks = [workers.apply_async(_in_pool_process, (target, args)) for args in args_list]
+    return [task.get(timeout=120) for task in tasks]
+
+
+def _race_setup(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> tuple[ObjectStore, Any, int]:
+    """The store, the process pool (None for threads) and the number of workers."""
+    store = LocalStore(tmp_path / "table") if kind == "local" else S3Store.from_uri(request.getfixturevalue("s3_uri"))
+    if mode == "threads":
+        return store, None, 8
+    return store, request.getfixturevalue("process_pool"), PROCESSES
 
 
 RACES = [("local", "threads"), ("local", "processes"), ("s3", "threads"), ("s3", "processes")]
@@ -315,23 +326,22 @@ RACES = [("local", "threads"), ("local", "processes"), ("s3", "threads"), ("s3",
 
 @pytest.mark.parametrize("kind,mode", RACES)
 def test_race_put_if_absent_has_one_winner(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    store = _race_store(kind, request, tmp_path)
-    n = 8 if mode == "threads" else 4
-    for round_ in range(3 if mode == "threads" else 1):
+    store, workers, n = _race_setup(kind, mode, request, tmp_path)
+    for round_ in range(3):
         key = f"manifest/v{round_}.json"
-        won = run_concurrently(mode, _create_once, [(store, key, f"writer {i}".encode()) for i in range(n)])
+        won = run_concurrently(workers, _create_once, [(store, key, f"writer {i}".encode()) for i in range(n)])
         assert won.count(True) == 1, won
         assert store.get(key) == f"writer {won.index(True)}".encode()
 
 
 @pytest.mark.parametrize("kind,mode", RACES)
 def test_race_compare_and_swap_loses_no_update(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    store = _race_store(kind, request, tmp_path)
+    store, workers, n = _race_setup(kind, mode, request, tmp_path)
     store.put_if_absent("counter", b"0")
-    workers, times = (6, 10) if mode == "threads" else (4, 8)
-    outcomes = run_concurrently(mode, _increment, [(store, "counter", times)] * workers)
+    times = 10
+    outcomes = run_concurrently(workers, _increment, [(store, "counter", times)] * n)
     committed = sum(done for done, _ in outcomes)
-    assert committed == workers * times
+    assert committed == n * times
     assert int(store.get("counter")) == committed
 
 
@@ -462,6 +472,7 @@ def test_s3_lost_race_after_a_retry_is_outcome_unknown(s3_uri: str, op: str) -> 
         ("s3://bkt/tables/t", "bkt", "tables/t"),
         ("s3://bkt/tables/t/", "bkt", "tables/t"),
         ("s3://my.bucket-1/a=1/b", "my.bucket-1", "a=1/b"),
+        ("s3a://bkt/t", "bkt", "t"),
     ],
 )
 def test_from_uri_parses(uri: str, bucket: str, prefix: str) -> None:

@@ -25,7 +25,7 @@ from pyarrow.acero import Declaration, ProjectNodeOptions, TableSourceNodeOption
 from ..errors import InvalidFilterError
 
 Value = bool | int | float | str | Decimal | dt.date | dt.datetime
-"""A literal after validation (bool before int: `True` is an int in Python, not in filters)."""
+"""A literal. `bool` is its own kind: TRUE never stands for 1 against an integer column."""
 
 BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"})
@@ -48,7 +48,8 @@ def filter_error(message: str, position: int | None = None) -> InvalidFilterErro
 
 @dataclass(frozen=True)
 class ColumnStats:
-    """What a file or row group says about one column; None means unknown."""
+    """What a file or row group says about one column; None means unknown. min/max are Python
+    values of the column's type (over non-null values), comparable with bound literals."""
 
     min: Any = None
     max: Any = None

@@ -44,6 +44,9 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if not field.nullable and column.null_count:
             raise SchemaMismatchError(f"column {field.name!r} is not nullable but has {column.null_count} nulls")
         if column.type != field.type:
+            if not _compatible(column.type, field.type):
+                raise SchemaMismatchError(f"column {field.name!r} has type {column.type}, "
+                                          f"the table wants {field.type}")
             try:
                 column = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -52,6 +55,25 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 ) from None
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
+    """Casts that keep the meaning of every value (range is checked by the safe cast)."""
+    t = pa.types
+    families = [
+        lambda x: t.is_integer(x),
+        lambda x: t.is_floating(x),
+        lambda x: t.is_string(x) or t.is_large_string(x) or t.is_string_view(x),
+        lambda x: t.is_binary(x) or t.is_large_binary(x) or t.is_binary_view(x),
+        lambda x: t.is_timestamp(x),
+        lambda x: t.is_date(x),
+        lambda x: t.is_decimal(x),
+    ]
+    if t.is_null(source) or (t.is_integer(source) and t.is_floating(target)):
+        return True
+    if t.is_dictionary(source):
+        return _compatible(source.value_type, target)
+    return any(family(source) and family(target) for family in families)
 
 
 def _describe(schema: pa.Schema) -> str:

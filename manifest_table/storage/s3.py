@@ -84,12 +84,12 @@ class S3Store(ObjectStore):
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: dict[str, str] | None = None) -> S3Store:
-        """Parse ``s3://bucket[/prefix]``; options are the constructor's keyword arguments,
-        also accepted under their ``AWS_*`` environment-variable names."""
+        """Parse ``s3://bucket[/prefix]`` (or Hadoop's ``s3a://``). Options are the
+        constructor's keyword arguments, also accepted under their ``AWS_*`` env-var names."""
         parts = urlsplit(uri)
         path = parts.path.removeprefix("/").rstrip("/")
         if (
-            parts.scheme != "s3"
+            parts.scheme not in ("s3", "s3a")
             or not _BUCKET.fullmatch(parts.netloc)
             or parts.query
             or parts.fragment
@@ -163,9 +163,13 @@ class S3Store(ObjectStore):
     # --- ObjectStore ---------------------------------------------------------------------
 
     def get(self, key: str) -> bytes:
+        return self.get_with_etag(key)[0]
+
+    def get_with_etag(self, key: str) -> tuple[bytes, str]:
+        # GetObject returns the ETag of exactly the bytes it sends: one request, no race.
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._root + key)
-            return response["Body"].read()
+            return response["Body"].read(), response["ETag"]
         except ClientError as e:
             if _code(e) in _NOT_FOUND_CODES:
                 raise NotFound(key) from None

@@ -1,0 +1,168 @@
+"""Compaction: rewrite small files and files with many deleted rows into fewer, clean files.
+
+The work is split so that a distributed engine can run it: ``plan_compaction`` (driver,
+from the manifest alone), ``rewrite_group`` (anywhere: a pure function of picklable inputs
+and a store) and ``commit_compaction`` (driver, one commit). Each group becomes exactly one
+output file holding its sources' live rows in order, so a delete that commits concurrently
+can be remapped onto the output arithmetically (``conflicts.remap``) instead of being lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+import pyarrow as pa
+
+from ..changes import Changes, Rewrite, RewriteSource
+from ..commit import CommitInfo, commit
+from ..errors import CorruptTableError, InvalidArgumentError, StoreError
+from ..format.manifest import DataFile, Manifest
+from ..format.pointer import Pointer
+from ..scan import Scan, Snapshot
+from ..tombstones import DeletionVectors
+from ..write import MAX_FILE_ROWS, write_data_files
+
+if TYPE_CHECKING:
+    from ..table import Table
+
+log = logging.getLogger("manifest_table.maintenance")
+
+SMALL_FILE_FRACTION = 0.75
+"""A file smaller than this fraction of the target size is worth merging with others."""
+
+
+@dataclass(frozen=True)
+class CompactionGroup:
+    """Files rewritten into one output file, in manifest order, as of snapshot ``version``.
+    Their ``deletes`` references are the bitmaps the rewrite drops rows by."""
+
+    files: tuple[DataFile, ...]
+    schema: pa.Schema = field(compare=False)
+    version: int
+
+    @property
+    def live_rows(self) -> int:
+        return sum(f.live_rows for f in self.files)
+
+
+def plan_compaction(manifest: Manifest, target_file_size: int,
+                    min_deleted_fraction: float) -> list[CompactionGroup]:
+    """Groups to rewrite, from the manifest alone (no data is read).
+
+    Candidates are files smaller than ``SMALL_FILE_FRACTION * target_file_size`` and files
+    whose deleted fraction is at least ``min_deleted_fraction`` (fully deleted ones included:
+    their group writes nothing for them). Candidates are packed next-fit in manifest order,
+    which is linear and keeps neighbouring (usually co-written) files together, into groups
+    whose estimated live bytes fit the target and whose rows fit the 32-bit row positions.
+    A lone file is rewritten only when its deletes justify it: rewriting one small clean
+    file would change nothing."""
+    if target_file_size <= 0:
+        raise InvalidArgumentError(f"target_file_size must be positive, not {target_file_size}")
+    if not 0 < min_deleted_fraction <= 1:
+        raise InvalidArgumentError(f"min_deleted_fraction must be in (0, 1], not {min_deleted_fraction}")
+
+    def heavy(f: DataFile) -> bool:
+        return f.rows == 0 or f.deleted_rows / f.rows >= min_deleted_fraction
+
+    def live_bytes(f: DataFile) -> float:
+        return f.size * f.live_rows / f.rows if f.rows else 0.0
+
+    small = SMALL_FILE_FRACTION * target_file_size
+    bins: list[list[DataFile]] = []
+    size = rows = 0.0
+    for f in manifest.files:
+        if not (heavy(f) or f.size < small):
+            continue
+        if not bins or size + live_bytes(f) > target_file_size or rows + f.live_rows > MAX_FILE_ROWS:
+            bins.append([])
+            size = rows = 0
+        bins[-1].append(f)
+        size += live_bytes(f)
+        rows += f.live_rows
+    return [CompactionGroup(tuple(b), manifest.schema, manifest.version)
+            for b in bins if len(b) > 1 or heavy(b[0])]
+
+
+def rewrite_group(table: "Table", group: CompactionGroup,
+                  dvs: DeletionVectors) -> tuple[DataFile | None, Rewrite]:
+    """Write the group's live rows, in order, into one new data file (None when no row is
+    live) and describe how its positions map back to the sources. Only ``table.io`` and
+    ``table.write_options`` are used, so this runs wherever a table handle can be opened."""
+    snapshot = Snapshot(group.version, group.schema, group.files, dvs.of)
+    # A target no file reaches: one output per group is what keeps the mapping arithmetic.
+    options = replace(table.write_options, target_file_size=sys.maxsize)
+    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options)
+    written = sum(f.rows for f in outputs)
+    if len(outputs) > 1 or written != group.live_rows:
+        _remove(table, outputs)
+        raise CorruptTableError(f"compacting {len(group.files)} files of version {group.version} gave "
+                                f"{written} rows in {len(outputs)} files; their manifest says "
+                                f"{group.live_rows} live rows")
+    output = outputs[0] if outputs else None
+    sources = tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files)
+    return output, Rewrite(output.path if output else None, sources)
+
+
+def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
+                      results: Sequence[tuple[DataFile | None, Rewrite]],
+                      parameters: dict[str, Any]) -> CommitInfo:
+    """Replace every group's sources by its output in one commit on ``base_manifest`` (the
+    version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
+    onto the outputs while rebasing; a concurrent commit that removed a source raises
+    ``CommitConflictError`` (the outputs are then removed)."""
+    changes = Changes(operation="compact", parameters=dict(parameters))
+    for output, rewrite in results:
+        if output is not None:
+            changes.added.append(output)
+        changes.removed.update(src.path for src in rewrite.sources)
+        changes.rewrites.append(rewrite)
+    if not changes.removed:
+        return CommitInfo(base_manifest.version, "compact", base_manifest.timestamp, None,
+                          {"files_removed": 0, "files_added": 0}, dict(parameters), committed=False)
+    sources = [f for f in base_manifest.files if f.path in changes.removed]
+    changes.metrics = {
+        "files_removed": len(sources),
+        "files_added": len(changes.added),
+        "rows_rewritten": sum(f.rows for f in changes.added),
+        "rows_dropped": sum(f.deleted_rows for f in sources),
+        "bytes_removed": sum(f.size for f in sources),
+        "bytes_added": sum(f.size for f in changes.added),
+    }
+    return commit(table._log, base_manifest, pointer, changes, table.commit_options)
+
+
+def compact(table: "Table", target_file_size: int | None = None,
+            min_deleted_fraction: float = 0.2) -> CommitInfo:
+    """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
+    target = table.write_options.target_file_size if target_file_size is None else target_file_size
+    base, pointer = table._log.latest()
+    groups = plan_compaction(base, target, min_deleted_fraction)
+    log.info("%s: compacting version %d: %d files in %d groups", table.uri, base.version,
+             sum(len(g.files) for g in groups), len(groups))
+    dvs = DeletionVectors(table.store)
+    results: list[tuple[DataFile | None, Rewrite]] = []
+    try:
+        for i, group in enumerate(groups, 1):
+            results.append(rewrite_group(table, group, dvs))
+            log.info("%s: rewrote group %d/%d (%d files, %d live rows)", table.uri, i, len(groups),
+                     len(group.files), group.live_rows)
+    except BaseException:
+        _remove(table, [output for output, _ in results if output is not None])
+        raise
+    info = commit_compaction(table, base, pointer, results, {
+        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction})
+    if info.committed:
+        log.info("%s: compaction committed as version %d: %s", table.uri, info.version, info.metrics)
+    return info
+
+
+def _remove(table: "Table", files: Sequence[DataFile]) -> None:
+    """Best-effort removal of outputs that will never be committed."""
+    for f in files:
+        try:
+            table.store.delete(f.path)
+        except StoreError:
+            pass  # unreferenced: GC removes it after the grace period

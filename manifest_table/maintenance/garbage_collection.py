@@ -1,0 +1,221 @@
+"""Garbage collection: expire old versions and delete the objects no retained version needs.
+
+Retained versions are a contiguous suffix of the log (readers rely on expired versions
+being a prefix): the latest always, plus older versions while a retention rule keeps them.
+Every object a retained version references survives; anything else under ``data/``,
+``tombstones/`` and ``manifest/`` goes, but only once it is older than the grace period,
+because a writer may be about to commit it. Why that is safe: docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Iterable
+
+from ..changes import rewrites_from_json
+from ..errors import InvalidArgumentError
+from ..format.manifest import MANIFEST_PREFIX, Manifest, version_of_key
+from ..log import VersionLog
+from ..storage import ObjectInfo
+from ..tombstones import TOMBSTONE_PREFIX
+from ..write import DATA_PREFIX
+
+if TYPE_CHECKING:
+    from ..table import Table
+
+log = logging.getLogger("manifest_table.maintenance")
+
+CATEGORIES = {MANIFEST_PREFIX: "manifests", DATA_PREFIX: "data files", TOMBSTONE_PREFIX: "tombstones"}
+_SHOWN_KEYS = 20
+
+
+@dataclass
+class Tally:
+    count: int = 0
+    bytes: int = 0
+
+    def add(self, info: ObjectInfo) -> None:
+        self.count += 1
+        self.bytes += info.size
+
+
+def _tallies() -> dict[str, Tally]:
+    return {name: Tally() for name in CATEGORIES.values()}
+
+
+@dataclass
+class GCReport:
+    """What one GC run kept and deleted (or, on a dry run, would delete), and why.
+    Each dict maps a category (``manifests``, ``data files``, ``tombstones``) to a tally."""
+
+    uri: str
+    dry_run: bool
+    versions_retained: range
+    versions_expired: range
+    """Versions whose manifests this run deleted (would delete)."""
+    pointer_rolled_forward: bool = False
+    """The pointer lagged behind a committed version (a writer died before moving it)."""
+    referenced: dict[str, Tally] = field(default_factory=_tallies)
+    """Kept: manifests of retained versions and the objects they reference."""
+    in_grace: dict[str, Tally] = field(default_factory=_tallies)
+    """Kept: unreferenced but younger than the grace period (maybe a commit in flight)."""
+    deleted: dict[str, Tally] = field(default_factory=_tallies)
+    """Deleted: expired manifests, and objects no retained version references."""
+    deleted_keys: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        expired = (f"versions {_span(self.versions_expired)} expired" if self.versions_expired
+                   else "no version expired")
+        lines = [f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
+                 f"  versions {_span(self.versions_retained)} retained, {expired}"]
+        if self.pointer_rolled_forward:
+            lines.append(f"  pointer rolled forward to version {self.versions_retained[-1]} "
+                         "(a writer died before moving it)")
+        lines.append(f"  {'':<12}{'referenced':>22}{'within grace':>22}{verb:>22}")
+        for name in CATEGORIES.values():
+            cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
+            lines.append(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells))
+        if self.deleted_keys:
+            shown = self.deleted_keys[:_SHOWN_KEYS]
+            more = len(self.deleted_keys) - len(shown)
+            lines.append(f"  {verb}: " + ", ".join(shown) + (f" and {more} more" if more else ""))
+        return "\n".join(lines)
+
+
+def check_retention(retain_versions: int | None, retain_for: timedelta | None, grace: timedelta,
+                    force: bool = False) -> None:
+    """Raise ``InvalidArgumentError`` for settings that make no sense, or that could delete
+    what a running writer or reader still needs (retention shorter than grace) without
+    ``force``. ``retain_for=None`` counts as zero here: count-based retention alone gives no
+    time guarantee to a writer that is slow to commit."""
+    if retain_versions is not None and retain_versions < 1:
+        raise InvalidArgumentError(f"retain_versions must be at least 1 (the latest version is "
+                                   f"always retained), not {retain_versions}")
+    if grace < timedelta(0) or (retain_for is not None and retain_for < timedelta(0)):
+        raise InvalidArgumentError("retain_for and grace cannot be negative")
+    if (retain_for or timedelta(0)) < grace and not force:
+        raise InvalidArgumentError(
+            f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer that read a version "
+            "that GC then expires could lose its commit; pass force=True if no writer runs that long")
+
+
+def collect_garbage(table: "Table", retain_versions: int | None = None,
+                    retain_for: timedelta | None = timedelta(days=7), grace: timedelta = timedelta(hours=24),
+                    dry_run: bool = False, force: bool = False, now: datetime | None = None) -> GCReport:
+    """Expire versions no rule retains and delete what no retained version needs (see
+    ``Table.gc``). A version is retained if it is the latest, one of the last
+    ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
+    suffices. ``now`` is the clock all ages are measured against."""
+    check_retention(retain_versions, retain_for, grace, force)
+    # Read the clock before the pointer: an object staged by a commit that lands after we read
+    # the pointer is then younger than ``now - grace`` however long this run takes.
+    now = now or datetime.now(timezone.utc)
+    cutoff = now - grace
+    vlog: VersionLog = table._log
+    pointer = vlog.pointer()
+    latest = vlog.probe_forward(pointer.version)
+    if latest > pointer.version and not dry_run:
+        vlog.advance_pointer(latest, pointer.etag)
+    retained = _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for)
+
+    manifests = sorted((v, info) for info in table.store.list(MANIFEST_PREFIX)
+                       if (v := version_of_key(info.key)) is not None)
+    by_rule = retained[-1].version
+    expired, young = _split_expired(manifests, by_rule, cutoff)
+    # An expired manifest too young to delete stays readable, so its objects stay too.
+    retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
+    floor = young[0][0] if young else by_rule
+    report = GCReport(table.uri, dry_run, range(floor, latest + 1),
+                      range(expired[0][0], floor) if expired else range(0),
+                      pointer_rolled_forward=latest > pointer.version)
+    for v, info in manifests:
+        if v >= by_rule:
+            report.referenced["manifests"].add(info)
+    for _, info in young:
+        report.in_grace["manifests"].add(info)
+    doomed = [info for _, info in expired]
+    needed = _referenced(retained)
+    for prefix in (DATA_PREFIX, TOMBSTONE_PREFIX):
+        for info in table.store.list(prefix):
+            if info.key in needed:
+                report.referenced[CATEGORIES[prefix]].add(info)
+            elif info.last_modified < cutoff:
+                doomed.append(info)
+            else:
+                report.in_grace[CATEGORIES[prefix]].add(info)
+
+    # Manifests first and oldest first: a crash leaves orphans for the next run, never a hole
+    # in the versions nor a readable manifest whose files are gone.
+    for info in doomed:
+        if not dry_run:
+            table.store.delete(info.key)
+        report.deleted[_category(info.key)].add(info)
+        report.deleted_keys.append(info.key)
+    if not dry_run:
+        vlog.forget_before(floor)
+    log.info("%s: GC %s %d objects, retained versions %s", table.uri,
+             "would delete" if dry_run else "deleted", len(doomed), _span(report.versions_retained))
+    return report
+
+
+def _retained(vlog: VersionLog, latest: Manifest, now: datetime, retain_versions: int | None,
+              retain_for: timedelta | None) -> list[Manifest]:
+    """Newest first: the latest manifest, then older ones while a retention rule keeps them."""
+    kept = [latest]
+    while kept[-1].version > 0:
+        version = kept[-1].version - 1
+        by_count = retain_versions is not None and version > latest.version - retain_versions
+        # A version was current until its successor committed.
+        by_time = retain_for is not None and kept[-1].timestamp > now - retain_for
+        manifest = vlog.find(version) if by_count or by_time else None
+        if manifest is None:
+            break
+        kept.append(manifest)
+    return kept
+
+
+def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
+                   cutoff: datetime) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
+    """The manifests below ``floor`` (sorted by version), split at the first one younger than
+    the grace period: those before it can go; it and the rest stay (expired versions must
+    remain a prefix)."""
+    below = [(v, info) for v, info in manifests if v < floor]
+    stop = next((i for i, (_, info) in enumerate(below) if info.last_modified >= cutoff), len(below))
+    return below[:stop], below[stop:]
+
+
+def _referenced(manifests: Iterable[Manifest]) -> set[str]:
+    """Every object key the manifests need: data files, their bitmaps, and the bitmaps a
+    compaction's rewrites record (a concurrent delete rebasing onto it reads them)."""
+    keys: set[str] = set()
+    for manifest in manifests:
+        for f in manifest.files:
+            keys.add(f.path)
+            if f.deletes:
+                keys.add(f.deletes.path)
+        for rewrite in rewrites_from_json(manifest.parameters.get("rewrites", [])):
+            keys.update(src.deletes.path for src in rewrite.sources if src.deletes)
+    return keys
+
+
+def _category(key: str) -> str:
+    return next(name for prefix, name in CATEGORIES.items() if key.startswith(prefix))
+
+
+def _span(versions: range) -> str:
+    return f"{versions[0]}..{versions[-1]}" if len(versions) > 1 else str(versions[0]) if versions else "none"
+
+
+def _amount(tally: Tally) -> str:
+    return f"{tally.count} ({_bytes(tally.bytes)})" if tally.count else "-"
+
+
+def _bytes(n: float) -> str:
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    i = 0
+    while n >= 1024 and i < len(units) - 1:
+        n, i = n / 1024, i + 1
+    return f"{n:.0f} B" if i == 0 else f"{n:.1f} {units[i]}"

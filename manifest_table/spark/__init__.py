@@ -1,0 +1,22 @@
+"""Spark integration: the ``manifest_table`` data source (batch reads and writes, streaming
+sink) and table operations spread over executors. Needs pyspark >= 4.1. See docs/spark.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .operations import delete
+from .source import FORMAT_NAME, ManifestTableDataSource
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any) -> None:
+    """Make ``format("manifest_table")`` available in ``spark``. Also turns on filter pushdown
+    for Python data sources: Spark refuses to read a source that implements ``pushFilters``
+    while it is off."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(ManifestTableDataSource)
+
+
+__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "delete", "register"]

@@ -1,0 +1,56 @@
+"""Table operations whose reading is spread over Spark executors, committed once by the driver.
+
+The driver opens a transaction and plans from the manifest; executors do the data-sized work
+on groups of files with the same code the Python API runs; the driver stages the results in
+the transaction and commits, with the usual conflict handling against concurrent writers."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from pyroaring import BitMap
+
+from ..commit import CommitInfo
+from ..errors import InvalidFilterError
+from ..expressions import Expr, to_expr
+from ..format.manifest import DataFile
+from .options import DEFAULT_MAX_PARTITION_BYTES, TableLocation
+from .planning import group_files
+from .source import scan_files
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def delete(spark: Any, uri: str, where: str | Expr, *,
+           storage_options: dict[str, str] | None = None) -> CommitInfo:
+    """Delete the rows matching ``where``: executors find the matching live row positions of
+    each candidate file, the driver commits one tombstone set. Returns the commit (with
+    ``committed=False`` when no row matched)."""
+    expr = to_expr(where)
+    if expr is None:
+        raise InvalidFilterError("delete needs a condition")
+    location = TableLocation(uri, storage_options)
+    with location.open().transaction() as tx:
+        scan = tx.scan(columns=[], where=expr)
+        task = partial(_matching_positions, location, scan.version, scan.snapshot.schema, scan.where)
+        groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
+                             DEFAULT_MAX_PARTITION_BYTES)
+        found = run_tasks(spark, groups, task)
+        tx.delete_positions({path: BitMap.deserialize(blob) for path, blob in found})
+        return tx.commit()
+
+
+def _matching_positions(location: TableLocation, version: int, schema: Any, where: Expr,
+                        files: Sequence[DataFile]) -> Iterator[tuple[str, bytes]]:
+    scan = scan_files(location, version, schema, files, [], where)
+    for file, positions in scan.matching_positions():
+        yield file.path, positions.serialize()
+
+
+def run_tasks(spark: Any, items: Sequence[T], task: Callable[[T], Iterable[R]]) -> list[R]:
+    """Run ``task`` on each item as its own Spark task; the results, collected on the driver."""
+    if not items:
+        return []
+    return spark.sparkContext.parallelize(items, len(items)).flatMap(task).collect()

@@ -1,0 +1,92 @@
+"""The options of the Spark data source, parsed once on the driver into a picklable value.
+
+Spark hands every option over as a string in a case-insensitive map whose keys arrive lower
+case; the table URI arrives as ``path`` (``load(uri)`` / ``save(uri)`` / ``start(uri)``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+from ..errors import InvalidArgumentError
+from ..storage import ObjectStore, store_for_uri
+from ..table import Table, open_table
+from ..write import WriteOptions
+
+STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
+"""S3 settings passed to ``open_table(uri, storage_options=...)``; unset ones come from the
+standard AWS chain of whichever process (driver or executor) opens the store."""
+
+DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
+"""Like ``spark.sql.files.maxPartitionBytes``: the most Parquet bytes one read task gets."""
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """Where a table lives and how to reach it: all a driver or an executor needs to open it."""
+
+    uri: str
+    storage_options: dict[str, str] | None = None
+
+    def store(self) -> ObjectStore:
+        return store_for_uri(self.uri, self.storage_options)
+
+    def open(self, write_options: WriteOptions | None = None) -> Table:
+        """The table; raises ``TableNotFoundError`` when there is none."""
+        extra = asdict(write_options) if write_options is not None else {}
+        return open_table(self.uri, storage_options=self.storage_options, **extra)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    location: TableLocation
+    version: int | None = None
+    as_of: str | None = None
+    write: WriteOptions = WriteOptions()
+    min_partitions: int | None = None
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
+    app_id: str | None = None
+    """Streaming: the id a query's batch ids are recorded under (default: from the checkpoint)."""
+    checkpoint_location: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
+        uri = options.get("path")
+        if not uri:
+            raise InvalidArgumentError("no table URI: use .load(uri), .save(uri) or .start(uri)")
+        storage = {key: options[key] for key in STORAGE_KEYS if options.get(key)}
+        defaults = WriteOptions()
+        write = WriteOptions(
+            target_file_size=_int(options, "target_file_size", defaults.target_file_size),
+            row_group_size=_int(options, "row_group_size", defaults.row_group_size),
+            compression=options.get("compression", defaults.compression))
+        version = options.get("version")
+        return cls(
+            location=TableLocation(str(uri), storage or None),
+            version=_int(options, "version", 0) if version is not None else None,
+            as_of=options.get("as_of"),
+            write=write,
+            min_partitions=_int(options, "min_partitions", 0) or None,
+            max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES),
+            app_id=options.get("app_id"),
+            checkpoint_location=options.get("checkpointlocation"))
+
+    @property
+    def parallelism(self) -> int:
+        """How many read tasks to aim for at least (default: the planning machine's cores,
+        which in local mode are the executor's)."""
+        return self.min_partitions or os.cpu_count() or 1
+
+
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"option {key} must be an integer, not {text!r}") from None
+    if value < 0:
+        raise InvalidArgumentError(f"option {key} must not be negative, got {value}")
+    return value

@@ -1,0 +1,100 @@
+"""Table schemas as Spark sees them, and the check that a DataFrame may be written to a table.
+
+Spark has no unsigned integers, half floats, 64-bit dates or view types: those columns are
+read as the nearest wider Spark type. Nanosecond timestamps are read at Spark's microsecond
+precision. Everything else maps one to one (``pyspark.sql.pandas.types.from_arrow_type``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.errors import PySparkTypeError
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NullType,
+    ShortType,
+    StructField,
+    StructType,
+)
+
+from ..errors import SchemaMismatchError
+
+_WIDER_FOR_SPARK = {
+    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
+    pa.uint64(): pa.decimal128(20, 0), pa.float16(): pa.float32(), pa.date64(): pa.date32(),
+    pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
+}
+
+_WIDENINGS = {
+    ByteType(): (ShortType(), IntegerType(), LongType()),
+    ShortType(): (IntegerType(), LongType()),
+    IntegerType(): (LongType(),),
+    FloatType(): (DoubleType(),),
+}
+"""DataFrame column type -> table column types it may be written to without loss."""
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark schema of a table; a column Spark cannot hold fails with its name."""
+    fields = []
+    for field in schema:
+        try:
+            spark_type = from_arrow_type(_WIDER_FOR_SPARK.get(field.type, field.type))
+        except PySparkTypeError:
+            raise SchemaMismatchError(
+                f"column {field.name!r} has type {field.type}, which Spark cannot represent") from None
+        fields.append(StructField(field.name, spark_type, field.nullable))
+    return StructType(fields)
+
+
+def exchange_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects batches of a Python data source read to have."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def same_in_spark(arrow_type: pa.DataType) -> bool:
+    """True when Spark sees exactly the stored values of a column of this type, so a filter
+    Spark pushes down means the same thing evaluated on the stored data. Floats are out:
+    Spark orders NaN above everything and makes NaN = NaN true, Arrow does neither."""
+    t = pa.types
+    return (t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
+            or t.is_boolean(arrow_type) or t.is_date32(arrow_type) or t.is_decimal(arrow_type)
+            or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns"))
+
+
+def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
+    """Raise ``SchemaMismatchError`` naming every column of ``frame`` that cannot be written to
+    the table: missing, unknown, or of a type that does not widen losslessly to the table's.
+    Nullability is checked on the data itself, batch by batch, when it is written."""
+    wanted = {f.name: f.dataType for f in spark_schema(table).fields}
+    given = {f.name: f.dataType for f in frame.fields}
+    problems = []
+    missing = [name for name in wanted if name not in given]
+    extra = [name for name in given if name not in wanted]
+    if missing:
+        problems.append(f"missing columns {missing}")
+    if extra:
+        problems.append(f"unknown columns {extra}")
+    for name, have in given.items():
+        want = wanted.get(name)
+        if want is not None and not _writable(have, want):
+            problems.append(f"column {name!r} is {have.simpleString()}, the table has {want.simpleString()}")
+    if problems:
+        raise SchemaMismatchError(
+            f"the DataFrame does not match the table at {uri}: {'; '.join(problems)}. "
+            f"Table schema: {spark_schema(table).simpleString()}; "
+            f"DataFrame schema: {frame.simpleString()}")
+
+
+def _writable(have: DataType, want: DataType) -> bool:
+    if have.simpleString() == want.simpleString() or isinstance(have, NullType):
+        return True
+    if isinstance(have, DecimalType) and isinstance(want, DecimalType):
+        return have.scale == want.scale and have.precision <= want.precision
+    return want in _WIDENINGS.get(have, ())

@@ -1,0 +1,128 @@
+"""The ``manifest_table`` Spark data source and its batch reader.
+
+Planning happens on the driver: ``reader()`` pins the version to read (the latest, or the
+``version`` / ``as_of`` option), ``pushFilters`` keeps the filters we can apply exactly, and
+``partitions()`` prunes the data files with them and groups the rest into tasks. Each task
+reads its files with the ordinary ``Scan`` over a snapshot holding only those files, so
+row-group pruning, deletion bitmaps and the residual filter work exactly as in Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    Filter,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from ..errors import SchemaMismatchError
+from ..expressions import And, Expr
+from ..format.manifest import DataFile
+from ..scan import Scan, Snapshot
+from ..storage import FileIO
+from ..tombstones import DeletionVectors
+from .filters import from_spark_filter
+from .options import SourceOptions, TableLocation
+from .planning import group_files
+from .schema import exchange_schema, spark_schema
+
+FORMAT_NAME = "manifest_table"
+
+
+class ManifestTableDataSource(DataSource):
+    """``spark.read.format("manifest_table")`` / ``df.write.format("manifest_table")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        opts = SourceOptions.parse(self.options)
+        snapshot = opts.location.open().scan(version=opts.version, as_of=opts.as_of).snapshot
+        return spark_schema(snapshot.schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return TableReader(SourceOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .writer import BatchWriter  # the writer imports what only writes need
+
+        return BatchWriter(SourceOptions.parse(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .writer import StreamWriter
+
+        return StreamWriter(SourceOptions.parse(self.options), schema, overwrite)
+
+
+@dataclass
+class FilesPartition(InputPartition):
+    """One read task: data files of the pinned version (with their deletion vector refs)."""
+
+    files: tuple[DataFile, ...]
+
+
+class TableReader(DataSourceReader):
+    """Created, given filters and asked for partitions on the driver, then pickled to the
+    executors, which call ``read``. It holds only picklable values (no store or snapshot)."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self._options = options
+        snapshot = options.location.open().scan(version=options.version, as_of=options.as_of).snapshot
+        self._version = snapshot.version
+        self._table_schema = snapshot.schema
+        self._columns = _read_columns(schema, self._table_schema)
+        self._output = exchange_schema(schema)
+        self._where: Expr | None = None
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        accepted = []
+        for spark_filter in filters:
+            expr = from_spark_filter(spark_filter, self._table_schema)
+            if expr is None:
+                yield spark_filter
+            else:
+                accepted.append(expr)
+        self._where = reduce(And, accepted) if accepted else None
+
+    def partitions(self) -> list[InputPartition]:
+        table = self._options.location.open()
+        files = table.scan(self._columns, self._where, version=self._version).plan_files()
+        groups = group_files(files, self._options.parallelism, self._options.max_partition_bytes)
+        return [FilesPartition(tuple(group)) for group in groups] or [FilesPartition(())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilesPartition)
+        scan = scan_files(self._options.location, self._version, self._table_schema,
+                               partition.files, self._columns, self._where)
+        for batch in scan.to_batches():
+            # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
+            yield batch.cast(self._output, safe=False)
+
+
+def scan_files(location: TableLocation, version: int, schema: pa.Schema, files: Iterable[DataFile],
+                    columns: list[str] | None, where: Expr | None) -> Scan:
+    """A scan of just ``files`` of one version, as run on an executor."""
+    store = location.store()
+    snapshot = Snapshot(version, schema, tuple(files), DeletionVectors(store).of)
+    return Scan(snapshot, FileIO(store), columns, where)
+
+
+def _read_columns(schema: StructType, table: pa.Schema) -> list[str]:
+    """The columns Spark asked for: the table's, or a subset a user-given schema names (a
+    projection), whose types must then be the table's as Spark sees them."""
+    ours = {f.name: f.dataType for f in spark_schema(table).fields}
+    wrong = [f.name for f in schema.fields if ours.get(f.name) != f.dataType]
+    if wrong:
+        raise SchemaMismatchError(
+            f"the read schema does not match the table for columns {wrong}; "
+            f"the table's schema is {spark_schema(table).simpleString()}")
+    return schema.fieldNames()

@@ -1,0 +1,202 @@
+"""Spark batch and streaming writes: tasks write data files, the driver commits them once.
+
+Each task writes Parquet files straight into the table's ``data/`` and reports them in its
+commit message. The driver's ``commit`` adds exactly the files named in the messages it
+received, in one table commit, so the files of a failed, retried or speculative attempt are
+never part of the table (they are unreferenced; the task removes them if it can, GC otherwise).
+A streaming micro-batch commit also records (app id, batch id), which makes a replayed batch
+commit nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from itertools import chain
+from typing import Iterable, Iterator, Optional
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from ..commit import CommitInfo
+from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError, StoreError,
+                      TableExistsError, TableNotFoundError)
+from ..format.manifest import DataFile
+from ..ingest import batches_of
+from ..storage import FileIO, ObjectStore
+from ..table import Table, create_table
+from ..write import WriteOptions, write_data_files
+from .options import SourceOptions, TableLocation
+from .schema import check_write_schema, exchange_schema
+
+log = logging.getLogger("manifest_table.spark")
+
+
+@dataclass
+class WrittenFiles(WriterCommitMessage):
+    """A task's report: the data files it wrote (path, rows, size, stats)."""
+
+    files: list[DataFile]
+
+
+def write_task(location: TableLocation, schema: pa.Schema, options: WriteOptions,
+               batches: Iterator[pa.RecordBatch]) -> WrittenFiles:
+    """Executor side: write one task's batches, conformed to the table schema, as data files.
+    On failure the files written so far are removed before the error propagates."""
+    first = next(batches, None)
+    if first is None:
+        return WrittenFiles([])
+    stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
+    io = _TrackedIO(location.store())
+    try:
+        return WrittenFiles(write_data_files(io, batches_of(stream, schema), schema, options))
+    except BaseException:
+        _delete(io.store, io.created)
+        raise
+
+
+class _TableWrite:
+    """What batch and streaming writes share: the target schema, checked on the driver
+    before any task runs, and the one commit (or the cleanup) at the end."""
+
+    def __init__(self, options: SourceOptions, frame: StructType, overwrite: bool) -> None:
+        self._options = options
+        self._overwrite = overwrite
+        try:
+            table = options.location.open()
+        except TableNotFoundError:  # created at commit, so a failed job leaves no table
+            self._table_schema = exchange_schema(frame)
+            self._base_version: int | None = None
+        else:
+            check_write_schema(frame, table.schema, table.uri)
+            self._table_schema = table.schema
+            self._base_version = table.version
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
+        return write_task(self._options.location, self._table_schema, self._options.write, iterator)
+
+    def _commit(self, messages: Iterable[Optional[WriterCommitMessage]],
+                app_transaction: tuple[str, int] | None = None) -> CommitInfo:
+        files = _files(messages)
+        table = self._open_or_create()
+        with table.transaction() as tx:  # an error before commit() removes the files
+            if app_transaction is not None:
+                tx.set_app_transaction(*app_transaction)
+            if self._overwrite:
+                tx.overwrite(self._table_schema.empty_table())
+            tx.add_files(files)
+            info = tx.commit()
+        if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
+            _delete(table.store, [f.path for f in files])
+        log.info("%s: %s version %d (%s)", table.uri, "committed" if info.committed else "unchanged at",
+                 info.version, info.metrics)
+        return info
+
+    def _abort(self, messages: Iterable[Optional[WriterCommitMessage]]) -> None:
+        """Remove the files of the failed job. Spark also aborts when ``commit`` raised, and a
+        commit whose outcome was unknown may have landed: files a newer version references
+        are kept."""
+        paths = {f.path for f in _files(messages)}
+        if paths and not self._maybe_committed(paths):
+            _delete(self._options.location.store(), sorted(paths))
+
+    def _maybe_committed(self, paths: set[str]) -> bool:
+        try:
+            table = self._options.location.open()
+            first = 0 if self._base_version is None else self._base_version + 1
+            return any(paths & table.manifest(v).file_map().keys() for v in range(first, table.version + 1))
+        except TableNotFoundError:
+            return False
+        except ManifestTableError:
+            return True  # cannot tell: leave the files to GC's grace period
+
+    def _open_or_create(self) -> Table:
+        location = self._options.location
+        try:
+            table = create_table(location.uri, self._table_schema, storage_options=location.storage_options)
+        except TableExistsError:
+            table = location.open()
+        if not table.schema.equals(self._table_schema):
+            raise SchemaMismatchError(
+                f"the table at {table.uri} was created concurrently with schema {table.schema}, "
+                f"which differs from the written files' {self._table_schema}; nothing was committed")
+        return table
+
+
+class BatchWriter(_TableWrite, DataSourceArrowWriter):
+    """``df.write.format("manifest_table").mode("append" | "overwrite").save(uri)``."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
+        return self._write(iterator)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        self._commit(messages)
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        self._abort(messages)
+
+
+class StreamWriter(_TableWrite, DataSourceStreamArrowWriter):
+    """``df.writeStream.format("manifest_table").option("checkpointLocation", ...).start(uri)``:
+    one table commit per micro-batch, recorded as batch ``batchId`` of ``app_id``."""
+
+    def __init__(self, options: SourceOptions, frame: StructType, overwrite: bool) -> None:
+        super().__init__(options, frame, overwrite)
+        self._app_id = streaming_app_id(options)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
+        return self._write(iterator)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        if _files(messages) or self._overwrite:  # an empty append needs no version
+            self._commit(messages, (self._app_id, batchId))
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        self._abort(messages)
+
+
+def streaming_app_id(options: SourceOptions) -> str:
+    """The id a query's batch ids are recorded under. It must survive a restart from the same
+    checkpoint and change with a new checkpoint (whose batch ids start again at 0). Spark
+    keeps its query id in ``<checkpoint>/metadata``; we read it there when the checkpoint is
+    on a local filesystem, else fall back to the checkpoint location itself."""
+    if options.app_id:
+        return options.app_id
+    location = options.checkpoint_location
+    if not location:
+        raise InvalidArgumentError("the manifest_table streaming sink needs option checkpointLocation "
+                                   "(or app_id) to commit each micro-batch exactly once")
+    path = urlparse(location).path if location.startswith("file:") else location
+    try:
+        with open(os.path.join(path, "metadata"), encoding="utf-8") as f:
+            return f"spark-query:{json.loads(f.readline())['id']}"
+    except (OSError, ValueError, KeyError):
+        return f"spark-checkpoint:{location.rstrip('/')}"
+
+
+class _TrackedIO(FileIO):
+    """Remembers the objects it creates, so a failing task can remove its partial output."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store)
+        self.created: list[str] = []
+
+    def create(self, key: str) -> AbstractContextManager[pa.NativeFile]:
+        self.created.append(key)
+        return super().create(key)
+
+
+def _files(messages: Iterable[Optional[WriterCommitMessage]]) -> list[DataFile]:
+    return [f for m in messages if isinstance(m, WrittenFiles) for f in m.files]
+
+
+def _delete(store: ObjectStore, keys: Iterable[str]) -> None:
+    for key in keys:
+        try:
+            store.delete(key)
+        except StoreError:
+            pass  # unreferenced either way: GC removes it after the grace period

@@ -1,0 +1,94 @@
+"""Store wrappers for tests: count requests, inject faults. They wrap a real store, so
+the code under test runs unmodified against real storage semantics."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterator
+
+from manifest_table.errors import StoreError
+from manifest_table.storage import ObjectInfo, ObjectStore
+
+
+class WrappedStore(ObjectStore):
+    """Delegates everything to ``inner``; subclasses hook ``_before``/``_after``."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+
+    def _call(self, op: str, key: str, fn: Callable, *args):
+        self._before(op, key)
+        result = fn(*args)
+        self._after(op, key)
+        return result
+
+    def _before(self, op: str, key: str) -> None:
+        pass
+
+    def _after(self, op: str, key: str) -> None:
+        pass
+
+    def get(self, key: str) -> bytes:
+        return self._call("get", key, self.inner.get, key)
+
+    def get_with_etag(self, key: str) -> tuple[bytes, str]:
+        return self._call("get", key, self.inner.get_with_etag, key)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        return self._call("head", key, self.inner.head, key)
+
+    def put_if_absent(self, key: str, data: bytes) -> str:
+        return self._call("put", key, self.inner.put_if_absent, key, data)
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        return self._call("put", key, self.inner.put_if_match, key, data, etag)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self._call("list", prefix, self.inner.list, prefix)
+
+    def delete(self, key: str) -> None:
+        return self._call("delete", key, self.inner.delete, key)
+
+    def arrow_filesystem(self):
+        return self.inner.arrow_filesystem()
+
+
+def kind_of(key: str) -> str:
+    """'pointer', 'manifest', 'data', 'tombstone' (or the key itself)."""
+    if key == "_latest_manifest":
+        return "pointer"
+    return {"manifest": "manifest", "data": "data", "tombstones": "tombstone"}.get(key.split("/")[0], key)
+
+
+class CountingStore(WrappedStore):
+    """Counts requests as (operation, kind of object)."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        super().__init__(inner)
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def _before(self, op: str, key: str) -> None:
+        self.counts[(op, kind_of(key))] += 1
+
+    def reset(self) -> Counter[tuple[str, str]]:
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+
+class AmbiguousPutStore(WrappedStore):
+    """Makes chosen writes land and then report failure, like a PUT whose response timed
+    out (``ambiguous='error'``), or a botocore retry of a PUT that had landed (``'412'``)."""
+
+    def __init__(self, inner: ObjectStore, fail_when: Callable[[str, str], bool], ambiguous: str = "error") -> None:
+        super().__init__(inner)
+        self.fail_when = fail_when
+        self.ambiguous = ambiguous
+        self.injected = 0
+
+    def _after(self, op: str, key: str) -> None:
+        if op == "put" and self.fail_when(op, key):
+            self.injected += 1
+            if self.ambiguous == "412":
+                from manifest_table.errors import PreconditionFailed
+                raise PreconditionFailed(key)
+            raise StoreError(f"injected: response to PUT {key} lost")

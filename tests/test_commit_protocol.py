@@ -1,0 +1,136 @@
+"""The commit protocol under contention, crashes and ambiguous store responses."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+import pyarrow as pa
+import pytest
+
+import manifest_table as mt
+from manifest_table.errors import StoreError
+from manifest_table.format.manifest import manifest_key
+from manifest_table.storage import MemoryStore
+from tests.stores import AmbiguousPutStore, CountingStore, WrappedStore
+
+SCHEMA = pa.schema([("writer", pa.int64()), ("seq", pa.int64())])
+WRITERS, APPENDS = 4, 25
+
+
+def _append_worker(uri: str, writer: int, appends: int, queue) -> None:
+    table = mt.open_table(uri)
+    for seq in range(appends):
+        info = table.append(pa.table({"writer": [writer], "seq": [seq]}, schema=SCHEMA))
+        queue.put((writer, seq, info.version, info.commit_id))
+
+
+def _run_writers(uri: str) -> list[tuple[int, int, int, str]]:
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_append_worker, args=(uri, w, APPENDS, queue)) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    acks = [queue.get(timeout=300) for _ in range(WRITERS * APPENDS)]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return acks
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_concurrent_appends_lose_nothing(where, tmp_path, request):
+    uri = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_uri")
+    table = mt.create_table(uri, SCHEMA)
+    acks = _run_writers(uri)
+    total = WRITERS * APPENDS
+    got = table.scan().to_arrow()
+    assert sorted(zip(got.column("writer").to_pylist(), got.column("seq").to_pylist())) == \
+        sorted((w, s) for w in range(WRITERS) for s in range(APPENDS))
+    assert table.version == total
+    history = table.history()
+    assert [h.version for h in history] == list(range(total, -1, -1))  # contiguous 0..N
+    assert {(a[2], a[3]) for a in acks} <= {(h.version, h.commit_id) for h in history}
+    assert len({a[2] for a in acks}) == total  # every acknowledged commit got its own version
+
+
+def _crash_after_manifest(uri: str) -> None:
+    """A writer that dies (SIGKILL) right after the commit point, before the pointer CAS."""
+    class DieBeforePointer(WrappedStore):
+        def _before(self, op: str, key: str) -> None:
+            if op == "put" and key == "_latest_manifest":
+                os.kill(os.getpid(), signal.SIGKILL)
+    from manifest_table.storage import store_for_uri
+    table = mt.open_table(uri, store=DieBeforePointer(store_for_uri(uri)))
+    table.append(pa.table({"writer": [99], "seq": [0]}, schema=SCHEMA))
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_writer_killed_between_manifest_and_pointer(where, tmp_path, request):
+    uri = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_uri")
+    table = mt.create_table(uri, SCHEMA)
+    table.append(pa.table({"writer": [1], "seq": [0]}, schema=SCHEMA))
+    proc = multiprocessing.get_context("spawn").Process(target=_crash_after_manifest, args=(uri,))
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == -signal.SIGKILL
+    # The commit point was reached: version 2 exists, the pointer still says 1.
+    assert table.store.head(manifest_key(2)) is not None and table.version == 1
+    assert table.scan().count() == 1  # readers see a consistent (older) snapshot
+    info = table.append(pa.table({"writer": [2], "seq": [0]}, schema=SCHEMA))
+    assert info.version == 3 and table.version == 3  # the writer rebased and rolled the pointer forward
+    assert sorted(table.scan().to_arrow().column("writer").to_pylist()) == [1, 2, 99]
+
+
+@pytest.mark.parametrize("ambiguous", ["error", "412"])
+def test_ambiguous_manifest_put_that_landed_is_a_success(ambiguous):
+    store = AmbiguousPutStore(MemoryStore(), lambda op, key: key == manifest_key(1), ambiguous)
+    table = mt.create_table("mem://t", SCHEMA, store=store)
+    info = table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    assert store.injected == 1
+    assert info.version == 1 and table.version == 1 and table.scan().count() == 1
+    assert [h.version for h in table.history()] == [1, 0]  # committed exactly once
+
+
+def test_ambiguous_pointer_put_that_landed_is_a_success():
+    store = AmbiguousPutStore(MemoryStore(), lambda op, key: False, "error")
+    table = mt.create_table("mem://t", SCHEMA, store=store)
+    store.fail_when = lambda op, key: key == "_latest_manifest" and store.injected == 0
+    assert table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA)).version == 1
+    assert table.version == 1 and store.injected == 1
+
+
+def test_a_put_that_did_not_land_is_retried_at_the_same_version():
+    class LoseFirstManifestPut(WrappedStore):
+        failed = False
+
+        def _before(self, op: str, key: str) -> None:
+            if op == "put" and key.startswith("manifest/v") and key != manifest_key(0) and not self.failed:
+                self.failed = True
+                raise StoreError("injected: connection reset before the request was sent")
+    store = LoseFirstManifestPut(MemoryStore())
+    table = mt.create_table("mem://t", SCHEMA, store=store)
+    assert table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA)).version == 1
+    assert store.failed and table.scan().count() == 1
+
+
+def test_request_counts():
+    store = CountingStore(MemoryStore())
+    table = mt.create_table("mem://t", SCHEMA, store=store)
+    table.append(pa.table({"writer": [0], "seq": [0]}, schema=SCHEMA))
+    store.reset()
+    fresh = mt.open_table("mem://t", store=store)  # a new handle: nothing cached
+    store.reset()
+    fresh.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    counts = store.reset()
+    assert counts[("put", "data")] == 1 and counts[("put", "manifest")] == 1 and counts[("put", "pointer")] == 1
+    assert sum(n for (op, _), n in counts.items() if op == "get") <= 2
+    assert sum(n for (op, _), n in counts.items() if op in ("put", "get")) == 5
+    assert sum(n for (op, _), n in counts.items() if op in ("head", "list", "delete")) == 0
+
+    reader = mt.open_table("mem://t", store=store)
+    store.reset()
+    assert reader.scan().to_arrow().num_rows == 2
+    counts = store.reset()
+    assert counts == {("get", "pointer"): 1, ("get", "manifest"): 1, ("get", "data"): 2}
