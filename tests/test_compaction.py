@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Iterator
+from typing import Callable
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,10 +18,11 @@ from manifest_table.changes import Rewrite
 from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
 from manifest_table.maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
-from manifest_table.storage import MemoryStore, ObjectInfo, ObjectStore
+from manifest_table.storage import MemoryStore, ObjectStore
 from manifest_table.tombstones import DeletionVectors
 from manifest_table.write import MAX_FILE_ROWS
 from tests.conftest import make_store
+from tests.stores import WrappedStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64())])
 TARGET = 1 << 20  # every test file (~1 KiB) is small against it
@@ -171,38 +171,17 @@ def test_delete_committed_during_compaction_is_remapped(table: Table) -> None:
     assert output.deletes is not None and output.live_rows == sum(expected.values())
 
 
-class HookedStore(ObjectStore):
-    """Delegates to ``inner``; runs the queued hooks one per manifest create, just before it:
-    a deterministic way to let another writer win exactly when this one retries."""
+class HookedStore(WrappedStore):
+    """Runs the queued hooks one per manifest create, just before it: a deterministic way
+    to let another writer win exactly when this one retries."""
 
     def __init__(self, inner: ObjectStore) -> None:
-        self.inner, self.hooks = inner, []
+        super().__init__(inner)
+        self.hooks: list[Callable[[], object]] = []
 
-    def put_if_absent(self, key: str, data: bytes) -> str:
-        if key.startswith("manifest/") and self.hooks:
+    def _before(self, op: str, key: str) -> None:
+        if op == "put" and key.startswith("manifest/") and self.hooks:
             self.hooks.pop(0)()
-        return self.inner.put_if_absent(key, data)
-
-    def get(self, key: str) -> bytes:
-        return self.inner.get(key)
-
-    def get_with_etag(self, key: str) -> tuple[bytes, str]:
-        return self.inner.get_with_etag(key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        return self.inner.head(key)
-
-    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        return self.inner.put_if_match(key, data, etag)
-
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        return self.inner.list(prefix)
-
-    def delete(self, key: str) -> None:
-        self.inner.delete(key)
-
-    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
-        return self.inner.arrow_filesystem()
 
 
 def test_deletes_winning_each_retry_of_a_compaction_all_survive(table: Table) -> None:

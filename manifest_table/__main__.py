@@ -1,0 +1,5 @@
+"""``python -m manifest_table``: the same command as ``manifest-table``."""
+
+from .cli import main
+
+raise SystemExit(main())

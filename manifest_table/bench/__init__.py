@@ -1,0 +1,10 @@
+"""Benchmarks that ship with the package, so anyone can measure on their own machine.
+
+    python -m manifest_table.bench.scan     # full, selective and 1-column scans vs pyarrow and peers
+    python -m manifest_table.bench.commit   # small-append latency, request counts, contention
+    python -m manifest_table.bench.delete   # cost of deleting one row vs rewrites and peers
+
+Each prints Markdown tables; ``--help`` lists the size flags. Peers (deltalake, pyiceberg,
+pylance) come with ``pip install manifest_table[bench]``; a missing one is skipped.
+Method and results: docs/benchmarks.md.
+"""

@@ -1,0 +1,183 @@
+"""What every benchmark shares: the data set, timing, Markdown tables, and directory
+bookkeeping (cheap clones, bytes written)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import manifest_table as mt
+
+SCHEMA = pa.schema([
+    ("id", pa.int64()),            # unique, ascending: file and row-group stats are disjoint ranges
+    ("ts", pa.timestamp("us")),    # ascending with id
+    ("qty", pa.int32()),
+    ("price", pa.float64()),
+    ("category", pa.string()),     # 64 distinct values
+    ("name", pa.string()),         # ~10-15 characters, high cardinality
+])
+_EPOCH_US = 1_735_689_600_000_000  # 2025-01-01
+_CATEGORIES = pa.array([f"category-{i:02d}" for i in range(64)])
+
+
+def make_data(rows: int, start: int = 0, seed: int = 0) -> pa.Table:
+    """``rows`` rows of ``SCHEMA`` with ids ``start .. start+rows-1``; deterministic per seed."""
+    rng = np.random.default_rng(seed + start)
+    ids = np.arange(start, start + rows, dtype=np.int64)
+    names = pc.binary_join_element_wise("user-", pc.cast(pa.array(rng.integers(0, 10**9, rows)), pa.string()), "")
+    return pa.table([
+        pa.array(ids),
+        pa.array(_EPOCH_US + ids * 1000, pa.timestamp("us")),
+        pa.array(rng.integers(0, 1000, rows, dtype=np.int32)),
+        pa.array(rng.random(rows) * 100),
+        _CATEGORIES.take(pa.array(rng.integers(0, len(_CATEGORIES), rows))),
+        names,
+    ], schema=SCHEMA)
+
+
+def write_ours(root: str, data: pa.Table, **options: Any) -> mt.Table:
+    table = mt.create_table(root, SCHEMA, **options)
+    table.append(data)
+    return table
+
+
+def data_paths(table: mt.Table) -> list[str]:
+    """Absolute paths of a local table's live data files, in manifest order."""
+    return [os.path.join(table.store.root, *f.path.split("/")) for f in table.manifest().files]
+
+
+# --- timing ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Timing:
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+    @property
+    def min(self) -> float:
+        return min(self.samples)
+
+
+def measure(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> Timing:
+    """Wall time of ``fn()`` ``repeat`` times, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return Timing(tuple(samples))
+
+
+def seconds(value: float) -> str:
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} us"
+
+
+def ratio(ours: float, other: float) -> str:
+    return f"{ours / other:.2f}x" if other else "-"
+
+
+def size(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(nbytes) < 1024 or unit == "GiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A Markdown table, ready to paste into docs/benchmarks.md."""
+    cells = [list(map(str, header))] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    print(f"\n### {title}\n")
+    print(line(cells[0]))
+    print("| " + " | ".join("-" * w for w in widths) + " |")
+    for row in cells[1:]:
+        print(line(row))
+    print(flush=True)
+
+
+def machine() -> str:
+    import pyarrow
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"pyarrow {pyarrow.__version__}")
+
+
+# --- command line and scratch space ------------------------------------------------------
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--workdir", help="scratch directory (default: a new temp dir, removed afterwards)")
+    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    p.add_argument("--peers", default="deltalake,pyiceberg,lance",
+                   help="comma-separated peers to compare with ('' for none)")
+    return p
+
+
+@contextmanager
+def scratch(args: argparse.Namespace) -> Iterator[str]:
+    path = args.workdir or tempfile.mkdtemp(prefix="mt-bench-")
+    os.makedirs(path, exist_ok=True)
+    try:
+        yield path
+    finally:
+        if not args.keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# --- directories -------------------------------------------------------------------------
+_LINK_ABOVE = 1 << 20
+
+
+def clone_dir(src: str, dst: str) -> str:
+    """A copy of a table directory in which big files are hard links (immutable data files
+    cost nothing) and small ones are copied (metadata some formats may rewrite in place)."""
+    def copy(s: str, d: str) -> None:
+        if os.path.getsize(s) >= _LINK_ABOVE:
+            os.link(s, d)
+        else:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dst, copy_function=copy)
+    return dst
+
+
+def files_of(root: str) -> dict[str, tuple[int, int]]:
+    """relative path -> (inode, size) of every file under ``root``."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            st = os.stat(path)
+            out[os.path.relpath(path, root)] = (st.st_ino, st.st_size)
+    return out
+
+
+def bytes_written(before: dict[str, tuple[int, int]], root: str) -> tuple[int, int]:
+    """(objects, bytes) created under ``root`` since ``before``; a file replaced by a rename
+    (a new inode) counts as created."""
+    created = [s for p, (ino, s) in files_of(root).items() if before.get(p, (None, 0))[0] != ino]
+    return len(created), sum(created)

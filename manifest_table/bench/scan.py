@@ -1,0 +1,88 @@
+"""Scan throughput: full scan, selective scan (~1% of row groups) and a one-column projection,
+ours vs raw pyarrow over the very same Parquet files, and vs Delta, Iceberg (same files) and
+Lance (same rows in its own format).
+
+    python -m manifest_table.bench.scan [--rows 10000000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow.parquet as pq
+
+import manifest_table as mt
+
+from . import _peers
+from ._common import data_paths, machine, make_data, measure, parser, print_table, ratio, scratch, seconds, size, write_ours
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--row-group-mb", type=float, default=4.0,
+                   help="table option row_group_size (uncompressed MiB): 4 gives ~150 row groups at 10M rows")
+    p.add_argument("--selectivity", type=float, default=0.01, help="fraction of the id range the filter keeps")
+    args = p.parse_args()
+    print(f"machine: {machine()}; rows: {args.rows:,}; repeat: {args.repeat} (median; warm page cache)")
+
+    with scratch(args) as work:
+        start = time.perf_counter()
+        root = os.path.join(work, "ours")
+        table = write_ours(root, make_data(args.rows), row_group_size=int(args.row_group_mb * 2**20))
+        paths = data_paths(table)
+        peers = [(cls.name, cls.from_files(os.path.join(work, cls.name), paths))
+                 for cls in _peers.selected(args.peers)]
+        metas = [pq.ParquetFile(path).metadata for path in paths]
+        groups = sum(m.num_row_groups for m in metas)
+        print(f"setup {time.perf_counter() - start:.1f} s: {len(paths)} files, {groups} row groups, "
+              f"{size(sum(os.path.getsize(x) for x in paths))} of Parquet (zstd)")
+
+        span = max(1, int(args.rows * args.selectivity))
+        lo = args.rows // 2
+        ids = (lo, lo + span)
+        hit = sum(1 for m in metas for i in range(m.num_row_groups)
+                  if _overlaps(m.row_group(i).column(0).statistics, ids))
+        cases = [
+            ("full scan", None, None),
+            (f"selective: id in [{ids[0]}, {ids[1]}), {hit}/{groups} row groups", None, ids),
+            ("projection: 1 column (price)", ["price"], None),
+        ]
+        engines = [
+            ("manifest_table", lambda cols, r: _ours(root, cols, r)),
+            ("pyarrow.parquet", lambda cols, r: pq.read_table(paths, columns=cols, filters=_dnf(r))),
+            *[(name, peer.read) for name, peer in peers],
+        ]
+        rows = []
+        for label, columns, id_range in cases:
+            results = {}
+            for name, read in engines:
+                out = []
+                timing = measure(lambda: out.append(read(columns, id_range)), args.repeat)
+                results[name] = (timing, out[-1].num_rows)
+            ours = results["manifest_table"][0].median
+            for name, (timing, n) in results.items():
+                rows.append([label, name, seconds(timing.median), seconds(timing.min), f"{n:,}",
+                             "" if name == "manifest_table" else ratio(ours, timing.median)])
+                label = ""
+        print_table("Scan (median of repeats; ratio = ours / engine, below 1 means ours is faster)",
+                    ["case", "engine", "median", "best", "rows", "ours/engine"], rows)
+
+
+def _ours(root: str, columns: list[str] | None, ids: tuple[int, int] | None):
+    where = f"id >= {ids[0]} AND id < {ids[1]}" if ids else None
+    return mt.open_table(root).scan(columns=columns, where=where).to_arrow()
+
+
+def _dnf(ids: tuple[int, int] | None):
+    return [("id", ">=", ids[0]), ("id", "<", ids[1])] if ids else None
+
+
+def _overlaps(stats, ids: tuple[int, int]) -> bool:
+    return stats is None or not stats.has_min_max or (stats.max >= ids[0] and stats.min < ids[1])
+
+
+if __name__ == "__main__":
+    main()

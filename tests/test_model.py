@@ -1,0 +1,123 @@
+"""A model-based test: random appends, deletes, overwrites, transactions and time travel
+against a plain in-memory model of the rows at every version."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import hypothesis.strategies as st
+import pyarrow as pa
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import manifest_table as mt
+from manifest_table.storage import MemoryStore
+
+SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
+KEYS = st.integers(0, 40)
+ROWS = st.lists(st.tuples(KEYS, st.sampled_from(["a", "b", None])), max_size=12)
+# Conditions on k (an int) and v (a nullable string), with the Python meaning of each.
+CONDITIONS = st.one_of(
+    st.builds(lambda x: (f"k < {x}", lambda k, v: k < x), KEYS),
+    st.builds(lambda x: (f"k = {x}", lambda k, v: k == x), KEYS),
+    st.builds(lambda x, y: (f"k BETWEEN {x} AND {y}", lambda k, v: x <= k <= y), KEYS, KEYS),
+    st.builds(lambda s: (f"v = '{s}'", lambda k, v: v == s), st.sampled_from(["a", "b"])),
+    st.just(("v IS NULL", lambda k, v: v is None)),
+    st.builds(lambda x: (f"k >= {x} OR v IS NULL", lambda k, v: k >= x or v is None), KEYS),
+    st.builds(lambda x: (f"NOT (k > {x}) AND v <> 'a'", lambda k, v: not k > x and v is not None and v != "a"), KEYS),
+)
+
+
+def as_table(rows: list[tuple[int, str | None]]) -> pa.Table:
+    return pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows]}, schema=SCHEMA)
+
+
+def multiset(table: pa.Table) -> Counter:
+    return Counter(zip(table.column("k").to_pylist(), table.column("v").to_pylist()))
+
+
+class TableModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        # Small files and row groups, so pruning, several files and several row groups all happen.
+        self.table = mt.create_table("mem://model", SCHEMA, store=MemoryStore(),
+                                     target_file_size=2_000, row_group_size=64)
+        self.versions: list[list[tuple[int, str | None]]] = [[]]
+
+    @property
+    def rows(self) -> list[tuple[int, str | None]]:
+        return self.versions[-1]
+
+    def committed(self, info: mt.CommitInfo, rows: list) -> None:
+        if info.committed:
+            assert info.version == len(self.versions)
+            self.versions.append(rows)
+        else:
+            assert Counter(rows) == Counter(self.rows)
+
+    @rule(rows=ROWS)
+    def append(self, rows):
+        self.committed(self.table.append(as_table(rows)), self.rows + rows)
+
+    @rule(condition=CONDITIONS)
+    def delete(self, condition):
+        text, matches = condition
+        keep = [r for r in self.rows if not matches(*r)]
+        info = self.table.delete(text)
+        assert info.metrics["rows_deleted"] == len(self.rows) - len(keep)
+        self.committed(info, keep)
+
+    @rule(rows=ROWS, condition=st.one_of(st.none(), CONDITIONS))
+    def overwrite(self, rows, condition):
+        keep = [] if condition is None else [r for r in self.rows if not condition[1](*r)]
+        info = self.table.overwrite(as_table(rows), None if condition is None else condition[0])
+        self.committed(info, keep + rows)
+
+    @rule(first=ROWS, condition=CONDITIONS, second=ROWS)
+    def transaction(self, first, condition, second):
+        text, matches = condition
+        with self.table.transaction() as tx:
+            tx.append(as_table(first))
+            tx.delete(text)
+            expected = [r for r in self.rows + first if not matches(*r)]
+            assert multiset(tx.scan().to_arrow()) == Counter(expected)
+            tx.append(as_table(second))
+        info = self.table.history(limit=1)[0]
+        self.committed(info if info.version == len(self.versions) else
+                       mt.CommitInfo(-1, "", info.timestamp, None, committed=False), expected + second)
+
+    @rule()
+    def failed_transaction(self):
+        try:
+            with self.table.transaction() as tx:
+                tx.append(as_table([(1, "a")]))
+                raise RuntimeError("boom")
+        except RuntimeError:
+            pass
+        assert self.table.version == len(self.versions) - 1
+
+    @precondition(lambda self: len(self.versions) > 1)
+    @rule(data=st.data())
+    def time_travel(self, data):
+        version = data.draw(st.integers(0, len(self.versions) - 1))
+        assert multiset(self.table.scan(version=version).to_arrow()) == Counter(self.versions[version])
+        assert self.table.scan(version=version).count() == len(self.versions[version])
+
+    @rule(condition=CONDITIONS)
+    def filtered_scan(self, condition):
+        text, matches = condition
+        expected = Counter(r for r in self.rows if matches(*r))
+        scan = self.table.scan(where=text)
+        assert multiset(scan.to_arrow()) == expected
+        assert scan.count() == sum(expected.values())
+
+    @invariant()
+    def latest_matches(self):
+        assert self.table.version == len(self.versions) - 1
+        assert self.table.scan().count() == len(self.rows)
+        assert multiset(self.table.scan().to_arrow()) == Counter(self.rows)
+
+
+TableModel.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
+                                        suppress_health_check=[HealthCheck.too_slow])
+test_table_model = TableModel.TestCase
