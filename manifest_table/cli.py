@@ -129,8 +129,9 @@ def _append(args: argparse.Namespace) -> None:
 
 def _delete(args: argparse.Namespace) -> None:
     info = _open(args).delete(args.where)
+    deleted = info.metrics.get("rows_deleted", 0)
     state = "is now at" if info.committed else "is unchanged at"
-    print(f"deleted {info.metrics.get('rows_deleted', 0)} rows; the table {state} version {info.version}")
+    print(f"deleted {deleted} row{'' if deleted == 1 else 's'}; the table {state} version {info.version}")
 
 
 # --- the command line --------------------------------------------------------------------
@@ -250,12 +251,12 @@ def parse_type(text: str) -> pa.DataType:
         except ValueError as exc:
             raise InvalidArgumentError(f"bad type {text!r}: {exc}") from None
     if match := _TIMESTAMP.fullmatch(text):
-        unit, zone = match[1], match[2] and match[2].strip()
-        try:  # Arrow takes any zone name; resolve it now rather than in every later read
-            pa.array([0], pa.timestamp(unit)).cast(pa.timestamp(unit, zone))
+        timestamp = pa.timestamp(match[1], match[2] and match[2].strip())
+        try:  # Arrow takes any zone name: resolve it now, not in every later read of the table
+            pa.array([0], timestamp).cast(pa.string())
         except pa.ArrowInvalid as exc:
             raise InvalidArgumentError(f"bad type {text!r}: {exc}") from None
-        return pa.timestamp(unit, zone)
+        return timestamp
     raise InvalidArgumentError(f"unknown type {text!r}; known: {', '.join(_TYPES)}, "
                                "timestamp[UNIT] or timestamp[UNIT, tz=ZONE] (UNIT: s, ms, us, ns), decimal(P,S)")
 

@@ -113,26 +113,28 @@ class Scan:
     def _read_file(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         where = self.where
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
-        parquet = pq.ParquetFile(self._io.open(file.path))
-        meta = parquet.metadata
         deleted = self.snapshot.deleted(file)
-        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-        groups = [i for i in range(meta.num_row_groups)
-                  if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-                  and (where is None or where.may_match(_row_group_stats(meta, i, file)))]
-        if not groups:
-            return None
-        table = parquet.read_row_groups(groups, columns=needed, use_threads=True)
-        positions = np.concatenate([np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in groups])
-        if deleted:
-            keep = ~np.isin(positions, np.asarray(deleted.to_array(), dtype=np.int64), assume_unique=True)
-            table, positions = table.filter(keep), positions[keep]
-        if with_positions:
-            table = table.append_column(POSITION_COLUMN, pa.array(positions))
+        with self._io.open(file.path) as source:
+            parquet = pq.ParquetFile(source, pre_buffer=True)  # coalesced range reads
+            meta = parquet.metadata
+            starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+            groups = [i for i in range(meta.num_row_groups)
+                      if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
+                      and (where is None or where.may_match(_row_group_stats(meta, i, file)))]
+            if not groups:
+                return None
+            table = parquet.read_row_groups(groups, columns=needed, use_threads=True)
+        if deleted or with_positions:
+            # Physical row positions of what was read: row-group start + index within it.
+            positions = np.concatenate([np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in groups])
+            if deleted:
+                keep = ~np.isin(positions, np.asarray(deleted.to_array(), dtype=np.int64), assume_unique=True)
+                table, positions = table.filter(keep), positions[keep]
+            if with_positions:
+                table = table.append_column(POSITION_COLUMN, pa.array(positions))
         if where is not None:
             table = table.filter(where.to_arrow())
-        keep_columns = columns + ([POSITION_COLUMN] if with_positions else [])
-        return table.select(keep_columns)
+        return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
 
 
 def _stats_lookup(stats: dict[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:

@@ -86,10 +86,11 @@ FILTERS = [  # (Spark SQL condition, whether all of it is pushed to the source)
     ("id IN (1, 2, 3, 99, 190)", True),
     ("NOT id IN (1, 2, 3)", True),
     ("i32 <> 2", True),
-    ("name LIKE 'a\\_b%'", True),
-    ("name LIKE 'a\\%b%'", True),
-    ("name LIKE '%\\\\c1%'", True),
+    ("startswith(name, 'a_b')", True),
+    ("startswith(name, 'a%b')", True),
+    ("contains(name, '\\\\c1')", True),
     ("name LIKE '%9'", True),
+    ("name LIKE 'a\\_b%'", False),  # Spark pushes no LIKE with escapes
     ("name >= 'axb' AND name < 'b'", True),
     ("s IS NULL", True),
     ("s IS NOT NULL AND s <> 's3'", True),
@@ -106,11 +107,16 @@ FILTERS = [  # (Spark SQL condition, whether all of it is pushed to the source)
 ]
 
 
+@pytest.fixture(scope="module")
+def spark_rows(spark, table):
+    """The table's rows held by Spark: a local checkpoint cuts the plan off from the source,
+    so Spark itself evaluates any filter on it. That is the reference for pushed filters."""
+    return read(spark, table).localCheckpoint()
+
+
 @pytest.mark.parametrize("condition,pushed", FILTERS, ids=[f for f, _ in FILTERS])
-def test_filters_give_what_spark_gives(spark, table, condition, pushed):
-    """The same condition evaluated by Spark on rows it already has (a local checkpoint cuts
-    the plan off from the source, so nothing is pushed) is the reference."""
-    expected = read(spark, table).localCheckpoint().filter(condition)
+def test_filters_give_what_spark_gives(spark, table, spark_rows, condition, pushed):
+    expected = spark_rows.filter(condition)
     actual = read(spark, table).filter(condition)
     plan = actual._jdf.queryExecution().executedPlan().toString()
     assert ("Filter " not in plan) == pushed, plan

@@ -1,0 +1,295 @@
+"""The manifest-table command, run in-process through ``main`` and, for the real entry point,
+as ``python -m manifest_table``: every command, its output formats, and how it fails."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import manifest_table as mt
+from manifest_table import cli
+from manifest_table.cli import main
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
+Run = Callable[..., tuple[int, str, str]]
+
+
+def rows(start: int, stop: int) -> pa.Table:
+    ids = list(range(start, stop))
+    return pa.table({"id": ids, "name": [f"n{i}" for i in ids],
+                     "ts": pa.array([i * 1_000_000 for i in ids], pa.timestamp("us", tz="UTC"))}, schema=SCHEMA)
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Run:
+    """``run(*argv) -> (exit code, stdout, stderr)`` of one in-process command."""
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+    return invoke
+
+
+@pytest.fixture
+def uri(tmp_path: Path) -> str:
+    """A local table: version 1 holds ids 0-2, version 2 adds ids 3-4."""
+    table = mt.create_table(tmp_path / "t", SCHEMA)
+    table.append(rows(0, 3))
+    table.append(rows(3, 5))
+    return str(tmp_path / "t")
+
+
+def assert_user_error(result: tuple[int, str, str], message: str) -> None:
+    """Exit code 1, nothing on stdout, the message on stderr and no traceback."""
+    code, out, err = result
+    assert code == 1 and out == ""
+    assert err.startswith("manifest-table: error: ") and message in err and "Traceback" not in err
+
+
+def data_files(uri: str) -> set[str]:
+    return set(os.listdir(Path(uri, "data")))
+
+
+# --- create ------------------------------------------------------------------------------
+def test_create_from_a_schema_spec(run: Run, tmp_path: Path):
+    uri = str(tmp_path / "t")
+    spec = ("id:int64, small:int8, u:uint16, f:float32, x:double, name:string, ok:bool, day:date, "
+            "ts:timestamp[us, tz=UTC], naive:timestamp[ms], amount:decimal(10, 2), raw:binary")
+    code, out, _ = run("create", uri, "--schema", spec)
+    assert code == 0 and "created" in out
+    assert mt.open_table(uri).schema == pa.schema([
+        ("id", pa.int64()), ("small", pa.int8()), ("u", pa.uint16()), ("f", pa.float32()),
+        ("x", pa.float64()), ("name", pa.string()), ("ok", pa.bool_()), ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")), ("naive", pa.timestamp("ms")),
+        ("amount", pa.decimal128(10, 2)), ("raw", pa.binary())])
+
+
+def test_create_like_a_parquet_file(run: Run, tmp_path: Path):
+    pq.write_table(rows(0, 2), tmp_path / "sample.parquet")
+    code, _, _ = run("create", str(tmp_path / "t"), "--like", str(tmp_path / "sample.parquet"))
+    assert code == 0 and mt.open_table(tmp_path / "t").schema == SCHEMA
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("id:int65", "unknown type 'int65'"),
+    ("id:int64,name", "expected NAME:TYPE"),
+    ("ts:timestamp[us, tz=Nowhere/Town]", "Nowhere/Town"),
+    ("d:decimal(50, 2)", "precision"),
+    ("id:int64,id:string", "unique"),
+])
+def test_bad_schema_creates_nothing(run: Run, tmp_path: Path, spec: str, message: str):
+    assert_user_error(run("create", str(tmp_path / "t"), "--schema", spec), message)
+    assert not (tmp_path / "t" / "manifest").exists()
+
+
+def test_create_over_a_table_fails(run: Run, uri: str):
+    assert_user_error(run("create", uri, "--schema", "id:int64"), "already exists")
+    assert mt.open_table(uri).version == 2
+
+
+# --- reading -----------------------------------------------------------------------------
+def test_info(run: Run, uri: str):
+    mt.open_table(uri).delete("id = 0")
+    code, out, _ = run("info", uri)
+    facts = dict(line.split(":", 1) for line in out.splitlines()[:7])
+    assert code == 0 and facts["version"].split()[0] == "3"
+    assert {k: facts[k].strip() for k in ("oldest retained version", "data files", "live rows", "deleted rows")} == {
+        "oldest retained version": "0", "data files": "2", "live rows": "4", "deleted rows": "1"}
+    assert int(facts["data bytes"]) > 0
+    assert out.splitlines()[-3:] == ["  id: int64", "  name: string", "  ts: timestamp[us, tz=UTC]"]
+
+
+def test_history_text_and_json(run: Run, uri: str):
+    code, out, _ = run("history", uri)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["version", "timestamp", "operation", "metrics"]
+    assert [line.split()[0] for line in lines[2:]] == ["2", "1", "0"]
+    assert lines[2].split()[2:] == ["append", "rows_added=2", "files_added=1"]
+    code, out, _ = run("history", uri, "--json", "--limit", "2")
+    commits = json.loads(out)
+    assert [(c["version"], c["operation"]) for c in commits] == [(2, "append"), (1, "append")]
+    assert commits[0]["metrics"]["rows_added"] == 2
+
+
+def test_scan_prints_an_aligned_table(run: Run, uri: str):
+    code, out, err = run("scan", uri, "--columns", "id,name", "--where", "id >= 3")
+    assert code == 0 and err == ""
+    assert out.splitlines() == ["id  name", "--  ----", "3   n3", "4   n4"]
+
+
+def test_scan_preview_is_capped_and_says_so(run: Run, uri: str):
+    mt.open_table(uri).append(rows(5, 30))
+    code, out, err = run("scan", uri)
+    assert code == 0 and len(out.splitlines()) == 2 + 20 and "first 20 rows" in err
+    code, out, err = run("scan", uri, "--limit", "0", "--format", "csv")
+    assert len(list(csv.DictReader(io.StringIO(out)))) == 30 and err == ""
+
+
+def test_scan_csv_and_json_parse_back(run: Run, uri: str):
+    _, out, _ = run("scan", uri, "--format", "csv", "--where", "id < 2")
+    assert list(csv.DictReader(io.StringIO(out))) == [
+        {"id": "0", "name": "n0", "ts": "1970-01-01 00:00:00.000000Z"},
+        {"id": "1", "name": "n1", "ts": "1970-01-01 00:00:01.000000Z"}]
+    _, out, _ = run("scan", uri, "--format", "json", "--columns", "ts,id", "--limit", "1")
+    assert [json.loads(line) for line in out.splitlines()] == [{"ts": "1970-01-01T00:00:00+00:00", "id": 0}]
+
+
+def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: Path):
+    """--output writes every row (no preview cap), in the format its extension names, and
+    each written format reads back into a table with the same rows."""
+    mt.open_table(uri).append(rows(5, 30))
+    expected = mt.open_table(uri).to_arrow().sort_by("id")
+    for name in ("rows.parquet", "rows.csv", "rows.jsonl"):
+        assert run("scan", uri, "--output", str(tmp_path / name))[0] == 0
+    assert pq.read_table(tmp_path / "rows.parquet").sort_by("id") == expected
+    copy = str(tmp_path / "copy")
+    assert run("create", copy, "--like", str(tmp_path / "rows.parquet"))[0] == 0
+    code, out, _ = run("append", copy, *(str(tmp_path / n) for n in ("rows.parquet", "rows.csv", "rows.jsonl")))
+    assert code == 0 and out.strip() == "committed version 1 (append): rows_added=90 files_added=3"
+    copied = mt.open_table(copy).to_arrow()
+    assert copied.num_rows == 90 and copied.filter(pa.compute.equal(copied["id"], 7)).to_pylist() == \
+        expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 3
+
+
+def test_parquet_needs_an_output_file(run: Run, uri: str):
+    assert_user_error(run("scan", uri, "--format", "parquet"), "--output")
+
+
+def test_count_and_time_travel(run: Run, uri: str):
+    assert run("count", uri) == (0, "5\n", "")
+    assert run("count", uri, "--where", "name IN ('n1', 'n4')") == (0, "2\n", "")
+    assert run("count", uri, "--version", "1") == (0, "3\n", "")
+    first = mt.open_table(uri).history()[-2].timestamp.isoformat()
+    assert run("count", uri, "--as-of", first) == (0, "3\n", "")
+    _, out, _ = run("scan", uri, "--as-of", first, "--format", "json")
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [0, 1, 2]
+    assert_user_error(run("count", uri, "--version", "9"), "version 9 does not exist")
+    assert_user_error(run("scan", uri, "--as-of", "2000-01-01"), "did not exist yet")
+    assert run("count", uri, "--version", "1", "--as-of", first)[0] == 2
+
+
+# --- writing -----------------------------------------------------------------------------
+def test_append_mixed_files_in_one_commit(run: Run, uri: str, tmp_path: Path):
+    pq.write_table(rows(10, 12), tmp_path / "a.parquet")
+    (tmp_path / "b.csv").write_text("id,name,ts\n20,x,2025-01-01T00:00:00Z\n21,,\n")
+    (tmp_path / "c.jsonl").write_text('{"id": 30, "name": "y"}\n')
+    code, out, _ = run("append", uri, *(str(tmp_path / n) for n in ("a.parquet", "b.csv", "c.jsonl")))
+    assert code == 0 and out.strip() == "committed version 3 (append): rows_added=5 files_added=3"
+    table = mt.open_table(uri)
+    assert table.version == 3
+    assert table.scan(where="id >= 10").to_arrow().sort_by("id").to_pylist() == [
+        {"id": 10, "name": "n10", "ts": pa.scalar(10_000_000, SCHEMA.field("ts").type).as_py()},
+        {"id": 11, "name": "n11", "ts": pa.scalar(11_000_000, SCHEMA.field("ts").type).as_py()},
+        {"id": 20, "name": "x", "ts": pa.scalar(1735689600_000000, SCHEMA.field("ts").type).as_py()},
+        {"id": 21, "name": None, "ts": None}, {"id": 30, "name": "y", "ts": None}]
+
+
+def test_append_parses_csv_as_the_table_types(run: Run, tmp_path: Path):
+    uri = str(tmp_path / "t")
+    run("create", uri, "--schema", "id:int32,amount:decimal(10,2),day:date")
+    (tmp_path / "in.csv").write_text("id,amount,day\n1,12.50,2025-10-04\n")
+    assert run("append", uri, str(tmp_path / "in.csv"))[0] == 0
+    assert mt.open_table(uri).to_arrow().to_pylist() == [
+        {"id": 1, "amount": Decimal("12.50"), "day": pa.scalar(20365, pa.date32()).as_py()}]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("wrong.csv", "id,nmae\n1,a\n", "unknown columns ['nmae']"),
+    ("late.csv", "id,name,ts\n" + "1,a,\n" * 300_000 + "x,b,\n", "invalid value 'x'"),
+    ("bad.jsonl", '{"id": "one"}\n', "cannot read"),
+    ("rows.txt", "1,a\n", "cannot tell the format"),
+])
+def test_failed_append_leaves_the_table_unchanged(run: Run, uri: str, tmp_path: Path,
+                                                  name: str, content: str, message: str):
+    pq.write_table(rows(10, 12), tmp_path / "good.parquet")
+    (tmp_path / name).write_text(content)
+    before = data_files(uri)
+    assert_user_error(run("append", uri, str(tmp_path / "good.parquet"), str(tmp_path / name)), message)
+    assert mt.open_table(uri).version == 2 and data_files(uri) == before
+
+
+def test_append_missing_file_writes_nothing(run: Run, uri: str, tmp_path: Path):
+    pq.write_table(rows(10, 12), tmp_path / "good.parquet")
+    before = data_files(uri)
+    assert_user_error(run("append", uri, str(tmp_path / "good.parquet"), str(tmp_path / "gone.csv")), "gone.csv")
+    assert mt.open_table(uri).version == 2 and data_files(uri) == before
+
+
+def test_delete(run: Run, uri: str):
+    assert run("delete", uri, "id IN (1, 3)") == (0, "deleted 2 rows; the table is now at version 3\n", "")
+    assert run("delete", uri, "id = 99") == (0, "deleted 0 rows; the table is unchanged at version 3\n", "")
+    assert run("count", uri)[1] == "3\n"
+
+
+# --- failures ----------------------------------------------------------------------------
+def test_bad_filter_is_a_one_line_error(run: Run, uri: str):
+    assert_user_error(run("scan", uri, "--where", "nope = 1"), "unknown column 'nope'")
+    assert_user_error(run("count", uri, "--where", "id = 'abc'"), "cannot compare column 'id'")
+    # A parse error points at the place: its message goes on after the first line.
+    assert_user_error(run("delete", uri, "id >"), "expected a literal after '>'")
+    assert mt.open_table(uri).version == 2 and mt.open_table(uri).scan().count() == 5
+
+
+def test_missing_table(run: Run, tmp_path: Path):
+    for command in (["info"], ["history"], ["scan"], ["count"], ["delete", "id = 1"]):
+        assert_user_error(run(command[0], str(tmp_path / "none"), *command[1:]), "no table at")
+
+
+def test_usage_errors_exit_2(run: Run, uri: str):
+    code, _, err = run("scan")
+    assert code == 2 and "manifest-table scan: error: the following arguments are required: URI" in err
+    assert run("frobnicate", uri)[0] == 2
+    assert run("scan", uri, "--storage-option", "novalue")[0] == 2
+    assert run("history", uri, "--limit", "-1")[0] == 2
+
+
+def test_storage_options(run: Run, uri: str):
+    assert_user_error(run("--storage-option", "region=eu-west-1", "info", uri), "only to s3://")
+    assert_user_error(run("info", "s3://bucket/t", "--storage-option", "colour=blue"), "unknown S3 storage option")
+
+
+def test_version_and_help(run: Run):
+    code, out, _ = run("--version")
+    assert code == 0 and out.startswith("manifest-table 0.")
+    code, out, _ = run("--help")
+    assert code == 0 and all(name in out for name in ("info", "history", "scan", "count", "create", "append", "delete"))
+
+
+def test_unexpected_errors_keep_their_traceback(run: Run, uri: str, monkeypatch: pytest.MonkeyPatch):
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(cli, "open_table", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["info", uri])
+
+
+# --- the real entry point ----------------------------------------------------------------
+def python_m(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "manifest_table", *argv], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_subprocess_round_trip(uri: str, tmp_path: Path):
+    (tmp_path / "more.jsonl").write_text('{"id": 7, "name": "seven"}\n')
+    done = python_m("append", uri, str(tmp_path / "more.jsonl"), "-v")
+    assert done.returncode == 0 and "committed version 3" in done.stdout
+    done = python_m("scan", uri, "--where", "id = 7", "--format", "json")
+    assert done.returncode == 0 and json.loads(done.stdout) == {"id": 7, "name": "seven", "ts": None}
+
+
+def test_subprocess_user_error_has_no_traceback(uri: str):
+    done = python_m("scan", uri, "--where", "nope = 1")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("manifest-table: error: unknown column 'nope'")
+    assert done.stderr.count("\n") == 1
