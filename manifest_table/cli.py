@@ -1,8 +1,8 @@
 """The ``manifest-table`` command: inspect, query and write tables from a shell.
 
-A user mistake (a bad filter, a missing table, an unreadable input file) ends with one
-``manifest-table: error: ...`` line on stderr and exit code 1, or 2 for a command line that
-does not parse. Any other exception is a bug and keeps its traceback. See docs/cli.md.
+A user mistake (a bad filter, a missing table, an unreadable file) ends with a
+``manifest-table: error: ...`` message on stderr and exit code 1, or 2 for a command line
+that does not parse. Any other exception is a bug and keeps its traceback. See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
     try:
         args.run(args)
-    except (ManifestTableError, FileNotFoundError) as exc:
+    except (ManifestTableError, OSError) as exc:  # OSError: a missing, unreadable or unwritable path
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -110,7 +110,7 @@ def _count(args: argparse.Namespace) -> None:
 
 
 def _create(args: argparse.Namespace) -> None:
-    schema = parse_schema(args.schema) if args.schema is not None else _parquet_schema(args.like)
+    schema = _parse_schema(args.schema) if args.schema is not None else _parquet_schema(args.like)
     table = create_table(args.uri, schema, storage_options=_storage_options(args))
     print(f"created {table.uri} (version 0) with {len(schema)} columns")
 
@@ -199,10 +199,9 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _count_arg(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
-    return value
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
 
 
 def _names(text: str) -> list[str]:
@@ -226,22 +225,22 @@ _TYPES: dict[str, pa.DataType] = {
 }
 _TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)(?:,\s*tz=([^\]]+))?\]")
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+# A comma not inside [...] or (...), where a type keeps its own parameters.
 _FIELD_SEPARATOR = re.compile(r",(?![^\[(]*[\])])")
-"""A comma not inside ``[...]`` or ``(...)``, where a type keeps its own parameters."""
 
 
-def parse_schema(text: str) -> pa.Schema:
+def _parse_schema(text: str) -> pa.Schema:
     """``'id:int64,name:string,ts:timestamp[us, tz=UTC]'`` -> a schema of nullable fields."""
     fields = []
     for item in _FIELD_SEPARATOR.split(text):
         name, sep, type_text = (part.strip() for part in item.partition(":"))
         if not sep or not name:
             raise InvalidArgumentError(f"expected NAME:TYPE in the schema, got {item.strip()!r}")
-        fields.append(pa.field(name, parse_type(type_text)))
+        fields.append(pa.field(name, _parse_type(type_text)))
     return pa.schema(fields)
 
 
-def parse_type(text: str) -> pa.DataType:
+def _parse_type(text: str) -> pa.DataType:
     """One type of the small vocabulary docs/cli.md lists, spelled as Arrow prints it."""
     if text in _TYPES:
         return _TYPES[text]

@@ -162,8 +162,9 @@ def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: 
         expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 3
 
 
-def test_parquet_needs_an_output_file(run: Run, uri: str):
+def test_scan_output_errors(run: Run, uri: str, tmp_path: Path):
     assert_user_error(run("scan", uri, "--format", "parquet"), "--output")
+    assert_user_error(run("scan", uri, "--output", str(tmp_path / "no" / "rows.csv")), "No such file")
 
 
 def test_count_and_time_travel(run: Run, uri: str):
@@ -233,7 +234,7 @@ def test_delete(run: Run, uri: str):
 
 
 # --- failures ----------------------------------------------------------------------------
-def test_bad_filter_is_a_one_line_error(run: Run, uri: str):
+def test_bad_filter_is_a_user_error(run: Run, uri: str):
     assert_user_error(run("scan", uri, "--where", "nope = 1"), "unknown column 'nope'")
     assert_user_error(run("count", uri, "--where", "id = 'abc'"), "cannot compare column 'id'")
     # A parse error points at the place: its message goes on after the first line.
@@ -257,6 +258,14 @@ def test_usage_errors_exit_2(run: Run, uri: str):
 def test_storage_options(run: Run, uri: str):
     assert_user_error(run("--storage-option", "region=eu-west-1", "info", uri), "only to s3://")
     assert_user_error(run("info", "s3://bucket/t", "--storage-option", "colour=blue"), "unknown S3 storage option")
+
+
+def test_s3_table_with_storage_options(run: Run, s3_uri: str, moto_endpoint: str, tmp_path: Path):
+    options = ["--storage-option", f"endpoint_url={moto_endpoint}", "--storage-option", "region=us-east-1"]
+    (tmp_path / "in.csv").write_text("id\n1\n2\n")
+    assert run(*options, "create", s3_uri, "--schema", "id:int64")[0] == 0
+    assert run("append", s3_uri, str(tmp_path / "in.csv"), *options)[0] == 0
+    assert run("count", s3_uri, *options) == (0, "2\n", "")
 
 
 def test_version_and_help(run: Run):
@@ -293,3 +302,4 @@ def test_subprocess_user_error_has_no_traceback(uri: str):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("manifest-table: error: unknown column 'nope'")
     assert done.stderr.count("\n") == 1
+

@@ -98,8 +98,8 @@ def check_retention(retain_versions: int | None, retain_for: timedelta | None, g
         raise InvalidArgumentError("retain_for and grace cannot be negative")
     if (retain_for or timedelta(0)) < grace and not force:
         raise InvalidArgumentError(
-            f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer that read a version "
-            "that GC then expires could lose its commit; pass force=True if no writer runs that long")
+            f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
+            "a version GC expires could lose its commit; force it only if no commit takes that long")
 
 
 def collect_garbage(table: "Table", retain_versions: int | None = None,

@@ -69,7 +69,9 @@ class _TableWrite:
         try:
             table = options.location.open()
         except TableNotFoundError:  # created at commit, so a failed job leaves no table
-            self._table_schema = exchange_schema(frame)
+            # Nullable columns, as Spark's own file sources create them: a DataFrame's NOT
+            # NULL is often an accident of how it was built (range(), literals).
+            self._table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
             self._base_version: int | None = None
         else:
             check_write_schema(frame, table.schema, table.uri)
