@@ -25,17 +25,13 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from .commit import CommitInfo
-from .errors import InvalidArgumentError, ManifestTableError, VersionExpiredError
+from .errors import InputFileError, InvalidArgumentError, ManifestTableError, VersionExpiredError
 from .table import Table, create_table, open_table
 
 PROG = "manifest-table"
 PREVIEW_ROWS = 20
 
 log = logging.getLogger("manifest_table.cli")
-
-
-class InputFileError(ManifestTableError):
-    """A file given to ``append`` or ``create --like`` does not parse: the user's data, not a bug."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,5 +56,9 @@ class CommitFailedError(ManifestTableError):
     """A commit gave up (retry budget exhausted or the store kept failing); nothing was committed."""
 
 
+class InputFileError(ManifestTableError):
+    """A file given to the CLI (``append``, ``create --like``) does not parse: the user's data, not a bug."""
+
+
 class InvalidArgumentError(ManifestTableError, ValueError):
     """An argument has a value that makes no sense (negative size, retention below grace, ...)."""

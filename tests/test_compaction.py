@@ -4,6 +4,7 @@ another writer commit, then commit the compaction, and the reverse), so they are
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from pathlib import Path
 from typing import Callable
@@ -111,6 +112,16 @@ def test_plan_rejects_nonsense(target: int, fraction: float) -> None:
         plan_compaction(manifest_of(), target, fraction)
 
 
+def test_groups_travel_to_other_processes(table: Table) -> None:
+    """What a distributed engine ships to its workers must pickle and still rewrite."""
+    filled(table, files=2)
+    (group,) = plan_compaction(table.manifest(), TARGET, 0.2)
+    shipped = pickle.loads(pickle.dumps(group))
+    assert shipped == group and shipped.schema == SCHEMA
+    output, rewrite = rewrite_group(table, shipped, DeletionVectors(table.store))
+    assert output.rows == 20 and [s.path for s in rewrite.sources] == [f.path for f in group.files]
+
+
 # --- compacting a table -----------------------------------------------------------------
 def test_compact_merges_files_purges_deletes_and_is_idempotent(table: Table) -> None:
     filled(table)
@@ -205,6 +216,19 @@ def test_delete_staged_before_compaction_commits_after_it(table: Table) -> None:
     expected = Counter((i, i % 5) for i in range(60) if i % 5 not in (1, 2) and i != 3)
     assert rows(table) == expected
     assert table.history()[0].operation == "delete" and len(table.manifest().files) == 1
+
+
+def test_delete_staged_before_two_compactions_follows_both_rewrites(table: Table) -> None:
+    filled(table, files=3)
+    with table.transaction() as tx:
+        tx.delete("g = 4")
+        table.compact(TARGET)  # 3 files -> 1
+        append(table, 100, 10)
+        table.delete("id = 0")
+        table.compact(TARGET)  # that output + the new file -> 1, dropping id 0
+    # The delete read only the first three files: rows appended since are not its business.
+    expected = Counter((i, i % 5) for i in [*(i for i in range(1, 30) if i % 5 != 4), *range(100, 110)])
+    assert rows(table) == expected and len(table.manifest().files) == 1
 
 
 def test_appends_never_conflict_with_compaction(table: Table) -> None:

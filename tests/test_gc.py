@@ -21,7 +21,6 @@ from manifest_table import Table, create_table, open_table
 from manifest_table.errors import InvalidArgumentError, VersionExpiredError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.maintenance import collect_garbage
-from manifest_table.maintenance.garbage_collection import CATEGORIES
 from manifest_table.storage import ObjectStore
 from tests.conftest import make_store
 from tests.stores import WrappedStore
@@ -41,8 +40,8 @@ def append(t: Table, start: int, n: int = 10) -> None:
     t.append(pa.table({"id": ids, "g": [i % 5 for i in ids]}, schema=SCHEMA))
 
 
-def rows(t: Table, **where: object) -> Counter[int]:
-    return Counter(t.scan(**where).to_arrow().column("id").to_pylist())
+def rows(t: Table, **scan: object) -> Counter[int]:
+    return Counter(t.scan(**scan).to_arrow().column("id").to_pylist())
 
 
 def objects(store: ObjectStore) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pyspark import TaskContext
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
-from manifest_table.spark import delete
+from manifest_table.spark import compact, delete
 from manifest_table.spark.options import SourceOptions
 from manifest_table.spark.schema import spark_schema
 from manifest_table.spark.writer import BatchWriter
@@ -22,7 +22,7 @@ pytest_plugins = ["tests.spark_fixtures"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
                     ("ts", pa.timestamp("us", "UTC"))])
-SMALL_FILES = {"row_group_size": "1", "target_file_size": "1"}  # a file per Arrow batch
+SMALL_FILES = {"row_group_size": "4096", "target_file_size": "1"}  # about a file per 100 rows
 
 
 def frame(spark, start: int, stop: int, partitions: int = 2):
@@ -113,19 +113,23 @@ def test_a_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path: Pat
 
 
 def test_a_retried_task_does_not_duplicate_rows(spark, tmp_path: Path):
-    """The first attempt of one task fails after writing some files; Spark retries it."""
-    uri = str(tmp_path / "t")
+    """One task's first attempt writes some files, then meets a null in the NOT NULL column
+    (the UDF makes it only on attempt 0): it removes its files and fails. The retry succeeds,
+    and every row is in the table once."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA.set(0, SCHEMA.field("id").with_nullable(False)))
 
     @udf("long")
-    def fail_first_attempt(value: int) -> int:
-        if value == 1500 and TaskContext.get().attemptNumber() == 0:
-            raise ValueError("first attempt fails")
-        return value
+    def null_on_first_attempt(value: int) -> int | None:
+        return None if value == 1900 and TaskContext.get().attemptNumber() == 0 else value
 
-    df = frame(spark, 0, 2000, partitions=4).withColumn("id", fail_first_attempt(col("id")))
-    df.write.format("manifest_table").options(**SMALL_FILES).mode("append").save(uri)
-    t = mt.open_table(uri)
+    df = frame(spark, 0, 2000, partitions=4).withColumn("id", null_on_first_attempt(col("id")))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")  # files before the null
+    try:
+        df.write.format("manifest_table").options(**SMALL_FILES).mode("append").save(t.uri)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     assert t.version == 1 and ids_of(t) == list(range(2000))
+    assert data_files_on_disk(t.uri) == referenced(t)
 
 
 def test_only_files_in_received_messages_are_committed(tmp_path: Path):
@@ -188,3 +192,27 @@ def test_distributed_delete(spark, tmp_path: Path):
     assert ids_of(t) == expected
     nothing = delete(spark, t.uri, "id > 10000")
     assert not nothing.committed and t.version == info.version
+
+
+def test_distributed_compaction_keeps_every_row_and_concurrent_delete(spark, tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    for k in range(8):
+        t.append(rows(100 * k, 100 * (k + 1)))
+    t.delete("id >= 300 AND id < 360")  # 60% of one file: rewritten to drop them
+    deleted: list[int] = []
+
+    def python_deletes() -> None:  # commits while the compaction runs: remapped, never lost
+        table = mt.open_table(t.uri)
+        for i in range(700, 800, 10):
+            if table.delete(f"id = {i}").committed:
+                deleted.append(i)
+
+    thread = threading.Thread(target=python_deletes)
+    thread.start()
+    info = compact(spark, t.uri, target_file_size=64 * 1024 * 1024)
+    thread.join()
+    assert (info.committed, info.operation) == (True, "compact")
+    assert info.metrics["files_removed"] == 8 and info.metrics["files_added"] == 1
+    assert len(deleted) == 10
+    assert ids_of(t) == [i for i in range(800) if not 300 <= i < 360 and i not in deleted]
+    assert len(t.manifest().files) == 1

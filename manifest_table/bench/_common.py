@@ -10,6 +10,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import manifest_table as mt
+import manifest_table.storage
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),            # unique, ascending: file and row-group stats are disjoint ranges
@@ -61,7 +63,10 @@ def data_paths(table: mt.Table) -> list[str]:
 # --- timing ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Timing:
+    """Wall-clock samples, and the process CPU time (all threads) of the same runs."""
+
     samples: tuple[float, ...]
+    cpu: tuple[float, ...] = ()
 
     @property
     def median(self) -> float:
@@ -76,17 +81,31 @@ class Timing:
     def min(self) -> float:
         return min(self.samples)
 
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
 
 def measure(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> Timing:
-    """Wall time of ``fn()`` ``repeat`` times, after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    samples = []
+    """``fn()`` timed ``repeat`` times, after ``warmup`` untimed calls."""
+    return compare({"": fn}, repeat, warmup)[""]
+
+
+def compare(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1) -> dict[str, Timing]:
+    """Time each function ``repeat`` times, round-robin, so that load from elsewhere on the
+    machine (a shared box, a noisy neighbour) falls on all of them alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return Timing(tuple(samples))
+        for name, fn in fns.items():
+            w, c = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - w)
+            cpu[name].append(time.process_time() - c)
+    return {name: Timing(tuple(wall[name]), tuple(cpu[name])) for name in fns}
 
 
 def seconds(value: float) -> str:
@@ -181,3 +200,64 @@ def bytes_written(before: dict[str, tuple[int, int]], root: str) -> tuple[int, i
     (a new inode) counts as created."""
     created = [s for p, (ino, s) in files_of(root).items() if before.get(p, (None, 0))[0] != ino]
     return len(created), sum(created)
+
+
+# --- request counting --------------------------------------------------------------------
+def kind_of(key: str) -> str:
+    if key == "_latest_manifest":
+        return "pointer"
+    return {"manifest": "manifest", "data": "data", "tombstones": "tombstone"}.get(key.split("/")[0], "other")
+
+
+class CountingStore(mt.storage.ObjectStore):
+    """Delegates to ``inner`` and counts requests by (operation, kind of object). On a store
+    without a pyarrow filesystem (MemoryStore) data files are whole-object GETs and PUTs too,
+    so ``("get", "data")`` is the number of data files opened."""
+
+    def __init__(self, inner: mt.storage.ObjectStore) -> None:
+        self.inner = inner
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def take(self) -> Counter[tuple[str, str]]:
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+    def _count(self, op: str, key: str) -> None:
+        self.counts[(op, kind_of(key))] += 1
+
+    def get(self, key):
+        self._count("get", key)
+        return self.inner.get(key)
+
+    def get_with_etag(self, key):
+        self._count("get", key)
+        return self.inner.get_with_etag(key)
+
+    def head(self, key):
+        self._count("head", key)
+        return self.inner.head(key)
+
+    def put_if_absent(self, key, data):
+        self._count("put", key)
+        return self.inner.put_if_absent(key, data)
+
+    def put_if_match(self, key, data, etag):
+        self._count("put", key)
+        return self.inner.put_if_match(key, data, etag)
+
+    def list(self, prefix=""):
+        self._count("list", prefix)
+        return self.inner.list(prefix)
+
+    def delete(self, key):
+        self._count("delete", key)
+        return self.inner.delete(key)
+
+    def arrow_filesystem(self):
+        return self.inner.arrow_filesystem()
+
+
+def describe(counts: Counter[tuple[str, str]]) -> str:
+    """'3 (GET pointer 1, GET manifest 1, PUT data 1)'."""
+    parts = [f"{op.upper()} {kind} {n}" for (op, kind), n in sorted(counts.items())]
+    return f"{sum(counts.values())} ({', '.join(parts)})" if parts else "0"

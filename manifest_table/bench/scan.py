@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import manifest_table as mt
 
 from . import _peers
-from ._common import data_paths, machine, make_data, measure, parser, print_table, ratio, scratch, seconds, size, write_ours
+from ._common import compare, data_paths, machine, make_data, parser, print_table, ratio, scratch, seconds, size, write_ours
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
                    help="table option row_group_size (uncompressed MiB): 4 gives ~150 row groups at 10M rows")
     p.add_argument("--selectivity", type=float, default=0.01, help="fraction of the id range the filter keeps")
     args = p.parse_args()
-    print(f"machine: {machine()}; rows: {args.rows:,}; repeat: {args.repeat} (median; warm page cache)")
+    print(f"machine: {machine()}; rows: {args.rows:,}; repeat: {args.repeat} (warm page cache)")
 
     with scratch(args) as work:
         start = time.perf_counter()
@@ -57,18 +57,20 @@ def main() -> None:
         ]
         rows = []
         for label, columns, id_range in cases:
-            results = {}
-            for name, read in engines:
-                out = []
-                timing = measure(lambda: out.append(read(columns, id_range)), args.repeat)
-                results[name] = (timing, out[-1].num_rows)
-            ours = results["manifest_table"][0].median
-            for name, (timing, n) in results.items():
-                rows.append([label, name, seconds(timing.median), seconds(timing.min), f"{n:,}",
-                             "" if name == "manifest_table" else ratio(ours, timing.median)])
+            counts: dict[str, int] = {}
+
+            def run(name, read, columns=columns, id_range=id_range):
+                return lambda: counts.__setitem__(name, read(columns, id_range).num_rows)
+            results = compare({name: run(name, read) for name, read in engines}, args.repeat)
+            ours = results["manifest_table"]
+            for name, timing in results.items():
+                rows.append([label, name, seconds(timing.median), seconds(timing.min), seconds(timing.cpu_median),
+                             f"{counts[name]:,}", "" if name == "manifest_table" else
+                             f"{ratio(ours.median, timing.median)} / {ratio(ours.cpu_median, timing.cpu_median)}"])
                 label = ""
-        print_table("Scan (median of repeats; ratio = ours / engine, below 1 means ours is faster)",
-                    ["case", "engine", "median", "best", "rows", "ours/engine"], rows)
+        print_table("Scan (engines interleaved; ratio = ours / engine: below 1 means ours is faster)",
+                    ["case", "engine", "wall median", "wall best", "CPU median", "rows", "ours/engine wall / CPU"],
+                    rows)
 
 
 def _ours(root: str, columns: list[str] | None, ids: tuple[int, int] | None):

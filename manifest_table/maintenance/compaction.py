@@ -72,13 +72,13 @@ def plan_compaction(manifest: Manifest, target_file_size: int,
 
     small = SMALL_FILE_FRACTION * target_file_size
     bins: list[list[DataFile]] = []
-    size = rows = 0.0
+    size, rows = 0.0, 0
     for f in manifest.files:
         if not (heavy(f) or f.size < small):
             continue
         if not bins or size + live_bytes(f) > target_file_size or rows + f.live_rows > MAX_FILE_ROWS:
             bins.append([])
-            size = rows = 0
+            size, rows = 0.0, 0
         bins[-1].append(f)
         size += live_bytes(f)
         rows += f.live_rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operations import delete
+from .operations import compact, delete
 from .source import FORMAT_NAME, ManifestTableDataSource
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -19,4 +19,4 @@ def register(spark: Any) -> None:
     spark.dataSource.register(ManifestTableDataSource)
 
 
-__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "delete", "register"]
+__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "register"]

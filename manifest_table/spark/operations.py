@@ -1,8 +1,8 @@
-"""Table operations whose reading is spread over Spark executors, committed once by the driver.
+"""Table operations whose data work is spread over Spark executors, committed once by the driver.
 
-The driver opens a transaction and plans from the manifest; executors do the data-sized work
-on groups of files with the same code the Python API runs; the driver stages the results in
-the transaction and commits, with the usual conflict handling against concurrent writers."""
+The driver plans from the manifest; executors do the data-sized work on groups of files with
+the same code the Python API runs (``Scan``, ``rewrite_group``); the driver commits the results
+once, with the usual conflict handling against concurrent writers."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from pyroaring import BitMap
 
+from ..changes import Rewrite
 from ..commit import CommitInfo
 from ..errors import InvalidFilterError
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
+from ..maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
+from ..tombstones import DeletionVectors
+from ..write import WriteOptions
 from .options import DEFAULT_MAX_PARTITION_BYTES, TableLocation
 from .planning import group_files
 from .source import scan_files
@@ -47,6 +51,29 @@ def _matching_positions(location: TableLocation, version: int, schema: Any, wher
     scan = scan_files(location, version, schema, files, [], where)
     for file, positions in scan.matching_positions():
         yield file.path, positions.serialize()
+
+
+def compact(spark: Any, uri: str, target_file_size: int | None = None, min_deleted_fraction: float = 0.2,
+            *, storage_options: dict[str, str] | None = None) -> CommitInfo:
+    """``Table.compact`` with the rewriting spread out: the driver plans the groups from the
+    manifest, one Spark task rewrites each group, the driver commits all outputs once. The
+    guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
+    outputs, a conflicting commit makes this one fail with ``CommitConflictError`` and its
+    outputs are removed. If a task fails, outputs already written are left to GC."""
+    location = TableLocation(uri, storage_options)
+    table = location.open()
+    target = table.write_options.target_file_size if target_file_size is None else target_file_size
+    base, pointer = table._log.latest()  # commit_compaction builds on this manifest and pointer
+    groups = plan_compaction(base, target, min_deleted_fraction)
+    results = run_tasks(spark, groups, partial(_rewrite, location, table.write_options))
+    return commit_compaction(table, base, pointer, results, {
+        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction, "engine": "spark"})
+
+
+def _rewrite(location: TableLocation, options: WriteOptions,
+             group: CompactionGroup) -> Iterator[tuple[DataFile | None, Rewrite]]:
+    table = location.open(options)
+    yield rewrite_group(table, group, DeletionVectors(table.store))
 
 
 def run_tasks(spark: Any, items: Sequence[T], task: Callable[[T], Iterable[R]]) -> list[R]:
