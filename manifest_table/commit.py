@@ -35,6 +35,8 @@ class CommitOptions:
     manifest was just read, so the next attempt usually succeeds."""
     backoff_base: float = 0.002
     backoff_cap: float = 0.25
+    recheck_after: float = 60.0
+    """Seconds after which a commit re-reads the pointer before its create (see commit())."""
 
 
 def _backoff(losses: int, options: CommitOptions) -> float:
@@ -64,10 +66,11 @@ class CommitInfo:
 
 
 def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
-           options: CommitOptions = CommitOptions()) -> CommitInfo:
-    """Commit ``changes`` staged on ``base`` (the version ``pointer`` named). Returns once the
-    pointer is at or past the new version. Raises ``CommitConflictError`` (nothing was
-    committed; staged objects are removed) or ``CommitFailedError``."""
+           options: CommitOptions = CommitOptions(), started: float = 0.0) -> CommitInfo:
+    """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
+    ``time.monotonic()`` ``started``; unknown means "long ago": one more pointer read).
+    Returns once the pointer is at or past the new version. Raises ``CommitConflictError``
+    (nothing was committed; staged objects are removed) or ``CommitFailedError``."""
     try:
         check_app_transaction(changes, base)
     except AlreadyCommitted as done:
@@ -78,6 +81,11 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     prev, losses = base, 0
     try:
         for _ in range(options.max_attempts):
+            if time.monotonic() - started > options.recheck_after:
+                # Garbage collection may have removed versions after a snapshot this old; a
+                # create-only write of a removed version would succeed and then be lost.
+                changes, prev = _rebase_to_pointer(log, changes, prev, dvs)
+                started = time.monotonic()
             manifest = _build(prev, changes, commit_id, stager)
             stored = _create(log, manifest)
             if stored is not None and stored.commit_id == commit_id:
@@ -104,13 +112,20 @@ def _catch_up(log: VersionLog, changes: Changes, prev: Manifest, winner: Manifes
               dvs: DeletionVectors) -> tuple[Changes, Manifest]:
     """Rebase onto the winner and onto every version the pointer shows after it: reading a
     few manifests is cheaper than losing a create race for each of them in turn."""
-    changes = rebase(changes, prev, winner, dvs)
-    for version in range(winner.version + 1, log.pointer().version + 1):
+    return _rebase_to_pointer(log, rebase(changes, prev, winner, dvs), winner, dvs)
+
+
+def _rebase_to_pointer(log: VersionLog, changes: Changes, prev: Manifest,
+                       dvs: DeletionVectors) -> tuple[Changes, Manifest]:
+    for version in range(prev.version + 1, log.pointer().version + 1):
         successor = log.find(version)
-        if successor is None:
-            break
-        changes, winner = rebase(changes, winner, successor, dvs), successor
-    return changes, winner
+        if successor is None:  # versions are contiguous: only GC makes a hole
+            raise CommitConflictError(
+                f"version {version} of {log.location}, committed after this commit's snapshot "
+                f"(version {prev.version}), was removed by garbage collection: the commit took longer "
+                "than the table's retention; retry it")
+        changes, prev = rebase(changes, prev, successor, dvs), successor
+    return changes, prev
 
 
 def _create(log: VersionLog, manifest: Manifest) -> Manifest | None:

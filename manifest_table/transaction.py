@@ -3,6 +3,7 @@ visible to the transaction's own scans, and committed once (or not at all)."""
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -28,6 +29,7 @@ class Transaction:
 
     def __init__(self, table: "Table") -> None:
         self._table = table
+        self._started = time.monotonic()
         self._base, self._pointer = table._log.latest()
         self._dvs = DeletionVectors(table.store)
         self._changes = Changes(operation="")
@@ -145,7 +147,8 @@ class Transaction:
             return CommitInfo(self._base.version, self._operation(), self._base.timestamp, None,
                               {"rows_added": 0, "rows_deleted": 0}, committed=False)
         self._changes.operation = self._operation()
-        return commit(self._table._log, self._base, self._pointer, self._changes, self._table.commit_options)
+        return commit(self._table._log, self._base, self._pointer, self._changes,
+                      self._table.commit_options, self._started)
 
     def abort(self) -> None:
         """Drop everything staged; nothing was committed."""

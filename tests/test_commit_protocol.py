@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import StoreError
+from manifest_table.errors import CommitConflictError, StoreError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.storage import MemoryStore
 from tests.stores import AmbiguousPutStore, CountingStore, WrappedStore
@@ -134,3 +134,20 @@ def test_request_counts():
     assert reader.scan().to_arrow().num_rows == 2
     counts = store.reset()
     assert counts == {("get", "pointer"): 1, ("get", "manifest"): 1, ("get", "data"): 2}
+
+
+def test_a_commit_older_than_retention_does_not_resurrect_a_collected_version():
+    """A writer whose snapshot is older than the retention re-reads the pointer before its
+    create: without that, its create-only write of a version GC removed would succeed and
+    the commit would silently vanish below the pointer."""
+    table = mt.create_table("mem://t", SCHEMA, store=MemoryStore())
+    slow = mt.open_table("mem://t", store=table.store).transaction()  # snapshot: version 0
+    slow.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    for seq in range(3):
+        table.append(pa.table({"writer": [2], "seq": [seq]}, schema=SCHEMA))
+    for version in (1, 2):  # what GC does to expired versions, oldest first
+        table.store.delete(manifest_key(version))
+    slow._started -= 3600  # the transaction has been open for an hour
+    with pytest.raises(CommitConflictError, match="removed by garbage collection"):
+        slow.commit()
+    assert table.store.head(manifest_key(1)) is None and table.version == 3

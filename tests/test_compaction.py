@@ -4,6 +4,8 @@ another writer commit, then commit the compaction, and the reverse), so they are
 
 from __future__ import annotations
 
+import time
+
 import pickle
 from collections import Counter
 from pathlib import Path
@@ -203,7 +205,9 @@ def test_deletes_winning_each_retry_of_a_compaction_all_survive(table: Table) ->
     table.delete("g = 2")
     # While the compaction retries on top of that delete, another one wins the next version.
     store.hooks = [lambda: None, lambda: table.delete("id >= 55")]
-    assert commit_compaction(compactor, base, pointer, results, {}).version == base.version + 3
+    # A fresh snapshot time: the compaction learns of each winner by losing its create race.
+    info = commit_compaction(compactor, base, pointer, results, {}, time.monotonic())
+    assert info.version == base.version + 3
     assert rows(table) == Counter((i, i % 5) for i in range(55) if i % 5 != 2)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -108,7 +109,7 @@ def rewrite_group(table: "Table", group: CompactionGroup,
 
 def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
                       results: Sequence[tuple[DataFile | None, Rewrite]],
-                      parameters: dict[str, Any]) -> CommitInfo:
+                      parameters: dict[str, Any], started: float = 0.0) -> CommitInfo:
     """Replace every group's sources by its output in one commit on ``base_manifest`` (the
     version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
     onto the outputs while rebasing; a concurrent commit that removed a source raises
@@ -131,13 +132,14 @@ def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
         "bytes_removed": sum(f.size for f in sources),
         "bytes_added": sum(f.size for f in changes.added),
     }
-    return commit(table._log, base_manifest, pointer, changes, table.commit_options)
+    return commit(table._log, base_manifest, pointer, changes, table.commit_options, started)
 
 
 def compact(table: "Table", target_file_size: int | None = None,
             min_deleted_fraction: float = 0.2) -> CommitInfo:
     """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
     target = table.write_options.target_file_size if target_file_size is None else target_file_size
+    started = time.monotonic()
     base, pointer = table._log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)
     log.info("%s: compacting version %d: %d files in %d groups", table.uri, base.version,
@@ -153,7 +155,7 @@ def compact(table: "Table", target_file_size: int | None = None,
         _remove(table, [output for output, _ in results if output is not None])
         raise
     info = commit_compaction(table, base, pointer, results, {
-        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction})
+        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)
     if info.committed:
         log.info("%s: compaction committed as version %d: %s", table.uri, info.version, info.metrics)
     return info
