@@ -20,6 +20,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Callable
 from pathlib import Path
 
 try:
@@ -27,7 +28,7 @@ try:
 except ModuleNotFoundError:  # run from a source checkout that is not installed
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from manifest_table import Table, open_table  # noqa: E402
+from manifest_table import CommitInfo, Table, open_table  # noqa: E402
 from manifest_table.errors import CommitConflictError, InvalidArgumentError, ManifestTableError  # noqa: E402
 from manifest_table.format.manifest import manifest_key  # noqa: E402
 from manifest_table.format.pointer import POINTER_KEY  # noqa: E402
@@ -120,14 +121,22 @@ class Outcome:
     lines: list[str] = field(default_factory=list)
 
 
-def maintain(uri: str, args: argparse.Namespace) -> Outcome:
+Compactor = Callable[[Table, int | None, float], CommitInfo]
+
+
+def local_compaction(table: Table, target_file_size: int | None, min_deleted_fraction: float) -> CommitInfo:
+    """Compaction in this process; gc/maintain_spark.py passes one that runs on Spark executors."""
+    return table.compact(target_file_size, min_deleted_fraction)
+
+
+def maintain(uri: str, args: argparse.Namespace, compact: Compactor = local_compaction) -> Outcome:
     """Compaction then GC on one table. Every failure is caught and reported: one broken
     table must not stop the others."""
     outcome = Outcome(uri)
     try:
         table = open_table(uri)
         if not args.no_compact:
-            outcome.lines.append(_compact(table, args, outcome))
+            outcome.lines.append(_compact(table, args, outcome, compact))
         report = table.gc(args.retain_versions, args.retain_for, args.grace, args.dry_run, args.force)
         outcome.lines.append(str(report))
     except ManifestTableError as exc:
@@ -139,14 +148,14 @@ def maintain(uri: str, args: argparse.Namespace) -> Outcome:
     return outcome
 
 
-def _compact(table: Table, args: argparse.Namespace, outcome: Outcome) -> str:
+def _compact(table: Table, args: argparse.Namespace, outcome: Outcome, compact: Compactor) -> str:
     if args.dry_run:
         target = args.target_file_size or table.write_options.target_file_size
         groups = plan_compaction(table.manifest(), target, args.min_deleted_fraction)
         return (f"compaction (dry run): would rewrite {sum(len(g.files) for g in groups)} files "
                 f"into {len(groups)}" if groups else "compaction (dry run): nothing to do")
     try:
-        info = table.compact(args.target_file_size, args.min_deleted_fraction)
+        info = compact(table, args.target_file_size, args.min_deleted_fraction)
     except CommitConflictError as exc:
         outcome.compaction_skipped = True
         log.warning("%s: compaction skipped: %s", table.uri, exc)
@@ -160,7 +169,7 @@ def _compact(table: Table, args: argparse.Namespace, outcome: Outcome) -> str:
 
 
 # --- the job ----------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, compact: Compactor = local_compaction) -> int:
     p = parser()
     args = p.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -177,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     outcomes = []
     for uri in tables:
-        outcome = maintain(uri, args)
+        outcome = maintain(uri, args, compact)
         outcomes.append(outcome)
         print(f"== {uri} ==", *outcome.lines, *([f"FAILED: {outcome.error}"] if not outcome.ok else []),
               sep="\n", end="\n\n", flush=True)

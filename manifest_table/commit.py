@@ -66,16 +66,18 @@ class CommitInfo:
 
 
 def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
-           options: CommitOptions = CommitOptions(), started: float = 0.0) -> CommitInfo:
+           options: CommitOptions = CommitOptions(), started: float = 0.0,
+           dvs: DeletionVectors | None = None) -> CommitInfo:
     """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
     ``time.monotonic()`` ``started``; unknown means "long ago": one more pointer read).
     Returns once the pointer is at or past the new version. Raises ``CommitConflictError``
-    (nothing was committed; staged objects are removed) or ``CommitFailedError``."""
+    (nothing was committed; staged objects are removed) or ``CommitFailedError``.
+    ``dvs``: the caller's tombstone cache (a delete already loaded the bitmaps it unions)."""
     try:
         check_app_transaction(changes, base)
     except AlreadyCommitted as done:
         return CommitInfo.of(done.manifest, committed=False)
-    dvs = DeletionVectors(log.store)
+    dvs = dvs if dvs is not None else DeletionVectors(log.store)
     stager = _TombstoneStager(log, dvs)
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0

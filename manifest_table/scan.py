@@ -124,17 +124,35 @@ class Scan:
             if not groups:
                 return None
             table = parquet.read_row_groups(groups, columns=needed, use_threads=True)
-        if deleted or with_positions:
+        spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
+        keep = None
+        if deleted:
+            # A mask over the file's rows, sliced to the groups read: linear in the rows, and
+            # several times cheaper than np.isin of every position read.
+            dead = np.zeros(int(starts[-1]), dtype=bool)
+            dead[np.asarray(deleted.to_array(), dtype=np.int64)] = True
+            keep = ~np.concatenate([dead[a:b] for a, b in spans])
+            table = _drop_deleted(table, keep, spans, deleted)
+        if with_positions:
             # Physical row positions of what was read: row-group start + index within it.
-            positions = np.concatenate([np.arange(starts[i], starts[i + 1], dtype=np.int64) for i in groups])
-            if deleted:
-                keep = ~np.isin(positions, np.asarray(deleted.to_array(), dtype=np.int64), assume_unique=True)
-                table, positions = table.filter(keep), positions[keep]
-            if with_positions:
-                table = table.append_column(POSITION_COLUMN, pa.array(positions))
+            positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
+            table = table.append_column(POSITION_COLUMN, pa.array(positions if keep is None else positions[keep]))
         if where is not None:
             table = table.filter(where.to_arrow())
         return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
+
+
+def _drop_deleted(table: pa.Table, keep: np.ndarray, spans: list[tuple[int, int]], deleted: BitMap) -> pa.Table:
+    """Filter only the row groups that have deleted rows; the others stay zero-copy slices
+    (a filter copies every column, which costs a sparse delete a third of a full scan)."""
+    pieces, offset = [], 0
+    for a, b in spans:
+        piece = table.slice(offset, b - a)
+        if deleted.range_cardinality(a, b):
+            piece = piece.filter(keep[offset:offset + b - a])
+        pieces.append(piece)
+        offset += b - a
+    return pa.concat_tables(pieces)
 
 
 def _stats_lookup(stats: dict[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:

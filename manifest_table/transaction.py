@@ -148,7 +148,7 @@ class Transaction:
                               {"rows_added": 0, "rows_deleted": 0}, committed=False)
         self._changes.operation = self._operation()
         return commit(self._table._log, self._base, self._pointer, self._changes,
-                      self._table.commit_options, self._started)
+                      self._table.commit_options, self._started, self._dvs)
 
     def abort(self) -> None:
         """Drop everything staged; nothing was committed."""

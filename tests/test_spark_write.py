@@ -3,6 +3,9 @@ retried tasks, lost messages), writes racing Python-API writers, and the distrib
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -216,3 +219,35 @@ def test_distributed_compaction_keeps_every_row_and_concurrent_delete(spark, tmp
     assert len(deleted) == 10
     assert ids_of(t) == [i for i in range(800) if not 300 <= i < 360 and i not in deleted]
     assert len(t.manifest().files) == 1
+
+
+def test_the_pipeline_runs(spark, tmp_path: Path, capsys):
+    from manifest_table import pipeline
+
+    pipeline.run(spark, tmp_path, str(tmp_path / "events"), rows=20_000, users=200)
+    steps = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert steps == ["generated", "ingested", "erased", "read", "time", "compaction", "gc"]
+
+
+def test_maintenance_job_under_spark_submit(tmp_path: Path):
+    """gc/maintain_spark.py as a scheduler would run it: compaction on executors, then GC."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    if not spark_submit.exists():
+        pytest.skip("no spark-submit next to this Python")
+    for name in ("a", "b"):
+        t = mt.create_table(str(tmp_path / name), SCHEMA)
+        for k in range(3):
+            t.append(rows(10 * k, 10 * (k + 1)))
+        t.delete("id < 5")
+    script = Path(__file__).resolve().parents[1] / "gc" / "maintain_spark.py"
+    result = subprocess.run(
+        [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(script),
+         str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("compaction: version 5: 3 files -> 1") == 2
+    assert "summary: 2 tables, 2 ok, 0 failed" in result.stdout
+    for name in ("a", "b"):
+        t = mt.open_table(str(tmp_path / name))
+        assert ids_of(t) == list(range(5, 30)) and len(t.manifest().files) == 1
+        assert data_files_on_disk(t.uri) == referenced(t)

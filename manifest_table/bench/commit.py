@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
+import tempfile
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -17,8 +19,8 @@ import manifest_table as mt
 from manifest_table.storage import LocalStore, MemoryStore
 
 from . import _peers
-from ._common import (SCHEMA, CountingStore, compare, describe, machine, make_data, parser, print_table, ratio,
-                      scratch, seconds, write_ours)
+from ._common import (SCHEMA, CountingStore, compare, describe, machine, make_data, measure, parser, print_table,
+                      ratio, scratch, seconds, size, write_ours)
 
 
 def main() -> None:
@@ -27,23 +29,30 @@ def main() -> None:
     p.add_argument("--sizes", default="1,10000", help="rows per append, comma-separated")
     p.add_argument("--procs", type=int, default=4, help="concurrent writer processes")
     p.add_argument("--per-proc", type=int, default=25, help="appends per writer process")
+    p.add_argument("--table-files", default="10,1000,10000",
+                   help="files already in the table, for append latency vs table size (ours)")
     args = p.parse_args()
     print(f"machine: {machine()}")
     peers = _peers.selected(args.peers)
     with scratch(args) as work:
         latency(work, peers, [int(s) for s in args.sizes.split(",")], args.commits)
+        by_table_size(work, [int(n) for n in args.table_files.split(",")], max(10, args.commits // 5))
         requests()
         contention(work, peers, args.procs, args.per_proc)
 
 
 # --- 1. latency --------------------------------------------------------------------------
 def latency(work: str, peers: list[Any], sizes: list[int], commits: int) -> None:
-    rows = []
+    rows, cleanup = [], []
     for n in sizes:
         batch = make_data(n)
         appends: dict[str, Callable[[], None]] = {}
         root = os.path.join(work, f"latency-{n}", "manifest_table")
         appends["manifest_table"] = lambda t=write_ours(root, batch): t.append(batch)
+        if os.path.isdir("/dev/shm"):  # tmpfs: what the commit costs without fsync latency
+            shm = tempfile.mkdtemp(prefix="mt-bench-", dir="/dev/shm")
+            cleanup.append(shm)
+            appends["manifest_table on tmpfs"] = lambda t=write_ours(os.path.join(shm, "t"), batch): t.append(batch)
         for cls in peers:
             peer = cls.create(os.path.join(work, f"latency-{n}", cls.name), batch)
             appends[cls.name] = lambda peer=peer: peer.append(batch)
@@ -53,8 +62,27 @@ def latency(work: str, peers: list[Any], sizes: list[int], commits: int) -> None
             rows.append([f"{n:,}", name, seconds(t.median), seconds(t.p95),
                          "" if name == "manifest_table" else f"{ratio(ours.median, t.median)} / "
                                                              f"{ratio(ours.p95, t.p95)}"])
+    for path in cleanup:
+        shutil.rmtree(path, ignore_errors=True)
     print_table(f"Append latency, local directory ({commits} commits each, interleaved; "
                 "ratio = ours / peer)", ["rows", "engine", "median", "p95", "ours/peer median / p95"], rows)
+
+
+def by_table_size(work: str, table_files: list[int], commits: int) -> None:
+    """One manifest lists every file, so each commit rewrites (and a new reader parses) a
+    manifest that grows with the table: this measures how much that costs."""
+    rows = []
+    batch = make_data(1)
+    for n in table_files:
+        root = os.path.join(work, f"files-{n}")
+        write_ours(root, make_data(n), target_file_size=1, row_group_size=1)  # n one-row files
+        table = mt.open_table(root)
+        size_kib = os.path.getsize(os.path.join(root, "manifest", os.listdir(os.path.join(root, "manifest"))[-1]))
+        append = measure(lambda: table.append(batch), commits)
+        read = measure(lambda: mt.open_table(root).scan().count(), commits)
+        rows.append([f"{n:,}", size(size_kib), seconds(append.median), seconds(append.p95), seconds(read.median)])
+    print_table(f"Append latency vs files already in the table (ours, {commits} commits each)",
+                ["files", "manifest", "append median", "append p95", "new handle: open + count()"], rows)
 
 
 # --- 2. requests -------------------------------------------------------------------------
@@ -64,20 +92,21 @@ def requests(files: int = 10, rows_per_file: int = 10_000) -> None:
     for i in range(files):
         table.append(make_data(rows_per_file, start=i * rows_per_file))
     mid = files * rows_per_file // 2
-    ops: list[tuple[str, Callable[[mt.Table], Any]]] = [
-        ("append 1 row", lambda t: t.append(make_data(1, start=10**9))),
-        ("scan, no filter (to_arrow)", lambda t: t.scan().to_arrow()),
-        (f"scan where id = {mid}", lambda t: t.scan(where=f"id = {mid}").to_arrow()),
-        (f"delete where id = {mid}", lambda t: t.delete(f"id = {mid}")),
-        ("count()", lambda t: t.scan().count()),
-        (f"count() where id < {mid}", lambda t: t.scan(where=f"id < {mid}").count()),
+    ops: list[tuple[str, Callable[[mt.Table, int], Any]]] = [  # (handle, k): k-th run
+        ("append 1 row", lambda t, k: t.append(make_data(1, start=10**9 + k))),
+        ("scan, no filter (to_arrow)", lambda t, k: t.scan().to_arrow()),
+        (f"scan where id = {mid}", lambda t, k: t.scan(where=f"id = {mid}").to_arrow()),
+        (f"delete where id = {mid} (then {mid + 1})", lambda t, k: t.delete(f"id = {mid + k}")),
+        ("count()", lambda t, k: t.scan().count()),
+        (f"count() where id < {mid}", lambda t, k: t.scan(where=f"id < {mid}").count()),
     ]
     rows = []
     for label, op in ops:
+        table.manifest()  # a long-lived handle that has seen the latest version (cached)
         store.take()
-        op(table)  # a long-lived handle: manifests it has seen are cached
+        op(table, 0)
         warm = store.take()
-        op(mt.Table("memory://bench", store))  # a new handle, as a new process would have
+        op(mt.Table("memory://bench", store), 1)  # a new handle, as a new process would have
         rows.append([label, describe(warm), describe(store.take())])
     print_table(f"Object-store requests per operation (MemoryStore, table of {files + 1}-{files + 2} files; "
                 "data files are whole-object GETs here, ranged GETs on S3)",
@@ -95,13 +124,16 @@ def contention(work: str, peers: list[Any], procs: int, per_proc: int) -> None:
             mt.create_table(root, SCHEMA)
         else:
             next(cls for cls in peers if cls.name == name).create(root, batch.slice(0, 0))
-        barrier = ctx.Barrier(procs + 1)
-        with ctx.Pool(procs) as pool:
-            jobs = [pool.apply_async(_writer, (name, root, per_proc, barrier)) for _ in range(procs)]
-            barrier.wait()
-            start = time.perf_counter()
-            results = [job.get() for job in jobs]
-            wall = time.perf_counter() - start
+        barrier, queue = ctx.Barrier(procs + 1), ctx.Queue()
+        workers = [ctx.Process(target=_writer, args=(name, root, per_proc, barrier, queue)) for _ in range(procs)]
+        for w in workers:
+            w.start()
+        barrier.wait(timeout=120)
+        start = time.perf_counter()
+        results = [queue.get(timeout=600) for _ in workers]
+        wall = time.perf_counter() - start
+        for w in workers:
+            w.join()
         done = sum(r["ok"] for r in results)
         errors = Counter(e for r in results for e in r["errors"])
         latencies = sorted(x for r in results for x in r["latencies"])
@@ -115,13 +147,13 @@ def contention(work: str, peers: list[Any], procs: int, per_proc: int) -> None:
                 ["engine", "committed", "wall", "commits/s", "median latency", "p95 latency", "failures"], rows)
 
 
-def _writer(name: str, root: str, count: int, barrier: Any) -> dict[str, Any]:
+def _writer(name: str, root: str, count: int, barrier: Any, queue: Any) -> None:
     store = CountingStore(LocalStore(root)) if name == "manifest_table" else None
     handle = mt.open_table(root, store=store) if store else next(
         cls for cls in _peers.selected(name))(root)
     batch = make_data(1, start=os.getpid())
     out: dict[str, Any] = {"ok": 0, "errors": [], "latencies": [], "attempts": 0}
-    barrier.wait()
+    barrier.wait(timeout=120)
     for _ in range(count):
         start = time.perf_counter()
         try:
@@ -133,7 +165,7 @@ def _writer(name: str, root: str, count: int, barrier: Any) -> dict[str, Any]:
         out["ok"] += 1
     if store:
         out["attempts"] = store.counts[("put", "manifest")]
-    return out
+    queue.put(out)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
 import pyarrow.parquet as pq
+from pyroaring import BitMap
 
 import manifest_table as mt
 
 from . import _peers
-from ._common import compare, data_paths, machine, make_data, parser, print_table, ratio, scratch, seconds, size, write_ours
+from ._common import clone_dir, compare, data_paths, machine, make_data, parser, print_table, ratio, scratch, seconds, size, write_ours
 
 
 def main() -> None:
@@ -71,6 +73,27 @@ def main() -> None:
         print_table("Scan (engines interleaved; ratio = ours / engine: below 1 means ours is faster)",
                     ["case", "engine", "wall median", "wall best", "CPU median", "rows", "ours/engine wall / CPU"],
                     rows)
+        tombstones(work, root, args.repeat)
+
+
+def tombstones(work: str, root: str, repeat: int) -> None:
+    """What deletion bitmaps cost a full scan: the same table with deleted rows scattered."""
+    rng = np.random.default_rng(1)
+    scans = {"no deletes": lambda: _ours(root, None, None)}
+    for label, fraction in (("1 row per file", 0), ("1% of rows", 0.01), ("10% of rows", 0.10)):
+        clone = clone_dir(root, os.path.join(work, f"deleted-{fraction}"))
+        table = mt.open_table(clone)
+        with table.transaction() as tx:
+            tx.delete_positions({f.path: BitMap(rng.choice(f.rows, max(1, int(f.rows * fraction)), replace=False)
+                                                .astype(np.uint32)) for f in table.manifest().files})
+        scans[f"{label} deleted"] = lambda clone=clone: _ours(clone, None, None)
+    results = compare(scans, repeat)
+    base = results["no deletes"]
+    print_table("Full scan with tombstones (ours; ratio to the same table without deletes)",
+                ["table", "wall median", "CPU median", "wall / CPU vs no deletes"],
+                [[name, seconds(t.median), seconds(t.cpu_median),
+                  f"{ratio(t.median, base.median)} / {ratio(t.cpu_median, base.cpu_median)}"]
+                 for name, t in results.items()])
 
 
 def _ours(root: str, columns: list[str] | None, ids: tuple[int, int] | None):

@@ -8,14 +8,9 @@ from typing import Any
 from .operations import compact, delete
 from .source import FORMAT_NAME, ManifestTableDataSource
 
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
 
 def register(spark: Any) -> None:
-    """Make ``format("manifest_table")`` available in ``spark``. Also turns on filter pushdown
-    for Python data sources: Spark refuses to read a source that implements ``pushFilters``
-    while it is off."""
-    spark.conf.set(PUSHDOWN_CONF, "true")
+    """Make ``format("manifest_table")`` available in ``spark``."""
     spark.dataSource.register(ManifestTableDataSource)
 
 

@@ -44,6 +44,8 @@ class SourceOptions:
     version: int | None = None
     as_of: str | None = None
     write: WriteOptions = WriteOptions()
+    pushdown: bool = False
+    """Accept Spark's pushed filters (see docs/spark.md for why this is off by default)."""
     min_partitions: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     app_id: str | None = None
@@ -67,6 +69,7 @@ class SourceOptions:
             version=_int(options, "version", 0) if version is not None else None,
             as_of=options.get("as_of"),
             write=write,
+            pushdown=_bool(options, "pushdown"),
             min_partitions=_int(options, "min_partitions", 0) or None,
             max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES),
             app_id=options.get("app_id"),
@@ -90,3 +93,10 @@ def _int(options: Mapping[str, str], key: str, default: int) -> int:
     if value < 0:
         raise InvalidArgumentError(f"option {key} must not be negative, got {value}")
     return value
+
+
+def _bool(options: Mapping[str, str], key: str) -> bool:
+    text = str(options.get(key, "false")).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidArgumentError(f"option {key} must be true or false, not {options[key]!r}")
+    return text == "true"

@@ -1,14 +1,15 @@
-"""The ``manifest_table`` Spark data source and its batch reader.
+"""The ``manifest_table`` Spark data source and its batch readers.
 
-Planning happens on the driver: ``reader()`` pins the version to read (the latest, or the
-``version`` / ``as_of`` option), ``pushFilters`` keeps the filters we can apply exactly, and
-``partitions()`` prunes the data files with them and groups the rest into tasks. Each task
-reads its files with the ordinary ``Scan`` over a snapshot holding only those files, so
-row-group pruning, deletion bitmaps and the residual filter work exactly as in Python."""
+Planning happens on the driver: the version to read is pinned when the DataFrame is loaded
+(the latest, or the ``version`` / ``as_of`` option), ``pushFilters`` (with ``pushdown``) keeps
+the filters we can apply exactly, and ``partitions()`` prunes the data files with them and
+groups the rest into tasks. Each task reads its files with the ordinary ``Scan`` over a
+snapshot holding only those files, so row-group pruning, deletion bitmaps and the residual
+filter work exactly as in Python."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Iterable, Iterator
 
@@ -47,10 +48,17 @@ class ManifestTableDataSource(DataSource):
     def schema(self) -> StructType:
         opts = SourceOptions.parse(self.options)
         snapshot = opts.location.open().scan(version=opts.version, as_of=opts.as_of).snapshot
+        # Spark pickles this instance after schema() and plans every query of the DataFrame
+        # from it: pinning the version here makes them all read the same snapshot.
+        self.pinned_version = snapshot.version
         return spark_schema(snapshot.schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return TableReader(SourceOptions.parse(self.options), schema)
+        opts = SourceOptions.parse(self.options)
+        pinned = getattr(self, "pinned_version", None)  # unset when the user gave the schema
+        if pinned is not None:
+            opts = replace(opts, version=pinned, as_of=None)
+        return FilteringTableReader(opts, schema) if opts.pushdown else TableReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .writer import BatchWriter  # the writer imports what only writes need
@@ -71,8 +79,8 @@ class FilesPartition(InputPartition):
 
 
 class TableReader(DataSourceReader):
-    """Created, given filters and asked for partitions on the driver, then pickled to the
-    executors, which call ``read``. It holds only picklable values (no store or snapshot)."""
+    """Created and asked for partitions on the driver, then pickled to the executors, which
+    call ``read``. It holds only picklable values (no store or snapshot)."""
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self._options = options
@@ -82,6 +90,25 @@ class TableReader(DataSourceReader):
         self._columns = _read_columns(schema, self._table_schema)
         self._output = exchange_schema(schema)
         self._where: Expr | None = None
+
+    def partitions(self) -> list[InputPartition]:
+        table = self._options.location.open()
+        files = table.scan(self._columns, self._where, version=self._version).plan_files()
+        groups = group_files(files, self._options.parallelism, self._options.max_partition_bytes)
+        return [FilesPartition(tuple(group)) for group in groups] or [FilesPartition(())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilesPartition)
+        scan = scan_files(self._options.location, self._version, self._table_schema,
+                          partition.files, self._columns, self._where)
+        for batch in scan.to_batches():
+            # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
+            yield batch.cast(self._output, safe=False)
+
+
+class FilteringTableReader(TableReader):
+    """A reader that also takes the filters Spark pushes down. Spark then drops them from its
+    plan, so they must be applied exactly: ``from_spark_filter`` keeps only those that can."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         accepted = []
@@ -93,23 +120,9 @@ class TableReader(DataSourceReader):
                 accepted.append(expr)
         self._where = reduce(And, accepted) if accepted else None
 
-    def partitions(self) -> list[InputPartition]:
-        table = self._options.location.open()
-        files = table.scan(self._columns, self._where, version=self._version).plan_files()
-        groups = group_files(files, self._options.parallelism, self._options.max_partition_bytes)
-        return [FilesPartition(tuple(group)) for group in groups] or [FilesPartition(())]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FilesPartition)
-        scan = scan_files(self._options.location, self._version, self._table_schema,
-                               partition.files, self._columns, self._where)
-        for batch in scan.to_batches():
-            # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
-            yield batch.cast(self._output, safe=False)
-
 
 def scan_files(location: TableLocation, version: int, schema: pa.Schema, files: Iterable[DataFile],
-                    columns: list[str] | None, where: Expr | None) -> Scan:
+               columns: list[str] | None, where: Expr | None) -> Scan:
     """A scan of just ``files`` of one version, as run on an executor."""
     store = location.store()
     snapshot = Snapshot(version, schema, tuple(files), DeletionVectors(store).of)

@@ -118,6 +118,8 @@ class _TableWrite:
 
     def _open_or_create(self) -> Table:
         location = self._options.location
+        if self._base_version is not None:
+            return location.open()
         try:
             table = create_table(location.uri, self._table_schema, storage_options=location.storage_options)
         except TableExistsError:
