@@ -11,6 +11,8 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
+from manifest_table.errors import InvalidArgumentError
+from manifest_table.spark.options import SourceOptions
 from tests.spark_fixtures import sorted_rows
 
 pytest_plugins = ["tests.spark_fixtures"]
@@ -211,3 +213,20 @@ def test_s3_read_and_write_with_storage_options(spark, s3_uri: str, moto_endpoin
     assert sorted_rows(df) == sorted_rows(t.to_arrow())
     df.filter("id < 10").write.format("manifest_table").options(**options).mode("append").save(s3_uri)
     assert t.scan().count() == 40
+
+
+@pytest.mark.parametrize("options,problem", [
+    ({}, "no table URI"),
+    ({"path": "t", "version": "-1"}, "version must be at least 0"),
+    ({"path": "t", "version": "latest"}, "version must be an integer"),
+    ({"path": "t", "row_group_size": "0"}, "row_group_size must be at least 1"),
+    ({"path": "t", "pushdown": "yes"}, "pushdown must be true or false"),
+])
+def test_bad_options_fail_clearly(options, problem):
+    with pytest.raises(InvalidArgumentError, match=problem):
+        SourceOptions.parse(options)
+
+
+def test_reading_a_missing_table_fails_clearly(spark, tmp_path: Path):
+    with pytest.raises(Exception, match="no table at"):
+        spark.read.format("manifest_table").load(str(tmp_path / "nothing"))

@@ -135,6 +135,25 @@ def test_a_retried_task_does_not_duplicate_rows(spark, tmp_path: Path):
     assert data_files_on_disk(t.uri) == referenced(t)
 
 
+def test_a_table_created_meanwhile_with_another_schema_gets_nothing(spark, tmp_path: Path):
+    """The target was missing when the job was planned, and someone creates it with another
+    schema while the tasks run (here: a task, on its first row): the commit fails, and Spark's
+    abort removes the files the tasks wrote."""
+    uri = str(tmp_path / "t")
+
+    @udf("long")
+    def create_other_table_on_first_row(value: int) -> int:
+        if value == 0:
+            mt.create_table(uri, pa.schema([("other", pa.string())]))
+        return value
+
+    df = frame(spark, 0, 400).withColumn("id", create_other_table_on_first_row(col("id")))
+    with pytest.raises(Exception, match="created concurrently with schema"):
+        df.write.format("manifest_table").mode("append").save(uri)
+    t = mt.open_table(uri)
+    assert t.version == 0 and data_files_on_disk(uri) == set()
+
+
 def test_only_files_in_received_messages_are_committed(tmp_path: Path):
     """Two attempts of one task both write; the driver got the second's message only (the
     first was a speculative loser). Aborting after a commit that landed deletes nothing."""

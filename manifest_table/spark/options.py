@@ -60,8 +60,8 @@ class SourceOptions:
         storage = {key: options[key] for key in STORAGE_KEYS if options.get(key)}
         defaults = WriteOptions()
         write = WriteOptions(
-            target_file_size=_int(options, "target_file_size", defaults.target_file_size),
-            row_group_size=_int(options, "row_group_size", defaults.row_group_size),
+            target_file_size=_int(options, "target_file_size", defaults.target_file_size, minimum=1),
+            row_group_size=_int(options, "row_group_size", defaults.row_group_size, minimum=1),
             compression=options.get("compression", defaults.compression))
         version = options.get("version")
         return cls(
@@ -71,7 +71,7 @@ class SourceOptions:
             write=write,
             pushdown=_bool(options, "pushdown"),
             min_partitions=_int(options, "min_partitions", 0) or None,
-            max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES),
+            max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"))
 
@@ -82,7 +82,7 @@ class SourceOptions:
         return self.min_partitions or os.cpu_count() or 1
 
 
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
+def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
     text = options.get(key)
     if text is None:
         return default
@@ -90,8 +90,8 @@ def _int(options: Mapping[str, str], key: str, default: int) -> int:
         value = int(text)
     except ValueError:
         raise InvalidArgumentError(f"option {key} must be an integer, not {text!r}") from None
-    if value < 0:
-        raise InvalidArgumentError(f"option {key} must not be negative, got {value}")
+    if value < minimum:
+        raise InvalidArgumentError(f"option {key} must be at least {minimum}, got {value}")
     return value
 
 
