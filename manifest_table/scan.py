@@ -11,6 +11,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
@@ -20,6 +21,9 @@ from .format.manifest import DataFile
 from .storage import FileIO
 
 POSITION_COLUMN = "__row_position"
+# Coalesced range reads; a fragment scan decodes row groups in parallel, where
+# ParquetFile.read_row_groups parallelises only across columns (one column: one thread).
+_PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
 
 
 @dataclass(frozen=True)
@@ -115,15 +119,15 @@ class Scan:
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
         deleted = self.snapshot.deleted(file)
         with self._io.open(file.path) as source:
-            parquet = pq.ParquetFile(source, pre_buffer=True)  # coalesced range reads
-            meta = parquet.metadata
+            fragment = _PARQUET.make_fragment(source)
+            meta = fragment.metadata
             starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
             groups = [i for i in range(meta.num_row_groups)
                       if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
                       and (where is None or where.may_match(_row_group_stats(meta, i, file)))]
             if not groups:
                 return None
-            table = parquet.read_row_groups(groups, columns=needed, use_threads=True)
+            table = fragment.subset(row_group_ids=groups).to_table(columns=needed, use_threads=True)
         spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
         keep = None
         if deleted:

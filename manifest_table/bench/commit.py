@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import shutil
 import tempfile
 import time
 from collections import Counter
 from typing import Any, Callable
 
 import manifest_table as mt
+from manifest_table.format.manifest import manifest_key
 from manifest_table.storage import LocalStore, MemoryStore
 
 from . import _peers
@@ -43,27 +43,26 @@ def main() -> None:
 
 # --- 1. latency --------------------------------------------------------------------------
 def latency(work: str, peers: list[Any], sizes: list[int], commits: int) -> None:
-    rows, cleanup = [], []
-    for n in sizes:
-        batch = make_data(n)
-        appends: dict[str, Callable[[], None]] = {}
-        root = os.path.join(work, f"latency-{n}", "manifest_table")
-        appends["manifest_table"] = lambda t=write_ours(root, batch): t.append(batch)
-        if os.path.isdir("/dev/shm"):  # tmpfs: what the commit costs without fsync latency
-            shm = tempfile.mkdtemp(prefix="mt-bench-", dir="/dev/shm")
-            cleanup.append(shm)
-            appends["manifest_table on tmpfs"] = lambda t=write_ours(os.path.join(shm, "t"), batch): t.append(batch)
-        for cls in peers:
-            peer = cls.create(os.path.join(work, f"latency-{n}", cls.name), batch)
-            appends[cls.name] = lambda peer=peer: peer.append(batch)
-        results = compare(appends, commits)
-        ours = results["manifest_table"]
-        for name, t in results.items():
-            rows.append([f"{n:,}", name, seconds(t.median), seconds(t.p95),
-                         "" if name == "manifest_table" else f"{ratio(ours.median, t.median)} / "
-                                                             f"{ratio(ours.p95, t.p95)}"])
-    for path in cleanup:
-        shutil.rmtree(path, ignore_errors=True)
+    rows = []
+    # tmpfs (when there is one) shows what our commit costs without fsync latency.
+    tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="mt-bench-", dir=tmpfs) as shm:
+        for n in sizes:
+            batch = make_data(n)
+            appends: dict[str, Callable[[], None]] = {}
+            appends["manifest_table"] = lambda t=write_ours(os.path.join(work, f"latency-{n}", "ours"), batch): \
+                t.append(batch)
+            if tmpfs:
+                appends["manifest_table on tmpfs"] = lambda t=write_ours(os.path.join(shm, str(n)), batch): \
+                    t.append(batch)
+            for cls in peers:
+                peer = cls.create(os.path.join(work, f"latency-{n}", cls.name), batch)
+                appends[cls.name] = lambda peer=peer: peer.append(batch)
+            results = compare(appends, commits)
+            ours = results["manifest_table"]
+            for name, t in results.items():
+                rows.append([f"{n:,}", name, seconds(t.median), seconds(t.p95), "" if name == "manifest_table"
+                             else f"{ratio(ours.median, t.median)} / {ratio(ours.p95, t.p95)}"])
     print_table(f"Append latency, local directory ({commits} commits each, interleaved; "
                 "ratio = ours / peer)", ["rows", "engine", "median", "p95", "ours/peer median / p95"], rows)
 
@@ -77,10 +76,10 @@ def by_table_size(work: str, table_files: list[int], commits: int) -> None:
         root = os.path.join(work, f"files-{n}")
         write_ours(root, make_data(n), target_file_size=1, row_group_size=1)  # n one-row files
         table = mt.open_table(root)
-        size_kib = os.path.getsize(os.path.join(root, "manifest", os.listdir(os.path.join(root, "manifest"))[-1]))
+        manifest_bytes = table.store.head(manifest_key(table.version)).size
         append = measure(lambda: table.append(batch), commits)
         read = measure(lambda: mt.open_table(root).scan().count(), commits)
-        rows.append([f"{n:,}", size(size_kib), seconds(append.median), seconds(append.p95), seconds(read.median)])
+        rows.append([f"{n:,}", size(manifest_bytes), seconds(append.median), seconds(append.p95), seconds(read.median)])
     print_table(f"Append latency vs files already in the table (ours, {commits} commits each)",
                 ["files", "manifest", "append median", "append p95", "new handle: open + count()"], rows)
 
