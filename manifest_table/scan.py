@@ -71,7 +71,11 @@ class Scan:
 
     def to_arrow(self) -> pa.Table:
         tables = list(self._tables(self.columns, with_positions=False))
-        return pa.concat_tables(tables) if tables else self.schema.empty_table()
+        if not tables:
+            return self.schema.empty_table()
+        if not self.columns:  # concat_tables would lose the row count of column-less tables
+            return pa.table({"_": pa.nulls(sum(t.num_rows for t in tables))}).select([])
+        return pa.concat_tables(tables)
 
     def to_pandas(self, **kwargs):  # -> pandas.DataFrame
         return self.to_arrow().to_pandas(**kwargs)

@@ -87,6 +87,7 @@ def test_scan_projection_filter_and_streaming(table):
     assert scan.count() == 30
     assert sum(b.num_rows for b in table.scan().to_batches()) == 200
     assert isinstance(table.scan(where="id < 3").to_pandas(), pd.DataFrame)
+    assert table.scan(columns=[], where="id < 7").to_arrow().num_rows == 7
     with pytest.raises(InvalidArgumentError, match="nope"):
         table.scan(columns=["nope"])
 
