@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -164,7 +164,7 @@ def _drop_deleted(table: pa.Table, keep: np.ndarray, spans: list[tuple[int, int]
     return pa.concat_tables(pieces)
 
 
-def _stats_lookup(stats: dict[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:
+def _stats_lookup(stats: Mapping[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:
     return stats.get
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow as pa
 
@@ -48,7 +48,10 @@ class DataFile:
     path: str
     rows: int
     size: int
-    stats: dict[str, ColumnStats] = field(default_factory=dict, compare=False)
+    stats: Mapping[str, ColumnStats] = field(default_factory=dict, compare=False)
+    encoded_stats: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """``stats`` as stored, kept from the manifest it was read from: every commit rewrites the
+    whole file list, and re-encoding unchanged stats would dominate its cost."""
     deletes: DeletionVector | None = None
 
     @property
@@ -114,6 +117,7 @@ class Manifest:
                     f"{key} has format version {doc['format_version']}; this library reads up to "
                     f"{FORMAT_VERSION}: upgrade manifest_table")
             schema = decode_schema(doc["schema"])
+            types = {f.name: f.type for f in schema}
             return cls(
                 version=doc["version"],
                 parent_version=doc["parent_version"],
@@ -121,7 +125,7 @@ class Manifest:
                 commit_id=doc["commit_id"],
                 operation=doc["operation"],
                 schema=schema,
-                files=tuple(_decode_file(f, schema) for f in doc["files"]),
+                files=tuple(_decode_file(f, types) for f in doc["files"]),
                 parameters=doc.get("parameters", {}),
                 metrics=doc.get("metrics", {}),
                 app_transactions=doc.get("app_transactions", {}),
@@ -133,7 +137,8 @@ class Manifest:
 
 def _encode_file(f: DataFile, schema: pa.Schema) -> dict[str, Any]:
     doc: dict[str, Any] = {"path": f.path, "rows": f.rows, "size": f.size,
-                           "stats": encode_stats(f.stats, schema)}
+                           "stats": f.encoded_stats if f.encoded_stats is not None
+                           else encode_stats(f.stats, schema)}
     if f.deletes is not None:
         d = f.deletes
         doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length,
@@ -141,10 +146,11 @@ def _encode_file(f: DataFile, schema: pa.Schema) -> dict[str, Any]:
     return doc
 
 
-def _decode_file(doc: dict[str, Any], schema: pa.Schema) -> DataFile:
+def _decode_file(doc: dict[str, Any], types: dict[str, pa.DataType]) -> DataFile:
     deletes = doc.get("deletes")
     return DataFile(
         path=doc["path"], rows=doc["rows"], size=doc["size"],
-        stats=decode_stats(doc.get("stats", {}), schema, doc["rows"]),
+        stats=decode_stats(doc.get("stats", {}), types, doc["rows"]),
+        encoded_stats=doc.get("stats", {}),
         deletes=DeletionVector(**deletes) if deletes else None,
     )

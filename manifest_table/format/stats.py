@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,7 +60,7 @@ def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
     return ColumnStats(lo, hi, a.null_count + b.null_count, a.row_count + b.row_count)
 
 
-def encode_stats(stats: dict[str, ColumnStats], schema: pa.Schema) -> dict[str, dict[str, Any]]:
+def encode_stats(stats: Mapping[str, ColumnStats], schema: pa.Schema) -> dict[str, dict[str, Any]]:
     out = {}
     for field in schema:
         s = stats.get(field.name)
@@ -75,16 +75,36 @@ def encode_stats(stats: dict[str, ColumnStats], schema: pa.Schema) -> dict[str, 
     return out
 
 
-def decode_stats(data: dict[str, dict[str, Any]], schema: pa.Schema, rows: int) -> dict[str, ColumnStats]:
-    out = {}
-    for field in schema:
-        entry = data.get(field.name)
-        if entry is None:
-            continue
-        lo = _decode_value(entry["min"], field.type) if "min" in entry else None
-        hi = _decode_value(entry["max"], field.type) if "max" in entry else None
-        out[field.name] = ColumnStats(lo, hi, entry.get("null_count"), rows)
-    return out
+class StoredStats(Mapping[str, ColumnStats]):
+    """One file's stats as a manifest stores them, decoded column by column on first use:
+    committing or scanning without a filter never looks at them, and a big manifest would
+    otherwise spend most of its parse time building values nobody reads."""
+
+    __slots__ = ("_raw", "_types", "_rows", "_decoded")
+
+    def __init__(self, raw: dict[str, dict[str, Any]], types: dict[str, pa.DataType], rows: int) -> None:
+        self._raw, self._types, self._rows = raw, types, rows
+        self._decoded: dict[str, ColumnStats] = {}
+
+    def __getitem__(self, name: str) -> ColumnStats:
+        found = self._decoded.get(name)
+        if found is None:
+            entry, dtype = self._raw[name], self._types[name]
+            lo = _decode_value(entry["min"], dtype) if "min" in entry else None
+            hi = _decode_value(entry["max"], dtype) if "max" in entry else None
+            found = self._decoded[name] = ColumnStats(lo, hi, entry.get("null_count"), self._rows)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._raw if name in self._types)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def decode_stats(data: dict[str, dict[str, Any]], types: dict[str, pa.DataType], rows: int) -> StoredStats:
+    """``types``: column name -> Arrow type, built once per manifest."""
+    return StoredStats(data, types, rows)
 
 
 def _encode_value(value: Any, dtype: pa.DataType) -> Any:
