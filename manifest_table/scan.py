@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotFound, VersionExpiredError
 from .expressions import ColumnStats, Expr
 from .format.manifest import DataFile
 from .storage import FileIO
@@ -119,6 +119,14 @@ class Scan:
                     yield file, table
 
     def _read_file(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
+        try:
+            return self._read_live_rows(file, columns, with_positions)
+        except NotFound as exc:  # a snapshot's objects only vanish when GC expires it
+            raise VersionExpiredError(
+                f"{exc} of version {self.version} is gone: garbage collection has removed this "
+                "version (or the table is damaged)") from exc
+
+    def _read_live_rows(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         where = self.where
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
         deleted = self.snapshot.deleted(file)

@@ -297,3 +297,14 @@ def test_gc_and_compaction_under_fire_lose_nothing(tmp_path: Path) -> None:
         assert t.scan(version=version).to_arrow().num_rows == t.manifest(version).live_rows
     with pytest.raises(VersionExpiredError):
         t.scan(version=expired[0])
+
+
+def test_a_reader_holding_an_expired_snapshot_gets_version_expired(tmp_path) -> None:
+    """A handle that cached a manifest before GC expired it must not fail deep in pyarrow."""
+    t = create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1]}))
+    stale = t.scan(version=1)  # planned: holds version 1's manifest
+    t.overwrite(pa.table({"id": [2]}))
+    t.gc(retain_versions=1, retain_for=timedelta(0), grace=timedelta(0), force=True)
+    with pytest.raises(VersionExpiredError, match="version 1"):
+        stale.to_arrow()
