@@ -51,7 +51,9 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
 
     _fail_if(changes.removed & gone, winner, "removed files this commit replaces")
     ours = {src.path: (rw, i) for rw in changes.rewrites for i, src in enumerate(rw.sources)}
-    for path in changes.removed & touched:  # a delete landed on a file we are compacting
+    for path in sorted(changes.removed & touched):  # a delete landed on a file we are compacting
+        if path not in ours:  # removed without a rewrite to carry the delete over
+            _fail_if({path}, winner, "deleted rows from files this commit removes")
         rw, i = ours[path]
         snapshot = dvs.load(rw.sources[i].deletes) if rw.sources[i].deletes else BitMap()
         changes.delete_rows(rw.output, remap(dvs.of(after[path]) - snapshot, rw, i, dvs))
