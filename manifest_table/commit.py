@@ -203,9 +203,5 @@ class _TombstoneStager:
 
 
 def _discard(log: VersionLog, changes: Changes, stager: _TombstoneStager) -> None:
-    """Best-effort removal of objects staged by a commit that definitely did not land."""
-    for key in [f.path for f in changes.added] + stager.written:
-        try:
-            log.store.delete(key)
-        except StoreError:
-            pass  # GC removes it after the grace period
+    """Remove the objects staged by a commit that definitely did not land."""
+    log.store.delete_unreferenced([f.path for f in changes.added] + stager.written)

@@ -45,8 +45,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
     if changes.serializable:
         read = (changes.read_files | changes.removed | set(changes.deletes)) - own
         _fail_if(read & (gone | touched), winner, "changed rows this commit read")
-        matching = [f.path for f in new_files if changes.predicate is None or changes.predicate.may_match(
-            lambda name, f=f: f.stats.get(name))]
+        matching = [f.path for f in new_files
+                    if changes.predicate is None or changes.predicate.may_match(f.stats.get)]
         _fail_if(set(matching), winner, "added rows that may match this commit's condition")
 
     _fail_if(changes.removed & gone, winner, "removed files this commit replaces")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +63,7 @@ class Scan:
     def plan_files(self) -> list[DataFile]:
         """Files that may hold matching live rows, judged by manifest stats alone."""
         return [f for f in self.snapshot.files if f.live_rows > 0 and (
-            self.where is None or self.where.may_match(_stats_lookup(f.stats)))]
+            self.where is None or self.where.may_match(f.stats.get))]
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         for table in self._tables(self.columns, with_positions=False):
@@ -170,10 +170,6 @@ def _drop_deleted(table: pa.Table, keep: np.ndarray, spans: list[tuple[int, int]
         pieces.append(piece.filter(keep[offset:offset + b - a]) if has_deletes else piece)
         offset += b - a
     return pa.concat_tables(pieces)
-
-
-def _stats_lookup(stats: Mapping[str, ColumnStats]) -> Callable[[str], ColumnStats | None]:
-    return stats.get
 
 
 def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Callable[[str], ColumnStats | None]:

@@ -124,10 +124,14 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     table = _table(uri, store, storage_options, options)
     empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
                      commit_id=uuid.uuid4().hex, operation="create", schema=schema, files=())
+    exists = TableExistsError(f"a table already exists at {table.uri}")
+    # The pointer first: once GC has expired version 0 of a table, only the pointer shows it.
+    if table.store.head(POINTER_KEY) is not None:
+        raise exists
     try:
         table.store.put_if_absent(manifest_key(0), empty.to_json())
     except PreconditionFailed:
-        raise TableExistsError(f"a table already exists at {table.uri}") from None
+        raise exists from None
     try:
         table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
     except (PreconditionFailed, StoreError):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from pyroaring import BitMap
 
 from .changes import Changes
 from .commit import CommitInfo, commit
-from .errors import InvalidFilterError, ManifestTableError, StoreError
+from .errors import InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
 from .format.manifest import DataFile
 from .ingest import batches_of
@@ -47,11 +47,8 @@ class Transaction:
         self._check_open()
         files = write_data_files(self._table.io, batches_of(data, self._base.schema),
                                  self._base.schema, self._table.write_options)
-        self._changes.added.extend(files)
-        rows = sum(f.rows for f in files)
-        if rows:
-            self._record("append", rows_added=rows, files_added=len(files))
-        return rows
+        self.add_files(files)
+        return sum(f.rows for f in files)
 
     def delete(self, where: str | Expr) -> int:
         """Stage deleting the live rows matching ``where``; returns how many."""
@@ -59,16 +56,8 @@ class Transaction:
         expr = to_expr(where)
         if expr is None:
             raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
-        deleted = 0
-        added = self._changes.added_paths()
-        for file, positions in Scan(self._snapshot(), self._table.io, columns=[], where=expr).matching_positions():
-            self._changes.delete_rows(file.path, positions)
-            if file.path not in added:
-                self._changes.read_files.add(file.path)
-            deleted += len(positions)
-        if deleted:
-            self._record("delete")
-        return deleted
+        scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
+        return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
 
     def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
         """Stage replacing every row (or the rows matching ``where``) with ``data``."""
@@ -76,13 +65,13 @@ class Transaction:
         expr = to_expr(where)
         changes = self._changes
         if expr is None:
-            snapshot = self._snapshot()
-            live = snapshot.files
-            removed_rows = sum(f.rows - len(snapshot.deleted(f)) for f in live)
+            live = self._snapshot().files
+            # Staged deletes only ever hold live rows, so no bitmap needs to be read here.
+            removed_rows = sum(f.live_rows - len(changes.deletes.get(f.path, ())) for f in live)
             changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
             base_paths = {f.path for f in self._base.files}
             changes.removed |= {f.path for f in live if f.path in base_paths}
-            self._discard_staged(changes.added)
+            self._table.store.delete_unreferenced(f.path for f in changes.added)
             changes.added, changes.deletes = [], {}
             changes.predicate = None
         else:
@@ -116,16 +105,7 @@ class Transaction:
         unknown = sorted(set(positions) - live)
         if unknown:
             raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
-        added = self._changes.added_paths()
-        count = 0
-        for path, bitmap in positions.items():
-            self._changes.delete_rows(path, bitmap)
-            if path not in added:
-                self._changes.read_files.add(path)
-            count += len(bitmap)
-        if count:
-            self._record("delete")
-        return count
+        return self._stage_deletes(positions.items())
 
     def set_app_transaction(self, app_id: str, batch_id: int) -> None:
         """Mark this commit as batch ``batch_id`` of application ``app_id`` (a streaming query):
@@ -154,7 +134,7 @@ class Transaction:
         """Drop everything staged; nothing was committed."""
         if not self._closed:
             self._closed = True
-            self._discard_staged(self._changes.added)
+            self._table.store.delete_unreferenced(f.path for f in self._changes.added)
 
     def __enter__(self) -> "Transaction":
         return self
@@ -178,6 +158,19 @@ class Transaction:
             return existing | pending if pending else existing
         return Snapshot(self._base.version, self._base.schema, files, deleted)
 
+    def _stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
+        """Record deleted positions per file; the snapshot files they came from were read."""
+        added = self._changes.added_paths()
+        count = 0
+        for path, bitmap in positions:
+            self._changes.delete_rows(path, bitmap)
+            if path not in added:
+                self._changes.read_files.add(path)
+            count += len(bitmap)
+        if count:
+            self._record("delete")
+        return count
+
     def _record(self, kind: str, **metrics: int) -> None:
         self._kinds.append(kind)
         for name, value in metrics.items():
@@ -192,10 +185,3 @@ class Transaction:
     def _check_open(self) -> None:
         if self._closed:
             raise ManifestTableError("this transaction has already been committed or aborted")
-
-    def _discard_staged(self, files: list[DataFile]) -> None:
-        for f in files:
-            try:
-                self._table.store.delete(f.path)
-            except StoreError:
-                pass  # unreferenced: GC removes it after the grace period

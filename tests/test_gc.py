@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from manifest_table import Table, create_table, open_table
-from manifest_table.errors import InvalidArgumentError, VersionExpiredError
+from manifest_table.errors import InvalidArgumentError, TableExistsError, VersionExpiredError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.maintenance import collect_garbage
 from manifest_table.storage import ObjectStore
@@ -308,3 +308,13 @@ def test_a_reader_holding_an_expired_snapshot_gets_version_expired(tmp_path) -> 
     t.gc(retain_versions=1, retain_for=timedelta(0), grace=timedelta(0), force=True)
     with pytest.raises(VersionExpiredError, match="version 1"):
         stale.to_arrow()
+
+
+def test_create_table_refuses_a_table_whose_first_version_was_collected(tmp_path) -> None:
+    t = create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1]}))
+    t.gc(retain_versions=1, retain_for=timedelta(0), grace=timedelta(0), force=True)
+    assert t.store.head(manifest_key(0)) is None
+    with pytest.raises(TableExistsError):
+        create_table(tmp_path / "t", pa.schema([("other", pa.string())]))
+    assert t.store.head(manifest_key(0)) is None and t.scan().count() == 1

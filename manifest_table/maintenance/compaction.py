@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..changes import Changes, Rewrite, RewriteSource
 from ..commit import CommitInfo, commit
-from ..errors import CorruptTableError, InvalidArgumentError, StoreError
+from ..errors import CorruptTableError, InvalidArgumentError
 from ..format.manifest import DataFile, Manifest
 from ..format.pointer import Pointer
 from ..scan import Scan, Snapshot
@@ -98,7 +98,7 @@ def rewrite_group(table: "Table", group: CompactionGroup,
     outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options)
     written = sum(f.rows for f in outputs)
     if len(outputs) > 1 or written != group.live_rows:
-        _remove(table, outputs)
+        table.store.delete_unreferenced(f.path for f in outputs)
         raise CorruptTableError(f"compacting {len(group.files)} files of version {group.version} gave "
                                 f"{written} rows in {len(outputs)} files; their manifest says "
                                 f"{group.live_rows} live rows")
@@ -152,19 +152,10 @@ def compact(table: "Table", target_file_size: int | None = None,
             log.info("%s: rewrote group %d/%d (%d files, %d live rows)", table.uri, i, len(groups),
                      len(group.files), group.live_rows)
     except BaseException:
-        _remove(table, [output for output, _ in results if output is not None])
+        table.store.delete_unreferenced(output.path for output, _ in results if output is not None)
         raise
     info = commit_compaction(table, base, pointer, results, {
         "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)
     if info.committed:
         log.info("%s: compaction committed as version %d: %s", table.uri, info.version, info.metrics)
     return info
-
-
-def _remove(table: "Table", files: Sequence[DataFile]) -> None:
-    """Best-effort removal of outputs that will never be committed."""
-    for f in files:
-        try:
-            table.store.delete(f.path)
-        except StoreError:
-            pass  # unreferenced: GC removes it after the grace period

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..commit import CommitInfo
-from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError, StoreError,
+from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError,
                       TableExistsError, TableNotFoundError)
 from ..format.manifest import DataFile
 from ..ingest import batches_of
@@ -55,7 +55,7 @@ def write_task(location: TableLocation, schema: pa.Schema, options: WriteOptions
     try:
         return WrittenFiles(write_data_files(io, batches_of(stream, schema), schema, options))
     except BaseException:
-        _delete(io.store, io.created)
+        io.store.delete_unreferenced(io.created)
         raise
 
 
@@ -93,7 +93,7 @@ class _TableWrite:
             tx.add_files(files)
             info = tx.commit()
         if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
-            _delete(table.store, [f.path for f in files])
+            table.store.delete_unreferenced(f.path for f in files)
         log.info("%s: %s version %d (%s)", table.uri, "committed" if info.committed else "unchanged at",
                  info.version, info.metrics)
         return info
@@ -104,7 +104,7 @@ class _TableWrite:
         are kept."""
         paths = {f.path for f in _files(messages)}
         if paths and not self._maybe_committed(paths):
-            _delete(self._options.location.store(), sorted(paths))
+            self._options.location.store().delete_unreferenced(sorted(paths))
 
     def _maybe_committed(self, paths: set[str]) -> bool:
         try:
@@ -196,11 +196,3 @@ class _TrackedIO(FileIO):
 
 def _files(messages: Iterable[Optional[WriterCommitMessage]]) -> list[DataFile]:
     return [f for m in messages if isinstance(m, WrittenFiles) for f in m.files]
-
-
-def _delete(store: ObjectStore, keys: Iterable[str]) -> None:
-    for key in keys:
-        try:
-            store.delete(key)
-        except StoreError:
-            pass  # unreferenced either way: GC removes it after the grace period

@@ -10,11 +10,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyarrow.fs as pafs
 
-from ..errors import NotFound
+from ..errors import NotFound, StoreError
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,15 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
+
+    def delete_unreferenced(self, keys: Iterable[str]) -> None:
+        """Best-effort removal of objects no manifest references (staged by a commit that
+        did not land). Whatever fails to go is garbage that GC removes after its grace period."""
+        for key in keys:
+            try:
+                self.delete(key)
+            except StoreError:
+                pass
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """A pyarrow filesystem and the root path inside it, for range reads and streaming
