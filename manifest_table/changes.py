@@ -6,7 +6,8 @@ positions per file) rather than as a finished file list is what makes that possi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyroaring import BitMap
@@ -64,6 +65,14 @@ class Changes:
 
     def added_paths(self) -> set[str]:
         return {f.path for f in self.added}
+
+    def copy(self) -> "Changes":
+        """An independent copy (bitmaps, lists and dicts too): what a transaction restores
+        when an operation fails halfway."""
+        return replace(self, added=list(self.added), removed=set(self.removed),
+                       deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
+                       read_files=set(self.read_files), rewrites=list(self.rewrites),
+                       parameters=copy.deepcopy(self.parameters), metrics=copy.deepcopy(self.metrics))
 
 
 def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:

@@ -4,14 +4,17 @@ visible to the transaction's own scans, and committed once (or not at all)."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from itertools import islice
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
+from .arguments import check_int, check_string
 from .changes import Changes
 from .commit import CommitInfo, commit
-from .errors import InvalidFilterError, ManifestTableError
+from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
 from .format.manifest import DataFile
 from .ingest import batches_of
@@ -25,7 +28,10 @@ if TYPE_CHECKING:
 
 class Transaction:
     """Use as ``with table.transaction() as tx: ...``: commits on a clean exit, and an
-    exception inside the block commits nothing (staged files are removed)."""
+    exception inside the block commits nothing (staged files are removed).
+
+    Each operation is all or nothing: one that raises leaves the staged changes exactly as
+    they were before it and removes the files it wrote (see ``_all_or_nothing``)."""
 
     def __init__(self, table: "Table") -> None:
         self._table = table
@@ -35,6 +41,7 @@ class Transaction:
         self._changes = Changes(operation="")
         self._kinds: list[str] = []
         self._closed = False
+        self._in_operation = False
 
     @property
     def version(self) -> int:
@@ -44,75 +51,78 @@ class Transaction:
     # --- operations ---------------------------------------------------------------------
     def append(self, data: Any) -> int:
         """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
-        self._check_open()
-        files = write_data_files(self._table.io, batches_of(data, self._base.schema),
-                                 self._base.schema, self._table.write_options)
-        self.add_files(files)
-        return sum(f.rows for f in files)
+        with self._all_or_nothing():
+            files = write_data_files(self._table.io, batches_of(data, self._base.schema),
+                                     self._base.schema, self._table.write_options)
+            self._stage_files(files)
+            return sum(f.rows for f in files)
 
     def delete(self, where: str | Expr) -> int:
         """Stage deleting the live rows matching ``where``; returns how many."""
-        self._check_open()
-        expr = to_expr(where)
-        if expr is None:
-            raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
-        scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
-        return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
+        with self._all_or_nothing():
+            expr = to_expr(where)
+            if expr is None:
+                raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
+            scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
+            return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
 
     def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
         """Stage replacing every row (or the rows matching ``where``) with ``data``."""
-        self._check_open()
-        expr = to_expr(where)
-        changes = self._changes
-        if expr is None:
-            live = self._snapshot().files
-            # Staged deletes only ever hold live rows, so no bitmap needs to be read here.
-            removed_rows = sum(f.live_rows - len(changes.deletes.get(f.path, ())) for f in live)
-            changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
-            base_paths = {f.path for f in self._base.files}
-            changes.removed |= {f.path for f in live if f.path in base_paths}
-            self._table.store.delete_unreferenced(f.path for f in changes.added)
-            changes.added, changes.deletes = [], {}
-            changes.predicate = None
-        else:
-            expr.bind(self._base.schema)
-            self.delete(expr)
-            if not (changes.serializable and changes.predicate is None):
-                changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
-        changes.serializable = True
-        changes.parameters.setdefault("predicates", []).append(None if expr is None else str(expr))
-        self._record("overwrite")
-        self.append(data)
+        with self._all_or_nothing():
+            expr = to_expr(where)
+            changes = self._changes
+            if expr is None:
+                snapshot = self._snapshot()
+                removed_rows = sum(snapshot.live_rows(f) for f in snapshot.files)
+                changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
+                base_paths = {f.path for f in self._base.files}
+                changes.removed |= {f.path for f in snapshot.files if f.path in base_paths}
+                changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
+                changes.predicate = None
+            else:
+                # Bound, so that conflict checks compare the literal as the column's type (a
+                # decimal column's 1.10 against Decimal('1.1'), not against the float 1.1).
+                expr = expr.bind(self._base.schema)
+                self.delete(expr)
+                if not (changes.serializable and changes.predicate is None):
+                    changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
+            changes.serializable = True
+            changes.parameters.setdefault("predicates", []).append(None if expr is None else str(expr))
+            self._record("overwrite")
+            self.append(data)
 
     def add_files(self, files: Sequence[DataFile]) -> None:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
-        self._check_open()
-        known = {f.path for f in self._base.files} | self._changes.added_paths()
-        clash = [f.path for f in files if f.path in known]
-        if clash:
-            raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
-        self._changes.added.extend(files)
-        rows = sum(f.rows for f in files)
-        if rows:
-            self._record("append", rows_added=rows, files_added=len(files))
+        with self._all_or_nothing():
+            known = {f.path for f in self._base.files} | self._changes.added_paths()
+            clash = [f.path for f in files if f.path in known]
+            if clash:
+                raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
+            self._stage_files(files)
 
     def delete_positions(self, positions: dict[str, BitMap]) -> int:
         """Stage deleting rows by position, per data file of this transaction's snapshot (the
         positions a distributed delete computed). Returns how many positions were given."""
-        self._check_open()
-        live = {f.path for f in self._snapshot().files}
-        unknown = sorted(set(positions) - live)
-        if unknown:
-            raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
-        return self._stage_deletes(positions.items())
+        with self._all_or_nothing():
+            if not isinstance(positions, Mapping):
+                raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
+                                           f"not {type(positions).__name__}")
+            live = {f.path for f in self._snapshot().files}
+            unknown = sorted(set(positions) - live)
+            if unknown:
+                raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
+            self._check_positions(positions)
+            return self._stage_deletes(positions.items())
 
     def set_app_transaction(self, app_id: str, batch_id: int) -> None:
         """Mark this commit as batch ``batch_id`` of application ``app_id`` (a streaming query):
         if that batch (or a later one) is already committed, committing does nothing."""
         self._check_open()
-        self._changes.app_transaction = (app_id, batch_id)
-        self._changes.parameters["app_transaction"] = {"app_id": app_id, "batch_id": batch_id}
+        check_string("app_id", app_id)
+        check_int("batch_id", batch_id, minimum=0)
+        self._changes.app_transaction = (app_id, int(batch_id))
+        self._changes.parameters["app_transaction"] = {"app_id": app_id, "batch_id": int(batch_id)}
 
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None) -> Scan:
         """A scan of the snapshot with this transaction's own changes applied."""
@@ -147,16 +157,54 @@ class Transaction:
             self.commit()
 
     # --- helpers ------------------------------------------------------------------------
+    @contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """Run one operation all or nothing. If it raises, the staged changes go back to what
+        they were before it and the files it staged are removed; if it succeeds, the staged
+        files it dropped (an overwrite of every row drops earlier appends) are removed.
+        Operations made of others (overwrite: delete, then append) count as one."""
+        self._check_open()
+        if self._in_operation:
+            yield
+            return
+        before, kinds = self._changes.copy(), list(self._kinds)
+        self._in_operation = True
+        try:
+            yield
+        except BaseException:
+            written = self._changes.added_paths() - before.added_paths()
+            self._changes, self._kinds = before, kinds
+            self._table.store.delete_unreferenced(sorted(written))
+            raise
+        finally:
+            self._in_operation = False
+        self._table.store.delete_unreferenced(sorted(before.added_paths() - self._changes.added_paths()))
+
+    def _stage_files(self, files: Sequence[DataFile]) -> None:
+        self._changes.added.extend(files)
+        rows = sum(f.rows for f in files)
+        if rows:
+            self._record("append", rows_added=rows, files_added=len(files))
+
+    def _check_positions(self, positions: Mapping[str, Any]) -> None:
+        """Each value a bitmap of row positions inside its file: a position past the end
+        would make every later scan of the table fail."""
+        rows = {f.path: f.rows for f in self._snapshot().files}
+        for path, bitmap in positions.items():
+            if not isinstance(bitmap, AbstractBitMap):
+                raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, "
+                                           f"not {type(bitmap).__name__}")
+            if bitmap and bitmap.max() >= rows[path]:
+                past = list(islice(bitmap.iter_equal_or_larger(rows[path]), 5))
+                raise InvalidArgumentError(f"positions {past} are past the end of {path}, which has "
+                                           f"{rows[path]} rows (positions 0..{rows[path] - 1})")
+
     def _snapshot(self) -> Snapshot:
         changes = self._changes
         files: list[DataFile] = [f for f in self._base.files if f.path not in changes.removed]
         files.extend(changes.added)
-
-        def deleted(file: DataFile) -> BitMap:
-            pending = changes.deletes.get(file.path)
-            existing = self._dvs.of(file)
-            return existing | pending if pending else existing
-        return Snapshot(self._base.version, self._base.schema, files, deleted)
+        staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
+        return Snapshot(self._base.version, self._base.schema, files, self._dvs.of, staged)
 
     def _stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
         """Record deleted positions per file; the snapshot files they came from were read."""
