@@ -55,22 +55,35 @@ def _from_pandas(frame: Any, schema: pa.Schema) -> pa.Table:
 
 
 def _whole_floats_to_integers(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """pandas holds an integer column with missing values as float64 with NaN (what
-    ``to_pandas()`` returns for one), and ``from_pandas`` has turned the NaN into nulls.
-    Such a column goes back to the table's integer type when every value is whole and in
-    range; a fraction is refused, as for any other input."""
+    """pandas holds integers with missing values as float64 with NaN (what ``to_pandas()``
+    returns for an int column with nulls, or inside a list or struct column), and
+    ``from_pandas`` has turned the NaN into nulls. Such a column goes back to the table's
+    integer type when every value is whole and in range; a fraction is refused, as for any
+    other input."""
     for index, name in enumerate(table.column_names):
         position = schema.get_field_index(name)
         column = table.column(index)
-        if position < 0 or not (pa.types.is_floating(column.type) and pa.types.is_integer(schema.field(position).type)):
+        if position < 0 or not _floats_for_integers(column.type, schema.field(position).type):
             continue
         target = schema.field(position).type
         try:
             table = table.set_column(index, name, column.cast(target, safe=True))
-        except pa.ArrowInvalid as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaMismatchError(f"column {name!r} is {column.type} in the DataFrame and the table wants "
                                       f"{target}: only whole numbers convert ({exc})") from None
     return table
+
+
+def _floats_for_integers(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether ``source`` has floats where ``target`` has integers, at any depth."""
+    t = pa.types
+    if t.is_floating(source) and t.is_integer(target):
+        return True
+    if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
+        return _floats_for_integers(source.value_type, target.value_type)
+    if t.is_struct(source) and t.is_struct(target) and [f.name for f in source] == [f.name for f in target]:
+        return any(_floats_for_integers(a.type, b.type) for a, b in zip(source, target))
+    return False
 
 
 # --- lists of dicts ----------------------------------------------------------------------

@@ -3,11 +3,11 @@ visible to the transaction's own scans, and committed once (or not at all)."""
 
 from __future__ import annotations
 
+import functools
 import time
-from contextlib import contextmanager
 from itertools import islice
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from pyroaring import AbstractBitMap, BitMap
 
@@ -24,6 +24,36 @@ from .write import write_data_files
 
 if TYPE_CHECKING:
     from .table import Table
+
+T = TypeVar("T")
+
+
+def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
+    """Run a transaction operation all or nothing. If it raises, the staged changes go back
+    to what they were before it and the files it staged are removed; if it succeeds, the
+    staged files it dropped (an overwrite of every row drops earlier appends) are removed.
+    One snapshot of the (small) staged state per call, instead of a rule per operation that
+    would have to know what each step staged. Operations made of others (overwrite: delete,
+    then append) count as one."""
+    @functools.wraps(operation)
+    def run(tx: "Transaction", *args: Any, **kwargs: Any) -> T:
+        tx._check_open()
+        if tx._in_operation:
+            return operation(tx, *args, **kwargs)
+        before, kinds = tx._changes.copy(), list(tx._kinds)
+        tx._in_operation = True
+        try:
+            result = operation(tx, *args, **kwargs)
+        except BaseException:
+            written = tx._changes.added_paths() - before.added_paths()
+            tx._changes, tx._kinds = before, kinds
+            tx._table.store.delete_unreferenced(sorted(written))
+            raise
+        finally:
+            tx._in_operation = False
+        tx._table.store.delete_unreferenced(sorted(before.added_paths() - tx._changes.added_paths()))
+        return result
+    return run
 
 
 class Transaction:
@@ -49,71 +79,68 @@ class Transaction:
         return self._base.version
 
     # --- operations ---------------------------------------------------------------------
+    @_all_or_nothing
     def append(self, data: Any) -> int:
         """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
-        with self._all_or_nothing():
-            files = write_data_files(self._table.io, batches_of(data, self._base.schema),
-                                     self._base.schema, self._table.write_options)
-            self._stage_files(files)
-            return sum(f.rows for f in files)
+        files = write_data_files(self._table.io, batches_of(data, self._base.schema),
+                                 self._base.schema, self._table.write_options)
+        self._stage_files(files)
+        return sum(f.rows for f in files)
 
+    @_all_or_nothing
     def delete(self, where: str | Expr) -> int:
         """Stage deleting the live rows matching ``where``; returns how many."""
-        with self._all_or_nothing():
-            expr = to_expr(where)
-            if expr is None:
-                raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
-            scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
-            return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
+        expr = to_expr(where)
+        if expr is None:
+            raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
+        scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
+        return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
 
+    @_all_or_nothing
     def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
         """Stage replacing every row (or the rows matching ``where``) with ``data``."""
-        with self._all_or_nothing():
-            expr = to_expr(where)
-            changes = self._changes
-            if expr is None:
-                snapshot = self._snapshot()
-                removed_rows = sum(snapshot.live_rows(f) for f in snapshot.files)
-                changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
-                base_paths = {f.path for f in self._base.files}
-                changes.removed |= {f.path for f in snapshot.files if f.path in base_paths}
-                changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
-                changes.predicate = None
-            else:
-                # Bound, so that conflict checks compare the literal as the column's type (a
-                # decimal column's 1.10 against Decimal('1.1'), not against the float 1.1).
-                expr = expr.bind(self._base.schema)
-                self.delete(expr)
-                if not (changes.serializable and changes.predicate is None):
-                    changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
-            changes.serializable = True
-            changes.parameters.setdefault("predicates", []).append(None if expr is None else str(expr))
-            self._record("overwrite")
-            self.append(data)
+        expr = to_expr(where)
+        changes = self._changes
+        if expr is None:
+            snapshot = self._snapshot()
+            removed_rows = sum(snapshot.live_rows(f) for f in snapshot.files)
+            changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
+            base_paths = {f.path for f in self._base.files}
+            changes.removed |= {f.path for f in snapshot.files if f.path in base_paths}
+            changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
+            changes.predicate = None
+        else:
+            # Bound, so that conflict checks compare the literal as the column's type (a
+            # decimal column's 1.10 with Decimal('1.1'), not with the binary float 1.1).
+            expr = expr.bind(self._base.schema)
+            self.delete(expr)
+            if not (changes.serializable and changes.predicate is None):
+                changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
+        changes.serializable = True
+        changes.parameters.setdefault("predicates", []).append(None if expr is None else str(expr))
+        self._record("overwrite")
+        self.append(data)
 
+    @_all_or_nothing
     def add_files(self, files: Sequence[DataFile]) -> None:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
-        with self._all_or_nothing():
-            known = {f.path for f in self._base.files} | self._changes.added_paths()
-            clash = [f.path for f in files if f.path in known]
-            if clash:
-                raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
-            self._stage_files(files)
+        known = {f.path for f in self._base.files} | self._changes.added_paths()
+        clash = [f.path for f in files if f.path in known]
+        if clash:
+            raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
+        self._stage_files(files)
 
+    @_all_or_nothing
     def delete_positions(self, positions: dict[str, BitMap]) -> int:
         """Stage deleting rows by position, per data file of this transaction's snapshot (the
         positions a distributed delete computed). Returns how many positions were given."""
-        with self._all_or_nothing():
-            if not isinstance(positions, Mapping):
-                raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
-                                           f"not {type(positions).__name__}")
-            live = {f.path for f in self._snapshot().files}
-            unknown = sorted(set(positions) - live)
-            if unknown:
-                raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
-            self._check_positions(positions)
-            return self._stage_deletes(positions.items())
+        self._check_positions(positions)
+        live = {f.path for f in self._snapshot().files}
+        unknown = sorted(set(positions) - live)
+        if unknown:
+            raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
+        return self._stage_deletes(positions.items())
 
     def set_app_transaction(self, app_id: str, batch_id: int) -> None:
         """Mark this commit as batch ``batch_id`` of application ``app_id`` (a streaming query):
@@ -157,44 +184,24 @@ class Transaction:
             self.commit()
 
     # --- helpers ------------------------------------------------------------------------
-    @contextmanager
-    def _all_or_nothing(self) -> Iterator[None]:
-        """Run one operation all or nothing. If it raises, the staged changes go back to what
-        they were before it and the files it staged are removed; if it succeeds, the staged
-        files it dropped (an overwrite of every row drops earlier appends) are removed.
-        Operations made of others (overwrite: delete, then append) count as one."""
-        self._check_open()
-        if self._in_operation:
-            yield
-            return
-        before, kinds = self._changes.copy(), list(self._kinds)
-        self._in_operation = True
-        try:
-            yield
-        except BaseException:
-            written = self._changes.added_paths() - before.added_paths()
-            self._changes, self._kinds = before, kinds
-            self._table.store.delete_unreferenced(sorted(written))
-            raise
-        finally:
-            self._in_operation = False
-        self._table.store.delete_unreferenced(sorted(before.added_paths() - self._changes.added_paths()))
-
     def _stage_files(self, files: Sequence[DataFile]) -> None:
         self._changes.added.extend(files)
         rows = sum(f.rows for f in files)
         if rows:
             self._record("append", rows_added=rows, files_added=len(files))
 
-    def _check_positions(self, positions: Mapping[str, Any]) -> None:
-        """Each value a bitmap of row positions inside its file: a position past the end
-        would make every later scan of the table fail."""
+    def _check_positions(self, positions: Any) -> None:
+        """A mapping of path -> bitmap of row positions inside that file: a position past the
+        end would make every later scan of the table fail. (Paths are checked by the caller.)"""
+        if not isinstance(positions, Mapping):
+            raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
+                                       f"not {type(positions).__name__}")
         rows = {f.path: f.rows for f in self._snapshot().files}
         for path, bitmap in positions.items():
             if not isinstance(bitmap, AbstractBitMap):
                 raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, "
                                            f"not {type(bitmap).__name__}")
-            if bitmap and bitmap.max() >= rows[path]:
+            if path in rows and bitmap and bitmap.max() >= rows[path]:
                 past = list(islice(bitmap.iter_equal_or_larger(rows[path]), 5))
                 raise InvalidArgumentError(f"positions {past} are past the end of {path}, which has "
                                            f"{rows[path]} rows (positions 0..{rows[path] - 1})")

@@ -56,13 +56,35 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     partial one included, is removed before the error propagates; local I/O errors
     become ``StoreError``."""
     keys: list[str] = []
+    source = _Source(batches)
     try:
-        return list(_write(io, batches, schema, options, keys))
+        return list(_write(io, source, schema, options, keys))
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not source.failed:
             raise StoreError(f"writing data file {keys[-1] if keys else ''} failed: {exc}") from exc
         raise
+
+
+class _Source:
+    """The caller's batches, remembering whether they raised: an ``OSError`` from the
+    caller's stream (a dropped connection) is the caller's, not a failure of our store."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch]) -> None:
+        self._batches = iter(batches)
+        self.failed = False
+
+    def __iter__(self) -> "_Source":
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        try:
+            return next(self._batches)
+        except StopIteration:
+            raise
+        except BaseException:
+            self.failed = True
+            raise
 
 
 def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, options: WriteOptions,
