@@ -4,6 +4,7 @@ or written, never a ``TypeError`` from deep inside (``'<' not supported between 
 
 from __future__ import annotations
 
+import math
 import numbers
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Sequence
@@ -26,8 +27,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
 
 def check_number(name: str, value: Any, minimum: float = 0.0) -> float:
     """A finite real number (not a bool or string) of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value \
-            or value in (float("inf"), float("-inf")):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise InvalidArgumentError(f"{name} must be a finite number, not {_describe(value)}")
     if value < minimum:
         raise InvalidArgumentError(f"{name} must be at least {minimum}, not {value}")

@@ -12,6 +12,7 @@ import numbers
 from decimal import Decimal
 from typing import Any, Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from .errors import SchemaMismatchError
@@ -109,7 +110,7 @@ def _kinds(arrow_type: pa.DataType) -> tuple[type, ...] | None:
     """The Python types whose values convert exactly to ``arrow_type`` (None: any, Arrow checks)."""
     t = pa.types
     if t.is_boolean(arrow_type):
-        return (bool,)
+        return (bool, np.bool_)
     if t.is_integer(arrow_type):
         return (numbers.Integral,)
     if t.is_floating(arrow_type):

@@ -66,10 +66,10 @@ def test_pandas_whole_float_out_of_range_is_refused(table: mt.Table) -> None:
 
 
 def test_dicts_take_exact_conversions(table: mt.Table) -> None:
-    table.append([{"f64": 3, "f32": np.int64(2), "dec": 12, "i64": np.int32(4), "u64": 2**64 - 1,
+    table.append([{"f64": 3, "f32": np.int64(2), "dec": 12, "i64": np.int32(4), "u64": 2**64 - 1, "flag": np.bool_(True),
                    "ts": datetime(2024, 1, 1), "naive": datetime(2024, 1, 1), "tags": (1, 2)}])
     assert table.scan().to_arrow().to_pylist()[-1] == {
-        **{name: None for name in EVERY_TYPE.names}, "f64": 3.0, "f32": 2.0, "dec": Decimal("12.000"), "i64": 4,
+        **{name: None for name in EVERY_TYPE.names}, "f64": 3.0, "f32": 2.0, "dec": Decimal("12.000"), "i64": 4, "flag": True,
         "u64": 2**64 - 1, "ts": datetime(2024, 1, 1, tzinfo=timezone.utc), "naive": datetime(2024, 1, 1),
         "tags": [1, 2]}
 
