@@ -56,6 +56,20 @@ def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
+def _check_new_files(files: Any) -> None:
+    """A list of ``DataFile`` entries as ``write_data_files`` returns them: row counts and
+    sizes that are non-negative integers, and no deletes (a new file has none)."""
+    if isinstance(files, str | bytes) or not isinstance(files, Sequence):
+        raise InvalidArgumentError(f"files must be a list of DataFile, not {type(files).__name__}")
+    for f in files:
+        if not isinstance(f, DataFile):
+            raise InvalidArgumentError(f"files must be a list of DataFile, not of {type(f).__name__}")
+        check_int(f"rows of {f.path}", f.rows, minimum=0)
+        check_int(f"size of {f.path}", f.size, minimum=0)
+        if f.deletes is not None:
+            raise InvalidArgumentError(f"{f.path} is a new file and cannot have deleted rows")
+
+
 class Transaction:
     """Use as ``with table.transaction() as tx: ...``: commits on a clean exit, and an
     exception inside the block commits nothing (staged files are removed).
@@ -125,6 +139,7 @@ class Transaction:
     def add_files(self, files: Sequence[DataFile]) -> None:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
+        _check_new_files(files)
         known = {f.path for f in self._base.files} | self._changes.added_paths()
         clash = [f.path for f in files if f.path in known]
         if clash:

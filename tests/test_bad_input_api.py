@@ -21,6 +21,7 @@ from pyroaring import BitMap
 import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, ManifestTableError,
                                    SchemaMismatchError, StoreError, TableExistsError)
+from manifest_table.format.manifest import DataFile
 from manifest_table.storage import LocalStore, MemoryStore
 from tests.catalog import assert_rejected
 
@@ -157,6 +158,13 @@ CASES: list[Case] = [
      lambda t: _in_tx(t, lambda tx: tx.delete_positions([_first_file(t)])), "positions must be a dict"),
     ("tx-positions-set", InvalidArgumentError,
      lambda t: _in_tx(t, lambda tx: tx.delete_positions({_first_file(t): {1, 2}})), "must be a pyroaring BitMap"),
+    ("tx-add-files-not-a-list", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.add_files(None)), "files must be a list of DataFile"),
+    ("tx-add-files-of-paths", InvalidArgumentError,
+     lambda t: _in_tx(t, lambda tx: tx.add_files([_first_file(t)])), "not of str"),
+    ("tx-add-files-negative-rows", InvalidArgumentError,
+     lambda t: _in_tx(t, lambda tx: tx.add_files([DataFile("data/x.parquet", -900, 10)])), "rows of data/x.parquet must be at least 0"),
+    ("tx-add-files-with-deletes", InvalidArgumentError,
+     lambda t: _in_tx(t, lambda tx: tx.add_files([t.manifest().files[0]])), "cannot have deleted rows"),
     ("tx-overwrite-fails-after-append", SchemaMismatchError,
      lambda t: _in_tx(t, lambda tx: (tx.append(_rows(300, 310)), tx.overwrite([{"id": "x"}], "id < 50"))), "column 'id'"),
     ("tx-app-id-empty", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.set_app_transaction("", 1)), "app_id must be a non-empty string"),
