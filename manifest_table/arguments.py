@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 import numbers
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set as AbstractSet
+from typing import Any
 
 from .errors import InvalidArgumentError
 
@@ -61,11 +62,12 @@ def check_string(name: str, value: Any) -> str:
 
 
 def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
-    """A list of distinct column names of the table (None: all of them). A bare string is
-    refused: iterating it would ask for one column per character."""
+    """A list of distinct column names of the table (None: all of them), or any ordered
+    iterable of them. A bare string is refused (iterating it would ask for one column per
+    character), and so is a set (its order, the order of the result, would be arbitrary)."""
     if value is None:
         return None
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    if isinstance(value, str | bytes | Mapping | AbstractSet) or not isinstance(value, Iterable):
         raise InvalidArgumentError(f"columns must be a list of column names, not {_describe(value)}"
                                    + (f"; for one column pass [{value!r}]" if isinstance(value, str) else ""))
     columns = list(value)

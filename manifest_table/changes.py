@@ -49,7 +49,8 @@ class Changes:
     """True when any change by another commit to what we read must fail us (overwrite)."""
     predicate: Expr | None = None
     """For serializable commits: rows matching it were read; new files that may hold such
-    rows are a conflict. None with serializable=True means every row was read."""
+    rows are a conflict. None with serializable=True means every row was read. Bound to the
+    table schema, so that its literals compare with file stats as the columns' types."""
     rewrites: list[Rewrite] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)

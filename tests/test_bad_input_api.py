@@ -112,6 +112,7 @@ CASES: list[Case] = [
     # --- reads ----------------------------------------------------------------------------
     ("scan-columns-str", InvalidArgumentError, lambda t: t.scan(columns="id"), r"columns must be a list of column names, not 'id'.*\['id'\]"),
     ("scan-columns-repeated", InvalidArgumentError, lambda t: t.scan(columns=["id", "id"]), r"columns are repeated: \['id'\]"),
+    ("scan-columns-set", InvalidArgumentError, lambda t: t.scan(columns={"id", "name"}), "columns must be a list"),
     ("scan-columns-not-names", InvalidArgumentError, lambda t: t.scan(columns=[0]), "column names must be strings"),
     ("scan-columns-unknown", InvalidArgumentError, lambda t: t.scan(columns=["nope"]), r"unknown columns \['nope'\]"),
     ("scan-version-str", InvalidArgumentError, lambda t: t.scan(version="3"), "version must be an integer, not '3'"),
