@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import date, datetime, timedelta, timezone
-from collections.abc import Iterable, Mapping, Sequence, Set as AbstractSet
 from typing import Any
 
 from .errors import InvalidArgumentError

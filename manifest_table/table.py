@@ -15,8 +15,8 @@ from .commit import CommitInfo, CommitOptions
 from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
 from .expressions import Expr, to_expr
 from .format.manifest import Manifest, manifest_key
-from .format.schema import check_schema
 from .format.pointer import POINTER_KEY, encode_pointer
+from .format.schema import check_schema
 from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
