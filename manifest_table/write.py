@@ -14,6 +14,7 @@ from .arguments import check_int
 from .errors import InvalidArgumentError, StoreError
 from .expressions import ColumnStats
 from .format.manifest import DataFile
+from .format.schema import check_schema
 from .format.stats import merge_stats, table_stats
 from .storage import FileIO
 
@@ -54,7 +55,9 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     """Write ``batches`` (already conforming to ``schema``) into new data files. If anything
     fails (a stream that raises midway, a full disk), every file this call wrote, the
     partial one included, is removed before the error propagates; local I/O errors
-    become ``StoreError``."""
+    become ``StoreError``. A schema no file could be written in (a table made by another
+    writer with a float16 column) fails before any file is started."""
+    check_schema(schema)
     keys: list[str] = []
     source = _Source(batches)
     try:

@@ -14,6 +14,8 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import InvalidArgumentError, StoreError
+from manifest_table.format.manifest import Manifest, manifest_key
+from manifest_table.format.pointer import POINTER_KEY, encode_pointer
 from manifest_table.storage import FileIO, LocalStore
 from manifest_table.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
@@ -73,3 +75,17 @@ def test_options_that_could_never_write_fail_before_any_write(tmp_path: Path) ->
     with pytest.raises(InvalidArgumentError, match="compression"):
         WriteOptions(compression="bz2")
     assert WriteOptions(compression="LZ4_RAW").compression == "LZ4_RAW"
+
+
+def test_table_with_an_unwritable_schema_fails_before_writing(tmp_path: Path) -> None:
+    """A table whose version 0 another writer made with a float16 column (create_table
+    refuses that schema): appends fail with a typed error and write nothing."""
+    store = LocalStore(tmp_path / "t")
+    schema = pa.schema([("h", pa.float16())])
+    store.put_if_absent(manifest_key(0), Manifest(0, None, 0, "c0", "create", schema, ()).to_json())
+    store.put_if_absent(POINTER_KEY, encode_pointer(0))
+    t = mt.open_table(str(tmp_path / "t"))
+    before = object_listing(store)
+    with pytest.raises(InvalidArgumentError, match="column 'h' has type halffloat"):
+        t.append(pa.table({"h": pa.array([1.0], pa.float16())}))
+    assert object_listing(store) == before
