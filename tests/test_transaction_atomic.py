@@ -15,7 +15,7 @@ import pytest
 from pyroaring import BitMap
 
 import manifest_table as mt
-from manifest_table.errors import (CommitConflictError, InvalidArgumentError, SchemaMismatchError,
+from manifest_table.errors import (CommitConflictError, InvalidArgumentError, ManifestTableError, SchemaMismatchError,
                                    VersionExpiredError)
 from manifest_table.storage import LocalStore, MemoryStore
 
@@ -138,7 +138,7 @@ def test_delete_failing_midway_stages_nothing(table: mt.Table) -> None:
 def test_failed_add_files_stages_nothing_and_keeps_the_callers_files(table: mt.Table) -> None:
     existing = table.manifest().files[0]
     with table.transaction() as tx:
-        with pytest.raises(mt.errors.ManifestTableError, match="already part of the table"):
+        with pytest.raises(ManifestTableError, match="already part of the table"):
             tx.add_files([existing])
         assert not tx.commit().committed
     assert existing.path in data_keys(table)
