@@ -6,7 +6,8 @@ positions per file) rather than as a finished file list is what makes that possi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyroaring import BitMap
@@ -48,7 +49,8 @@ class Changes:
     """True when any change by another commit to what we read must fail us (overwrite)."""
     predicate: Expr | None = None
     """For serializable commits: rows matching it were read; new files that may hold such
-    rows are a conflict. None with serializable=True means every row was read."""
+    rows are a conflict. None with serializable=True means every row was read. Bound to the
+    table schema, so that its literals compare with file stats as the columns' types."""
     rewrites: list[Rewrite] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -64,6 +66,14 @@ class Changes:
 
     def added_paths(self) -> set[str]:
         return {f.path for f in self.added}
+
+    def copy(self) -> "Changes":
+        """An independent copy (bitmaps, lists and dicts too): what a transaction restores
+        when an operation fails halfway."""
+        return replace(self, added=list(self.added), removed=set(self.removed),
+                       deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
+                       read_files=set(self.read_files), rewrites=list(self.rewrites),
+                       parameters=copy.deepcopy(self.parameters), metrics=copy.deepcopy(self.metrics))
 
 
 def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pyroaring import BitMap, FrozenBitMap
 
+from .arguments import check_int, check_number
 from .changes import Changes, rewrites_to_json
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
 from .errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
@@ -37,6 +38,12 @@ class CommitOptions:
     backoff_cap: float = 0.25
     recheck_after: float = 60.0
     """Seconds after which a commit re-reads the pointer before its create (see commit())."""
+
+    def __post_init__(self) -> None:
+        check_int("max_attempts", self.max_attempts, minimum=1)
+        check_int("free_retries", self.free_retries, minimum=0)
+        for name in ("backoff_base", "backoff_cap", "recheck_after"):
+            check_number(name, getattr(self, name))
 
 
 def _backoff(losses: int, options: CommitOptions) -> float:
@@ -73,12 +80,13 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     Returns once the pointer is at or past the new version. Raises ``CommitConflictError``
     (nothing was committed; staged objects are removed) or ``CommitFailedError``.
     ``dvs``: the caller's tombstone cache (a delete already loaded the bitmaps it unions)."""
-    try:
-        check_app_transaction(changes, base)
-    except AlreadyCommitted as done:
-        return CommitInfo.of(done.manifest, committed=False)
     dvs = dvs if dvs is not None else DeletionVectors(log.store)
     stager = _TombstoneStager(log, dvs)
+    try:
+        check_app_transaction(changes, base)
+    except AlreadyCommitted as done:  # a replayed batch: what it staged will never be committed
+        _discard(log, changes, stager)
+        return CommitInfo.of(done.manifest, committed=False)
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
     try:

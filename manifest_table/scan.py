@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -15,7 +15,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from .errors import InvalidArgumentError, NotFound, VersionExpiredError
+from .arguments import check_columns
+from .errors import NotFound, StoreError, VersionExpiredError
 from .expressions import ColumnStats, Expr
 from .format.manifest import DataFile
 from .storage import FileIO
@@ -28,12 +29,27 @@ _PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragment
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The files of one table state and how to find each file's deleted rows."""
+    """The files of one table state and how to find each file's deleted rows: those its
+    manifest entry references, plus any a transaction has staged but not committed."""
 
     version: int
     schema: pa.Schema
     files: Sequence[DataFile]
-    deleted: Callable[[DataFile], BitMap]
+    load_deletes: Callable[[DataFile], BitMap]
+    """The committed bitmap of a file (what its manifest entry references)."""
+    staged_deletes: Mapping[str, BitMap] = field(default_factory=dict)
+    """Positions deleted by an uncommitted transaction, per file path."""
+
+    def deleted(self, file: DataFile) -> BitMap:
+        staged = self.staged_deletes.get(file.path)
+        committed = self.load_deletes(file)
+        return committed | staged if staged else committed
+
+    def live_rows(self, file: DataFile) -> int:
+        """Without staged deletes the manifest's count suffices: no bitmap is read."""
+        if not self.staged_deletes.get(file.path):
+            return file.live_rows
+        return file.rows - len(self.deleted(file))
 
 
 class Scan:
@@ -42,12 +58,9 @@ class Scan:
     def __init__(self, snapshot: Snapshot, io: FileIO, columns: Sequence[str] | None = None,
                  where: Expr | None = None, max_workers: int | None = None) -> None:
         names = snapshot.schema.names
-        if columns is not None:
-            unknown = [c for c in columns if c not in names]
-            if unknown:
-                raise InvalidArgumentError(f"unknown columns {unknown}; the table has {names}")
+        chosen = check_columns(columns, names)
         self.snapshot = snapshot
-        self.columns = list(names if columns is None else columns)
+        self.columns = list(names) if chosen is None else chosen
         self.where = where.bind(snapshot.schema) if where is not None else None
         self._io = io
         self._workers = max_workers or max(2, os.cpu_count() or 1)
@@ -62,7 +75,7 @@ class Scan:
 
     def plan_files(self) -> list[DataFile]:
         """Files that may hold matching live rows, judged by manifest stats alone."""
-        return [f for f in self.snapshot.files if f.live_rows > 0 and (
+        return [f for f in self.snapshot.files if self.snapshot.live_rows(f) > 0 and (
             self.where is None or self.where.may_match(f.stats.get))]
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
@@ -83,7 +96,7 @@ class Scan:
     def count(self) -> int:
         """Live rows; without a filter this reads no data, only the manifest and bitmaps' sizes."""
         if self.where is None:
-            return sum(f.live_rows for f in self.snapshot.files)
+            return sum(self.snapshot.live_rows(f) for f in self.snapshot.files)
         return sum(t.num_rows for t in self._tables([], with_positions=False))
 
     def matching_positions(self) -> Iterator[tuple[DataFile, BitMap]]:
@@ -125,6 +138,8 @@ class Scan:
             raise VersionExpiredError(
                 f"{exc} of version {self.version} is gone: garbage collection has removed this "
                 "version (or the table is damaged)") from exc
+        except OSError as exc:  # pyarrow's own reads of local files (a permission, a disk error)
+            raise StoreError(f"reading {file.path} failed: {exc}") from exc
 
     def _read_live_rows(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         where = self.where

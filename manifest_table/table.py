@@ -10,11 +10,13 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from .arguments import check_int, check_time, check_version
 from .commit import CommitInfo, CommitOptions
 from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
 from .expressions import Expr, to_expr
 from .format.manifest import Manifest, manifest_key
 from .format.pointer import POINTER_KEY, encode_pointer
+from .format.schema import check_schema
 from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
@@ -52,10 +54,12 @@ class Table:
 
     def manifest(self, version: int | None = None) -> Manifest:
         """The manifest of ``version`` (default: the latest)."""
-        return self._log.latest()[0] if version is None else self._log.manifest(version)
+        return self._log.latest()[0] if version is None else self._log.manifest(check_version(version))
 
     def history(self, limit: int | None = None) -> list[CommitInfo]:
         """Retained versions, newest first."""
+        if limit is not None:
+            check_int("limit", limit, minimum=0)
         return [CommitInfo.of(m) for m in self._log.history(limit)]
 
     # --- reads --------------------------------------------------------------------------
@@ -65,9 +69,9 @@ class Table:
         if version is not None and as_of is not None:
             raise InvalidArgumentError("pass version or as_of, not both")
         if version is not None:
-            manifest = self._log.manifest(version)
+            manifest = self._log.manifest(check_version(version))
         elif as_of is not None:
-            manifest = self._log.as_of(_parse_time(as_of))
+            manifest = self._log.as_of(check_time(as_of))
         else:
             manifest = self._log.latest()[0]
         dvs = DeletionVectors(self.store)
@@ -119,8 +123,7 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
-    if len(set(schema.names)) != len(schema.names) or not all(schema.names):
-        raise InvalidArgumentError(f"column names must be unique and non-empty: {schema.names}")
+    check_schema(schema)
     table = _table(uri, store, storage_options, options)
     empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
                      commit_id=uuid.uuid4().hex, operation="create", schema=schema, files=())
@@ -156,17 +159,14 @@ def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_optio
         raise InvalidArgumentError(f"unknown table options {sorted(unknown)}; known: "
                                    f"{sorted(write_keys | commit_keys)}")
     write = WriteOptions(**{k: v for k, v in options.items() if k in write_keys})
-    if write.target_file_size <= 0 or write.row_group_size <= 0:
-        raise InvalidArgumentError("target_file_size and row_group_size must be positive")
     commit = CommitOptions(**{k: v for k, v in options.items() if k in commit_keys})
+    if not isinstance(uri, str | os.PathLike):
+        raise InvalidArgumentError(f"uri must be a string or a path, not {type(uri).__name__}")
+    if store is not None and not isinstance(store, ObjectStore):
+        raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
+    if storage_options is not None and not (isinstance(storage_options, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
+        raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
     text = os.fspath(uri)
     return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
 
-
-def _parse_time(value: datetime | str) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (AttributeError, ValueError):
-        raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {value!r}") from None

@@ -3,15 +3,18 @@ visible to the transaction's own scans, and committed once (or not at all)."""
 
 from __future__ import annotations
 
+import functools
 import time
+from itertools import islice
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
+from .arguments import check_int, check_string
 from .changes import Changes
 from .commit import CommitInfo, commit
-from .errors import InvalidFilterError, ManifestTableError
+from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
 from .format.manifest import DataFile
 from .ingest import batches_of
@@ -22,10 +25,57 @@ from .write import write_data_files
 if TYPE_CHECKING:
     from .table import Table
 
+T = TypeVar("T")
+
+
+def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
+    """Run a transaction operation all or nothing. If it raises, the staged changes go back
+    to what they were before it and the files it staged are removed; if it succeeds, the
+    staged files it dropped (an overwrite of every row drops earlier appends) are removed.
+    One snapshot of the (small) staged state per call, instead of a rule per operation that
+    would have to know what each step staged. Operations made of others (overwrite: delete,
+    then append) count as one."""
+    @functools.wraps(operation)
+    def run(tx: "Transaction", *args: Any, **kwargs: Any) -> T:
+        tx._check_open()
+        if tx._in_operation:
+            return operation(tx, *args, **kwargs)
+        before, kinds = tx._changes.copy(), list(tx._kinds)
+        tx._in_operation = True
+        try:
+            result = operation(tx, *args, **kwargs)
+        except BaseException:
+            written = tx._changes.added_paths() - before.added_paths()
+            tx._changes, tx._kinds = before, kinds
+            tx._table.store.delete_unreferenced(sorted(written))
+            raise
+        finally:
+            tx._in_operation = False
+        tx._table.store.delete_unreferenced(sorted(before.added_paths() - tx._changes.added_paths()))
+        return result
+    return run
+
+
+def _check_new_files(files: Any) -> None:
+    """A list of ``DataFile`` entries as ``write_data_files`` returns them: row counts and
+    sizes that are non-negative integers, and no deletes (a new file has none)."""
+    if isinstance(files, str | bytes) or not isinstance(files, Sequence):
+        raise InvalidArgumentError(f"files must be a list of DataFile, not {type(files).__name__}")
+    for f in files:
+        if not isinstance(f, DataFile):
+            raise InvalidArgumentError(f"files must be a list of DataFile, not of {type(f).__name__}")
+        check_int(f"rows of {f.path}", f.rows, minimum=0)
+        check_int(f"size of {f.path}", f.size, minimum=0)
+        if f.deletes is not None:
+            raise InvalidArgumentError(f"{f.path} is a new file and cannot have deleted rows")
+
 
 class Transaction:
     """Use as ``with table.transaction() as tx: ...``: commits on a clean exit, and an
-    exception inside the block commits nothing (staged files are removed)."""
+    exception inside the block commits nothing (staged files are removed).
+
+    Each operation is all or nothing: one that raises leaves the staged changes exactly as
+    they were before it and removes the files it wrote (see ``_all_or_nothing``)."""
 
     def __init__(self, table: "Table") -> None:
         self._table = table
@@ -35,6 +85,7 @@ class Transaction:
         self._changes = Changes(operation="")
         self._kinds: list[str] = []
         self._closed = False
+        self._in_operation = False
 
     @property
     def version(self) -> int:
@@ -42,40 +93,40 @@ class Transaction:
         return self._base.version
 
     # --- operations ---------------------------------------------------------------------
+    @_all_or_nothing
     def append(self, data: Any) -> int:
         """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
-        self._check_open()
         files = write_data_files(self._table.io, batches_of(data, self._base.schema),
                                  self._base.schema, self._table.write_options)
-        self.add_files(files)
+        self._stage_files(files)
         return sum(f.rows for f in files)
 
+    @_all_or_nothing
     def delete(self, where: str | Expr) -> int:
         """Stage deleting the live rows matching ``where``; returns how many."""
-        self._check_open()
         expr = to_expr(where)
         if expr is None:
             raise InvalidFilterError("delete needs a condition; use overwrite() to replace every row")
         scan = Scan(self._snapshot(), self._table.io, columns=[], where=expr)
         return self._stage_deletes((file.path, positions) for file, positions in scan.matching_positions())
 
+    @_all_or_nothing
     def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
         """Stage replacing every row (or the rows matching ``where``) with ``data``."""
-        self._check_open()
         expr = to_expr(where)
         changes = self._changes
         if expr is None:
-            live = self._snapshot().files
-            # Staged deletes only ever hold live rows, so no bitmap needs to be read here.
-            removed_rows = sum(f.live_rows - len(changes.deletes.get(f.path, ())) for f in live)
+            snapshot = self._snapshot()
+            removed_rows = sum(snapshot.live_rows(f) for f in snapshot.files)
             changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
             base_paths = {f.path for f in self._base.files}
-            changes.removed |= {f.path for f in live if f.path in base_paths}
-            self._table.store.delete_unreferenced(f.path for f in changes.added)
-            changes.added, changes.deletes = [], {}
+            changes.removed |= {f.path for f in snapshot.files if f.path in base_paths}
+            changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
             changes.predicate = None
         else:
-            expr.bind(self._base.schema)
+            # Bound, so that conflict checks compare the literal as the column's type (a
+            # decimal column's 1.10 with Decimal('1.1'), not with the binary float 1.1).
+            expr = expr.bind(self._base.schema)
             self.delete(expr)
             if not (changes.serializable and changes.predicate is None):
                 changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
@@ -84,23 +135,22 @@ class Transaction:
         self._record("overwrite")
         self.append(data)
 
+    @_all_or_nothing
     def add_files(self, files: Sequence[DataFile]) -> None:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
-        self._check_open()
+        _check_new_files(files)
         known = {f.path for f in self._base.files} | self._changes.added_paths()
         clash = [f.path for f in files if f.path in known]
         if clash:
             raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
-        self._changes.added.extend(files)
-        rows = sum(f.rows for f in files)
-        if rows:
-            self._record("append", rows_added=rows, files_added=len(files))
+        self._stage_files(files)
 
+    @_all_or_nothing
     def delete_positions(self, positions: dict[str, BitMap]) -> int:
         """Stage deleting rows by position, per data file of this transaction's snapshot (the
         positions a distributed delete computed). Returns how many positions were given."""
-        self._check_open()
+        self._check_positions(positions)
         live = {f.path for f in self._snapshot().files}
         unknown = sorted(set(positions) - live)
         if unknown:
@@ -111,8 +161,10 @@ class Transaction:
         """Mark this commit as batch ``batch_id`` of application ``app_id`` (a streaming query):
         if that batch (or a later one) is already committed, committing does nothing."""
         self._check_open()
-        self._changes.app_transaction = (app_id, batch_id)
-        self._changes.parameters["app_transaction"] = {"app_id": app_id, "batch_id": batch_id}
+        check_string("app_id", app_id)
+        check_int("batch_id", batch_id, minimum=0)
+        self._changes.app_transaction = (app_id, int(batch_id))
+        self._changes.parameters["app_transaction"] = {"app_id": app_id, "batch_id": int(batch_id)}
 
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None) -> Scan:
         """A scan of the snapshot with this transaction's own changes applied."""
@@ -147,16 +199,34 @@ class Transaction:
             self.commit()
 
     # --- helpers ------------------------------------------------------------------------
+    def _stage_files(self, files: Sequence[DataFile]) -> None:
+        self._changes.added.extend(files)
+        rows = sum(f.rows for f in files)
+        if rows:
+            self._record("append", rows_added=rows, files_added=len(files))
+
+    def _check_positions(self, positions: Any) -> None:
+        """A mapping of path -> bitmap of row positions inside that file: a position past the
+        end would make every later scan of the table fail. (Paths are checked by the caller.)"""
+        if not isinstance(positions, Mapping):
+            raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
+                                       f"not {type(positions).__name__}")
+        rows = {f.path: f.rows for f in self._snapshot().files}
+        for path, bitmap in positions.items():
+            if not isinstance(bitmap, AbstractBitMap):
+                raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, "
+                                           f"not {type(bitmap).__name__}")
+            if path in rows and bitmap and bitmap.max() >= rows[path]:
+                past = list(islice(bitmap.iter_equal_or_larger(rows[path]), 5))
+                raise InvalidArgumentError(f"positions {past} are past the end of {path}, which has "
+                                           f"{rows[path]} rows (positions 0..{rows[path] - 1})")
+
     def _snapshot(self) -> Snapshot:
         changes = self._changes
         files: list[DataFile] = [f for f in self._base.files if f.path not in changes.removed]
         files.extend(changes.added)
-
-        def deleted(file: DataFile) -> BitMap:
-            pending = changes.deletes.get(file.path)
-            existing = self._dvs.of(file)
-            return existing | pending if pending else existing
-        return Snapshot(self._base.version, self._base.schema, files, deleted)
+        staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
+        return Snapshot(self._base.version, self._base.schema, files, self._dvs.of, staged)
 
     def _stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
         """Record deleted positions per file; the snapshot files they came from were read."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from ..errors import CorruptTableError, SchemaMismatchError
+from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
+from .stats import has_stats
 
 
 def encode_schema(schema: pa.Schema) -> str:
@@ -19,6 +22,25 @@ def decode_schema(text: str) -> pa.Schema:
         return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
     except (ValueError, pa.ArrowException) as exc:
         raise CorruptTableError(f"manifest schema does not decode: {exc}") from exc
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Raise ``InvalidArgumentError`` for a schema the table could not store, before anything
+    is created: column names unique and non-empty, every type writable to Parquet, and every
+    type the manifest keeps statistics for computable (Arrow has no min/max for float16)."""
+    if len(set(schema.names)) != len(schema.names) or not all(schema.names):
+        raise InvalidArgumentError(f"column names must be unique and non-empty: {schema.names}")
+    try:
+        pq.ParquetWriter(pa.BufferOutputStream(), schema).close()
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {exc}") from None
+    for field in schema:
+        if has_stats(field.type):
+            try:
+                pc.min_max(pa.array([], field.type))
+            except pa.ArrowNotImplementedError:
+                raise InvalidArgumentError(f"column {field.name!r} has type {field.type}, which this library "
+                                          "cannot store (no statistics for it)") from None
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -60,6 +82,13 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
     """Casts that keep the meaning of every value (range is checked by the safe cast)."""
     t = pa.types
+    if source == target:
+        return True
+    if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
+        return _compatible(source.value_type, target.value_type)
+    if t.is_struct(source) and t.is_struct(target):
+        return [f.name for f in source] == [f.name for f in target] and all(
+            _compatible(a.type, b.type) for a, b in zip(source, target))
     families = [
         lambda x: t.is_integer(x),
         lambda x: t.is_floating(x),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import pyarrow as pa
 
+from ..arguments import check_int, check_number
 from ..changes import Changes, Rewrite, RewriteSource
 from ..commit import CommitInfo, commit
 from ..errors import CorruptTableError, InvalidArgumentError
@@ -60,9 +61,8 @@ def plan_compaction(manifest: Manifest, target_file_size: int,
     whose estimated live bytes fit the target and whose rows fit the 32-bit row positions.
     A lone file is rewritten only when its deletes justify it: rewriting one small clean
     file would change nothing."""
-    if target_file_size <= 0:
-        raise InvalidArgumentError(f"target_file_size must be positive, not {target_file_size}")
-    if not 0 < min_deleted_fraction <= 1:
+    check_int("target_file_size", target_file_size, minimum=1)
+    if not 0 < check_number("min_deleted_fraction", min_deleted_fraction) <= 1:
         raise InvalidArgumentError(f"min_deleted_fraction must be in (0, 1], not {min_deleted_fraction}")
 
     def heavy(f: DataFile) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Iterable
 
+from ..arguments import check_bool, check_duration, check_int
 from ..changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.manifest import MANIFEST_PREFIX, Manifest, version_of_key
@@ -91,11 +92,11 @@ def check_retention(retain_versions: int | None, retain_for: timedelta | None, g
     what a running writer or reader still needs (retention shorter than grace) without
     ``force``. ``retain_for=None`` counts as zero here: count-based retention alone gives no
     time guarantee to a writer that is slow to commit."""
-    if retain_versions is not None and retain_versions < 1:
-        raise InvalidArgumentError(f"retain_versions must be at least 1 (the latest version is "
-                                   f"always retained), not {retain_versions}")
-    if grace < timedelta(0) or (retain_for is not None and retain_for < timedelta(0)):
-        raise InvalidArgumentError("retain_for and grace cannot be negative")
+    if retain_versions is not None:
+        check_int("retain_versions", retain_versions, minimum=1)  # the latest is always retained
+    retain_for = check_duration("retain_for", retain_for, optional=True)
+    grace = check_duration("grace", grace)
+    check_bool("force", force)
     if (retain_for or timedelta(0)) < grace and not force:
         raise InvalidArgumentError(
             f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
@@ -110,6 +111,7 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
     ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
     suffices. ``now`` is the clock all ages are measured against."""
     check_retention(retain_versions, retain_for, grace, force)
+    check_bool("dry_run", dry_run)
     # Read the clock before the pointer: an object staged by a commit that lands after we read
     # the pointer is then younger than ``now - grace`` however long this run takes.
     now = now or datetime.now(timezone.utc)

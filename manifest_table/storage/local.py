@@ -4,6 +4,8 @@ Create-only: write a temp file, fsync it, ``link(2)`` it to the final name (whic
 the name exists), fsync the directory. A crash can leave a temp file but never a partial
 object under a final name. Compare-and-swap: an exclusive ``flock`` held only across
 read-compare-rename; the new bytes are written and synced before the lock is taken.
+Any other ``OSError`` (a full disk, a permission, a file where a directory should be)
+becomes a ``StoreError`` naming the path, like a failed request on any other store.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Iterator
 
 import pyarrow.fs as pafs
 
-from ..errors import NotFound, PreconditionFailed
+from ..errors import NotFound, PreconditionFailed, StoreError
 from .base import ObjectInfo, ObjectStore
 
 _HIDDEN = "."  # temp files and the lock file start with this; list() skips them
@@ -35,51 +37,55 @@ class LocalStore(ObjectStore):
 
     def get_with_etag(self, key: str) -> tuple[bytes, str]:
         # fstat of the open file names the inode actually read, even if a rename races us.
-        try:
-            with open(self._path(key), "rb") as f:
-                return f.read(), _info(key, os.fstat(f.fileno())).etag
-        except (FileNotFoundError, NotADirectoryError):
-            raise NotFound(key) from None
+        with _os_errors("reading", self._path(key)):
+            try:
+                with open(self._path(key), "rb") as f:
+                    return f.read(), _info(key, os.fstat(f.fileno())).etag
+            except (FileNotFoundError, NotADirectoryError):
+                raise NotFound(key) from None
 
     def head(self, key: str) -> ObjectInfo | None:
-        try:
-            return _info(key, os.stat(self._path(key)))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+        with _os_errors("reading", self._path(key)):
+            try:
+                return _info(key, os.stat(self._path(key)))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
 
     def put_if_absent(self, key: str, data: bytes) -> str:
         path = self._path(key)
-        tmp = self._write_temp(path, data)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise PreconditionFailed(key) from None
-        finally:
-            os.unlink(tmp)
-        _fsync_dir(os.path.dirname(path))
-        return _info(key, os.stat(path)).etag
+        with _os_errors("writing", path):
+            tmp = self._write_temp(path, data)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise PreconditionFailed(key) from None
+            finally:
+                os.unlink(tmp)
+            _fsync_dir(os.path.dirname(path))
+            return _info(key, os.stat(path)).etag
 
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         path = self._path(key)
-        tmp = self._write_temp(path, data)
-        try:
-            with self._exclusive_lock():
-                current = self.head(key)
-                if current is None:
-                    raise NotFound(key)
-                if current.etag != etag:
-                    raise PreconditionFailed(key)
-                os.replace(tmp, path)
-                new_etag = _info(key, os.stat(path)).etag
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        _fsync_dir(os.path.dirname(path))
-        return new_etag
+        with _os_errors("writing", path):
+            tmp = self._write_temp(path, data)
+            try:
+                with self._exclusive_lock():
+                    current = self.head(key)
+                    if current is None:
+                        raise NotFound(key)
+                    if current.etag != etag:
+                        raise PreconditionFailed(key)
+                    os.replace(tmp, path)
+                    new_etag = _info(key, os.stat(path)).etag
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            _fsync_dir(os.path.dirname(path))
+            return new_etag
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         keys = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, dirnames, filenames in os.walk(self.root, onerror=_raise_unless_missing):
             dirnames[:] = [d for d in dirnames if not d.startswith(_HIDDEN)]
             rel = os.path.relpath(dirpath, self.root)
             base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
@@ -93,10 +99,11 @@ class LocalStore(ObjectStore):
                 yield info
 
     def delete(self, key: str) -> None:
-        try:
-            os.unlink(self._path(key))
-        except FileNotFoundError:
-            pass
+        with _os_errors("deleting", self._path(key)):
+            try:
+                os.unlink(self._path(key))
+            except FileNotFoundError:
+                pass
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), self.root
@@ -105,10 +112,15 @@ class LocalStore(ObjectStore):
         directory = os.path.dirname(path)
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f"{_HIDDEN}tmp-{uuid.uuid4().hex}")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:  # a full disk must not leave a partial temp file behind
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
         return tmp
 
     @contextmanager
@@ -120,6 +132,20 @@ class LocalStore(ObjectStore):
             yield
         finally:
             os.close(fd)  # closing releases the lock
+
+
+@contextmanager
+def _os_errors(action: str, path: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise StoreError(f"{action} {path} failed: {exc.strerror or exc}") from exc
+
+
+def _raise_unless_missing(exc: OSError) -> None:
+    """A listing that silently skipped an unreadable directory would look like missing objects."""
+    if not isinstance(exc, FileNotFoundError):
+        raise StoreError(f"listing {exc.filename} failed: {exc.strerror or exc}") from exc
 
 
 def _info(key: str, st: os.stat_result) -> ObjectInfo:

@@ -1,0 +1,107 @@
+"""Checking the arguments of public calls, in one place, so that a caller's mistake is an
+``InvalidArgumentError`` naming the argument and the value, raised before anything is read
+or written, never a ``TypeError`` from deep inside (``'<' not supported between ...``)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+from .errors import InvalidArgumentError
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """An integer (numpy integers too; not a bool, float or string) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(f"{name} must be an integer, not {_describe(value)}")
+    if minimum is not None and value < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, not {value}")
+    return int(value)
+
+
+def check_number(name: str, value: Any, minimum: float = 0.0) -> float:
+    """A finite real number (not a bool or string) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise InvalidArgumentError(f"{name} must be a finite number, not {_describe(value)}")
+    if value < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, not {value}")
+    return float(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``True`` or ``False``: a string such as ``"no"`` would otherwise count as true."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be True or False, not {_describe(value)}")
+    return value
+
+
+def check_duration(name: str, value: Any, optional: bool = False) -> timedelta | None:
+    """A non-negative ``datetime.timedelta`` (or None when ``optional``). Plain numbers are
+    refused rather than guessed to be seconds, hours or days."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, timedelta):
+        raise InvalidArgumentError(f"{name} must be a datetime.timedelta (e.g. timedelta(days=7))"
+                                   f"{' or None' if optional else ''}, not {_describe(value)}")
+    if value < timedelta(0):
+        raise InvalidArgumentError(f"{name} cannot be negative, not {value}")
+    return value
+
+
+def check_string(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{name} must be a non-empty string, not {_describe(value)}")
+    return value
+
+
+def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
+    """A list of distinct column names of the table (None: all of them), or any ordered
+    iterable of them. A bare string is refused (iterating it would ask for one column per
+    character), and so is a set (its order, the order of the result, would be arbitrary)."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes | Mapping | AbstractSet) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(f"columns must be a list of column names, not {_describe(value)}"
+                                   + (f"; for one column pass [{value!r}]" if isinstance(value, str) else ""))
+    columns = list(value)
+    wrong = [c for c in columns if not isinstance(c, str)]
+    if wrong:
+        raise InvalidArgumentError(f"column names must be strings, not {wrong[:5]}")
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise InvalidArgumentError(f"unknown columns {unknown}; the table has {list(names)}")
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise InvalidArgumentError(f"columns are repeated: {repeated}")
+    return columns
+
+
+def check_version(value: Any) -> int:
+    """A version number: an integer, at least 0."""
+    return check_int("version", value, minimum=0)
+
+
+def check_time(value: Any) -> datetime:
+    """An instant: an aware ``datetime``, a naive one (UTC), or an ISO 8601 string. A bare
+    ``date`` is refused: midnight in which zone would be a guess."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgumentError(f"as_of is not an ISO 8601 time: {value!r}") from None
+    elif isinstance(value, date):
+        raise InvalidArgumentError(f"as_of must be a datetime, not a date ({value}): pass e.g. "
+                                   f"datetime({value.year}, {value.month}, {value.day}, tzinfo=timezone.utc)")
+    else:
+        raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {_describe(value)}")
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
