@@ -20,7 +20,7 @@ from pyroaring import BitMap, FrozenBitMap
 
 from .changes import Changes, rewrites_to_json
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
-from .errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
+from .errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
 from .format.manifest import DataFile, DeletionVector, Manifest
 from .format.pointer import Pointer
 from .log import VersionLog
@@ -91,23 +91,42 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
             manifest = _build(prev, changes, commit_id, stager)
             stored = _create(log, manifest)
             if stored is not None and stored.commit_id == commit_id:
-                # The pointer can only have moved forward since we read it, so a CAS on
-                # its old etag can never move it backwards.
-                log.advance_pointer(manifest.version, pointer.etag)
-                return CommitInfo.of(stored)
+                break
             if stored is not None:
                 changes, prev = _catch_up(log, changes, prev, stored, dvs)
             losses += 1
             time.sleep(_backoff(losses, options))
+        else:
+            _discard(log, changes, stager)
+            raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
+                                    f"{log.location}; the table is unchanged by this commit ({commit_id})")
     except AlreadyCommitted as done:
         _discard(log, changes, stager)
         log.advance_pointer(done.manifest.version)
         return CommitInfo.of(done.manifest, committed=False)
-    except CommitConflictError:
+    except CommitFailedError:
+        raise  # the outcome is unknown or the staged objects are already gone: keep them
+    except ManifestTableError:
+        # A conflict, or a store or corruption error before our create landed (every earlier
+        # attempt was resolved: nothing was committed). The staged objects are garbage.
         _discard(log, changes, stager)
         raise
-    raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
-                            f"{log.location}; the table is unchanged by this commit ({commit_id})")
+    _acknowledge(log, stored, pointer)
+    return CommitInfo.of(stored)
+
+
+def _acknowledge(log: VersionLog, manifest: Manifest, pointer: Pointer) -> None:
+    """Advance the pointer past our committed version. After the commit point a failure must
+    never read as "nothing committed": a retrying caller would commit the change twice."""
+    try:
+        # The pointer can only have moved forward since we read it, so a CAS on its old etag
+        # can never move it backwards.
+        log.advance_pointer(manifest.version, pointer.etag)
+    except StoreError as exc:
+        raise CommitFailedError(
+            f"commit {manifest.commit_id} landed as version {manifest.version} of {log.location} and is "
+            f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
+            "once the next writer or gc rolls the pointer forward") from exc
 
 
 def _catch_up(log: VersionLog, changes: Changes, prev: Manifest, winner: Manifest,
