@@ -37,6 +37,10 @@ class CommitOptions:
     backoff_cap: float = 0.25
     recheck_after: float = 60.0
     """Seconds after which a commit re-reads the pointer before its create (see commit())."""
+    deadline: float | None = None
+    """Seconds after its snapshot past which a commit gives up (nothing committed) instead of
+    creating its manifest. GC deletes unreferenced objects older than its grace period, so a
+    deadline below the grace makes "grace >= the longest commit" hold by construction."""
 
 
 def _backoff(losses: int, options: CommitOptions) -> float:
@@ -81,8 +85,14 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     stager = _TombstoneStager(log, dvs)
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
+    began = started or time.monotonic()
     try:
         for _ in range(options.max_attempts):
+            if options.deadline is not None and time.monotonic() - began > options.deadline:
+                _discard(log, changes, stager)
+                raise CommitFailedError(
+                    f"commit {commit_id} to {log.location} gave up: more than its deadline of "
+                    f"{options.deadline} s passed since its snapshot; the table is unchanged by this commit")
             if time.monotonic() - started > options.recheck_after:
                 # Garbage collection may have removed versions after a snapshot this old; a
                 # create-only write of a removed version would succeed and then be lost.
