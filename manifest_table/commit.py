@@ -132,7 +132,7 @@ def _acknowledge(log: VersionLog, manifest: Manifest, pointer: Pointer) -> None:
         # The pointer can only have moved forward since we read it, so a CAS on its old etag
         # can never move it backwards.
         log.advance_pointer(manifest.version, pointer.etag)
-    except StoreError as exc:
+    except ManifestTableError as exc:  # a failing store, or a pointer that no longer decodes
         raise CommitFailedError(
             f"commit {manifest.commit_id} landed as version {manifest.version} of {log.location} and is "
             f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "

@@ -77,15 +77,18 @@ class Call:
 class FaultPlan:
     """Which call fails and how; shared by a ``FaultyStore`` and its filesystem so that ``at``
     counts calls of both in the order they happen. ``at`` is 1-based and counts only calls
-    whose kind is in ``kinds`` (all kinds when None); ``at=None`` only records."""
+    whose kind is in ``kinds`` (all kinds when None) and whose key satisfies ``keys`` (all
+    keys when None); ``at=None`` only records."""
 
-    def __init__(self, at: int | None = None, fault: str = TRANSIENT, kinds: Iterable[str] | None = None) -> None:
+    def __init__(self, at: int | None = None, fault: str = TRANSIENT, kinds: Iterable[str] | None = None,
+                 keys: Callable[[str], bool] | None = None) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
         if at is not None and at < 1:
             raise ValueError(f"at counts calls from 1, not {at}")
         self.at, self.fault = at, fault
         self.kinds = None if kinds is None else frozenset(kinds)
+        self.keys = keys
         unknown = set(self.kinds or ()) - set(STORE_CALLS) - set(FS_CALLS)
         if unknown:
             raise ValueError(f"unknown call kinds {sorted(unknown)}")
@@ -113,7 +116,7 @@ class FaultPlan:
                 raise WriterCrashed(f"the writer has crashed: {kind} {key} refused")
             call = Call(kind, key)
             self.calls.append(call)
-            if self.kinds is not None and kind not in self.kinds:
+            if (self.kinds is not None and kind not in self.kinds) or (self.keys is not None and not self.keys(key)):
                 return None
             self._seen += 1
             if self._seen != self.at:
