@@ -224,3 +224,16 @@ def test_transient_failures_of_repeatable_calls_are_retried_and_others_are_not()
         RetryingStore(FaultyStore(inner, plan), ("data/",)).put_if_absent(manifest_key(5), b"{}")
     assert len(plan.calls) == 1
     assert table.scan().count() == 0
+
+
+def test_a_commit_past_its_deadline_gives_up_and_leaves_nothing_behind():
+    """GC deletes unreferenced objects older than its grace; a deadline below the grace keeps a
+    slow commit from referencing an object GC already collected."""
+    table = mt.create_table("mem://t", SCHEMA, store=MemoryStore(), deadline=5.0)
+    tx = table.transaction()
+    tx.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    tx._started -= 10  # the transaction has been open for 10 s
+    with pytest.raises(CommitFailedError, match="deadline of 5.0 s .* unchanged"):
+        tx.commit()
+    assert [info.key for info in table.store.list()] == ["_latest_manifest", manifest_key(0)]
+    assert table.append(pa.table({"writer": [2], "seq": [1]}, schema=SCHEMA)).version == 1  # a fresh one commits
