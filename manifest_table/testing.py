@@ -101,7 +101,7 @@ class FaultPlan:
 
     def run(self, kind: str, key: str, apply: Callable[[], T]) -> T:
         """Record the call, and apply it (or not) as the plan says."""
-        fault = self._enter(kind, key)
+        fault = self.enter(kind, key)
         if fault == TRANSIENT:
             raise InjectedStoreError(f"injected transient error: {kind} {key} (not applied)")
         if fault == CRASH_BEFORE:
@@ -110,7 +110,9 @@ class FaultPlan:
         self.after(fault, kind, key)
         return result
 
-    def _enter(self, kind: str, key: str) -> str | None:
+    def enter(self, kind: str, key: str) -> str | None:
+        """The first half of a call: record it, refuse it after a crash, and return the fault
+        to inject into it (None for most calls)."""
         with self._lock:
             if self.crashed:
                 raise WriterCrashed(f"the writer has crashed: {kind} {key} refused")
@@ -242,7 +244,7 @@ class FaultyFileSystemHandler(pafs.FileSystemHandler):
 
     def _open_output(self, path: str, open_: Callable[[], pa.NativeFile]) -> pa.NativeFile:
         key = self._key(path)
-        fault = self.plan._enter("fs_open_output", key)
+        fault = self.plan.enter("fs_open_output", key)
         if fault == TRANSIENT:
             raise InjectedStoreError(f"injected transient error: fs_open_output {key} (not applied)")
         if fault == CRASH_BEFORE:
