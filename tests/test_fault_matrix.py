@@ -236,3 +236,18 @@ def test_a_crash_refuses_every_later_call() -> None:
         store.put_if_absent("data/x", b"1")
     assert store.inner.get("data/x") == b"1"
     assert [c.kind for c in store.plan.calls] == ["put_if_absent"]
+
+
+@pytest.mark.parametrize("fault, whole_file", [(TRANSIENT, False), (CRASH_BEFORE, False),
+                                               (TIMEOUT, True), (CRASH_AFTER, True)])
+def test_a_failing_data_file_write_fails_at_open_or_after_the_whole_file(tmp_path: Path, fault: str,
+                                                                          whole_file: bool) -> None:
+    """A data-file stream fails before anything is written, or once it is complete."""
+    inner = LocalStore(tmp_path / "t")
+    fs, root = FaultyStore(inner, FaultPlan(at=1, fault=fault, kinds=["fs_open_output"])).arrow_filesystem()
+    (tmp_path / "t" / "data").mkdir(parents=True)
+    with pytest.raises((StoreError, WriterCrashed)):
+        with fs.open_output_stream(f"{root}/data/x.parquet") as sink:
+            sink.write(b"0123456789")
+    written = tmp_path / "t" / "data" / "x.parquet"
+    assert (written.read_bytes() == b"0123456789") if whole_file else not written.exists()
