@@ -41,15 +41,12 @@ class FileIO:
         fs, root = self._fs
         path = f"{root}/{key}"
         try:
-            try:
-                stream = fs.open_output_stream(path)
-            except FileNotFoundError:  # a local directory not made yet (object stores have none)
-                fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                stream = fs.open_output_stream(path)
-            with stream as sink:
-                yield sink
-        except OSError as exc:  # a stream cannot be replayed: the write fails, typed
-            raise StoreError(f"writing data file {key} failed: {exc}") from exc
+            stream = fs.open_output_stream(path)
+        except FileNotFoundError:  # a local directory not made yet (object stores have none)
+            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            stream = fs.open_output_stream(path)
+        with stream as sink:
+            yield sink
 
 
 _READS = RetryPolicy()
