@@ -21,7 +21,7 @@ from pyroaring import BitMap, FrozenBitMap
 from .arguments import check_int, check_number
 from .changes import Changes, rewrites_to_json
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
-from .errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
+from .errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
 from .format.manifest import DataFile, DeletionVector, Manifest
 from .format.pointer import Pointer
 from .log import VersionLog
@@ -38,6 +38,10 @@ class CommitOptions:
     backoff_cap: float = 0.25
     recheck_after: float = 60.0
     """Seconds after which a commit re-reads the pointer before its create (see commit())."""
+    deadline: float | None = None
+    """Seconds after its snapshot past which a commit gives up (nothing committed) instead of
+    creating its manifest. GC deletes unreferenced objects older than its grace period, so a
+    deadline below the grace makes "grace >= the longest commit" hold by construction."""
 
     def __post_init__(self) -> None:
         check_int("max_attempts", self.max_attempts, minimum=1)
@@ -89,8 +93,14 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
         return CommitInfo.of(done.manifest, committed=False)
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
+    began = started or time.monotonic()
     try:
         for _ in range(options.max_attempts):
+            if options.deadline is not None and time.monotonic() - began > options.deadline:
+                _discard(log, changes, stager)
+                raise CommitFailedError(
+                    f"commit {commit_id} to {log.location} gave up: more than its deadline of "
+                    f"{options.deadline} s passed since its snapshot; the table is unchanged by this commit")
             if time.monotonic() - started > options.recheck_after:
                 # Garbage collection may have removed versions after a snapshot this old; a
                 # create-only write of a removed version would succeed and then be lost.
@@ -99,23 +109,42 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
             manifest = _build(prev, changes, commit_id, stager)
             stored = _create(log, manifest)
             if stored is not None and stored.commit_id == commit_id:
-                # The pointer can only have moved forward since we read it, so a CAS on
-                # its old etag can never move it backwards.
-                log.advance_pointer(manifest.version, pointer.etag)
-                return CommitInfo.of(stored)
+                break
             if stored is not None:
                 changes, prev = _catch_up(log, changes, prev, stored, dvs)
             losses += 1
             time.sleep(_backoff(losses, options))
+        else:
+            _discard(log, changes, stager)
+            raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
+                                    f"{log.location}; the table is unchanged by this commit ({commit_id})")
     except AlreadyCommitted as done:
         _discard(log, changes, stager)
         log.advance_pointer(done.manifest.version)
         return CommitInfo.of(done.manifest, committed=False)
-    except CommitConflictError:
+    except CommitFailedError:
+        raise  # the outcome is unknown or the staged objects are already gone: keep them
+    except ManifestTableError:
+        # A conflict, or a store or corruption error before our create landed (every earlier
+        # attempt was resolved: nothing was committed). The staged objects are garbage.
         _discard(log, changes, stager)
         raise
-    raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
-                            f"{log.location}; the table is unchanged by this commit ({commit_id})")
+    _acknowledge(log, stored, pointer)
+    return CommitInfo.of(stored)
+
+
+def _acknowledge(log: VersionLog, manifest: Manifest, pointer: Pointer) -> None:
+    """Advance the pointer past our committed version. After the commit point a failure must
+    never read as "nothing committed": a retrying caller would commit the change twice."""
+    try:
+        # The pointer can only have moved forward since we read it, so a CAS on its old etag
+        # can never move it backwards.
+        log.advance_pointer(manifest.version, pointer.etag)
+    except ManifestTableError as exc:  # a failing store, or a pointer that no longer decodes
+        raise CommitFailedError(
+            f"commit {manifest.commit_id} landed as version {manifest.version} of {log.location} and is "
+            f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
+            "once the next writer or gc rolls the pointer forward") from exc
 
 
 def _catch_up(log: VersionLog, changes: Changes, prev: Manifest, winner: Manifest,

@@ -53,7 +53,9 @@ class CommitConflictError(ManifestTableError):
 
 
 class CommitFailedError(ManifestTableError):
-    """A commit gave up (retry budget exhausted or the store kept failing); nothing was committed."""
+    """A commit gave up: its message says whether nothing was committed (retry budget
+    exhausted, store failing before the commit point), the outcome is unknown, or it landed
+    and only the pointer could not be advanced (then it names the commit id and version)."""
 
 
 class InputFileError(ManifestTableError):

@@ -12,9 +12,11 @@ from .errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError
 from .format.manifest import Manifest, manifest_key
 from .format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
 from .storage import ObjectStore
+from .storage.retry import RetryPolicy
 
 _CACHE_SIZE = 16
 _MAX_POINTER_ATTEMPTS = 1000
+_POINTER_RETRY = RetryPolicy()
 
 
 class VersionLog:
@@ -52,19 +54,30 @@ class VersionLog:
 
         ``etag`` is the pointer etag the caller read before committing (its version is lower
         than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
-        pointer: a CAS that landed but reported an error shows up as already advanced."""
+        pointer: a CAS that landed but reported an error shows up as already advanced. A lost
+        CAS (another writer moved it) retries at once; store failures back off, and after
+        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``."""
+        failures = 0
         for _ in range(_MAX_POINTER_ATTEMPTS):
-            if etag is None:
-                current = self.pointer()
-                if current.version >= version:
-                    return
-                etag = current.etag
             try:
+                if etag is None:
+                    current = self.pointer()
+                    if current.version >= version:
+                        return
+                    etag = current.etag
                 self.store.put_if_match(POINTER_KEY, encode_pointer(version), etag)
                 return
-            except (PreconditionFailed, StoreError):
+            except PreconditionFailed:
                 etag = None
-        raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version {version}")
+            except StoreError as exc:  # NotFound too: pointer() re-creates a missing pointer
+                etag = None
+                failures += 1
+                if failures >= _POINTER_RETRY.attempts:
+                    raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version "
+                                     f"{version}: {exc}") from exc
+                _POINTER_RETRY.wait(failures)
+        raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version {version}: "
+                         f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost")
 
     # --- manifests ---------------------------------------------------------------------
     def create(self, manifest: Manifest) -> None:

@@ -21,9 +21,10 @@ from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
 from .storage import FileIO, ObjectStore, store_for_uri
-from .tombstones import DeletionVectors
+from .storage.retry import RetryingStore
+from .tombstones import TOMBSTONE_PREFIX, DeletionVectors
 from .transaction import Transaction
-from .write import WriteOptions
+from .write import DATA_PREFIX, WriteOptions
 
 
 class Table:
@@ -33,11 +34,14 @@ class Table:
     def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
                  commit_options: CommitOptions | None = None) -> None:
         self.uri = uri
-        self.store = store
-        self.io = FileIO(store)
+        # Every request the library makes goes through here: transient failures of the calls
+        # that are safe to repeat are retried (storage/retry.py).
+        self.store = store if isinstance(store, RetryingStore) else RetryingStore(
+            store, (DATA_PREFIX, TOMBSTONE_PREFIX))
+        self.io = FileIO(self.store)
         self.write_options = write_options or WriteOptions()
         self.commit_options = commit_options or CommitOptions()
-        self._log = VersionLog(store, uri)
+        self._log = VersionLog(self.store, uri)
 
     def __repr__(self) -> str:
         return f"Table({self.uri!r})"
@@ -131,15 +135,33 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     # The pointer first: once GC has expired version 0 of a table, only the pointer shows it.
     if table.store.head(POINTER_KEY) is not None:
         raise exists
-    try:
-        table.store.put_if_absent(manifest_key(0), empty.to_json())
-    except PreconditionFailed:
-        raise exists from None
+    _create_first_version(table, empty, exists)
     try:
         table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
     except (PreconditionFailed, StoreError):
         pass  # it exists (a reader repaired it first) or will be repaired by the next reader
     return table
+
+
+def _create_first_version(table: Table, empty: Manifest, exists: TableExistsError) -> None:
+    """Create manifest v0. A failed create may have landed (a lost response): read it back,
+    ours if it holds our commit id; retry when nothing landed (as the commit loop does)."""
+    policy = table.store.policy
+    for attempt in range(policy.attempts):
+        try:
+            table.store.put_if_absent(manifest_key(0), empty.to_json())
+            return
+        except PreconditionFailed:
+            raise exists from None
+        except StoreError:
+            found = table._log.find(0)
+            if found is not None:
+                if found.commit_id != empty.commit_id:
+                    raise exists from None
+                return
+            if attempt + 1 == policy.attempts:
+                raise
+            policy.wait(attempt)
 
 
 def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,

@@ -1,12 +1,13 @@
-"""Store wrappers for tests: count requests, inject faults. They wrap a real store, so
-the code under test runs unmodified against real storage semantics."""
+"""Store wrappers for tests: count requests, hook calls by key. They wrap a real store, so
+the code under test runs unmodified against real storage semantics. Fault injection by call
+number is public: ``manifest_table.testing``."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Callable, Iterator
 
-from manifest_table.errors import StoreError
+from manifest_table.errors import PreconditionFailed
 from manifest_table.storage import ObjectInfo, ObjectStore
 
 
@@ -76,19 +77,16 @@ class CountingStore(WrappedStore):
 
 
 class AmbiguousPutStore(WrappedStore):
-    """Makes chosen writes land and then report failure, like a PUT whose response timed
-    out (``ambiguous='error'``), or a botocore retry of a PUT that had landed (``'412'``)."""
+    """Makes chosen writes land and then report ``PreconditionFailed``, as a client retry of
+    a PUT that had landed does on a store that does not flag it (S3Store turns it into an
+    outcome-unknown ``StoreError``). Other faults: ``manifest_table.testing``."""
 
-    def __init__(self, inner: ObjectStore, fail_when: Callable[[str, str], bool], ambiguous: str = "error") -> None:
+    def __init__(self, inner: ObjectStore, fail_when: Callable[[str, str], bool]) -> None:
         super().__init__(inner)
         self.fail_when = fail_when
-        self.ambiguous = ambiguous
         self.injected = 0
 
     def _after(self, op: str, key: str) -> None:
         if op == "put" and self.fail_when(op, key):
             self.injected += 1
-            if self.ambiguous == "412":
-                from manifest_table.errors import PreconditionFailed
-                raise PreconditionFailed(key)
-            raise StoreError(f"injected: response to PUT {key} lost")
+            raise PreconditionFailed(key)

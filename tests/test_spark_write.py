@@ -270,3 +270,19 @@ def test_maintenance_job_under_spark_submit(tmp_path: Path):
         t = mt.open_table(str(tmp_path / name))
         assert ids_of(t) == list(range(5, 30)) and len(t.manifest().files) == 1
         assert data_files_on_disk(t.uri) == referenced(t)
+
+
+def test_abort_after_a_commit_whose_pointer_lags_keeps_its_files(tmp_path: Path):
+    """A commit whose manifest landed but whose pointer step failed raises to Spark, which then
+    aborts: the files the landed (not yet visible) version references must stay."""
+    from manifest_table.format.pointer import POINTER_KEY, encode_pointer
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    writer = BatchWriter(SourceOptions.parse({"path": t.uri}), spark_schema(SCHEMA), overwrite=False)
+    received = writer.write(iter(rows(0, 50).to_batches()))
+    writer.commit([received])
+    _, etag = t.store.get_with_etag(POINTER_KEY)
+    t.store.put_if_match(POINTER_KEY, encode_pointer(0), etag)  # as if the pointer never moved
+    writer.abort([received])
+    assert {f.path for f in received.files} <= data_files_on_disk(t.uri)
+    t.append(rows(50, 51))  # rolls the pointer forward over the landed version
+    assert ids_of(t) == list(range(51))

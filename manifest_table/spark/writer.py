@@ -110,7 +110,9 @@ class _TableWrite:
         try:
             table = self._options.location.open()
             first = 0 if self._base_version is None else self._base_version + 1
-            return any(paths & table.manifest(v).file_map().keys() for v in range(first, table.version + 1))
+            # Past the pointer too: a commit whose pointer step failed has landed all the same.
+            latest = table._log.probe_forward(table.version)
+            return any(paths & table.manifest(v).file_map().keys() for v in range(first, latest + 1))
         except TableNotFoundError:
             return False
         except ManifestTableError:

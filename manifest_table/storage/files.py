@@ -12,8 +12,9 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import NotFound
+from ..errors import NotFound, StoreError
 from .base import ObjectStore
+from .retry import RetryPolicy
 
 
 class FileIO:
@@ -26,10 +27,7 @@ class FileIO:
         if self._fs is None:
             return pa.BufferReader(self.store.get(key))
         fs, root = self._fs
-        try:
-            return fs.open_input_file(f"{root}/{key}")
-        except FileNotFoundError:
-            raise NotFound(key) from None
+        return _READS.call(lambda: _open_input(fs, f"{root}/{key}", key))
 
     @contextmanager
     def create(self, key: str) -> Iterator[pa.NativeFile]:
@@ -42,7 +40,23 @@ class FileIO:
             return
         fs, root = self._fs
         path = f"{root}/{key}"
-        if isinstance(fs, pafs.LocalFileSystem):  # object stores have no directories to make
+        try:
+            stream = fs.open_output_stream(path)
+        except FileNotFoundError:  # a local directory not made yet (object stores have none)
             fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(path) as sink:
+            stream = fs.open_output_stream(path)
+        with stream as sink:
             yield sink
+
+
+_READS = RetryPolicy()
+"""Opening a data file for reading is idempotent: retried like the store's reads."""
+
+
+def _open_input(fs: pafs.FileSystem, path: str, key: str) -> pa.NativeFile:
+    try:
+        return fs.open_input_file(path)
+    except FileNotFoundError:
+        raise NotFound(key) from None
+    except OSError as exc:
+        raise StoreError(f"opening data file {key} failed: {exc}") from exc
