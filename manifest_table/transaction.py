@@ -13,7 +13,8 @@ from .changes import Changes
 from .commit import CommitInfo, commit
 from .errors import InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
-from .format.manifest import DataFile
+from .format.keys import DATA_PREFIX, caller_key, is_writer_key
+from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
 from .scan import Scan, Snapshot
 from .tombstones import DeletionVectors
@@ -88,6 +89,8 @@ class Transaction:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
         self._check_open()
+        for f in files:
+            check_new_file(f)
         known = {f.path for f in self._base.files} | self._changes.added_paths()
         clash = [f.path for f in files if f.path in known]
         if clash:
@@ -101,6 +104,8 @@ class Transaction:
         """Stage deleting rows by position, per data file of this transaction's snapshot (the
         positions a distributed delete computed). Returns how many positions were given."""
         self._check_open()
+        for path in positions:
+            caller_key(path, DATA_PREFIX, "delete_positions")
         live = {f.path for f in self._snapshot().files}
         unknown = sorted(set(positions) - live)
         if unknown:
@@ -131,10 +136,11 @@ class Transaction:
                       self._table.commit_options, self._started, self._dvs)
 
     def abort(self) -> None:
-        """Drop everything staged; nothing was committed."""
+        """Drop everything staged; nothing was committed. Only objects of the shapes our
+        writers create are removed: a file someone else named in ``add_files`` is left to them."""
         if not self._closed:
             self._closed = True
-            self._table.store.delete_unreferenced(f.path for f in self._changes.added)
+            self._table.store.delete_unreferenced(f.path for f in self._changes.added if is_writer_key(f.path))
 
     def __enter__(self) -> "Transaction":
         return self
