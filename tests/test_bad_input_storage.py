@@ -245,7 +245,7 @@ CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], t
     ("stats-timestamp-out-of-range", stats("ts", {"min": 10**30, "max": 10**30, "null_count": 0}),
      lambda t: t.scan(where=col("ts") > datetime(2020, 1, 1)).to_arrow(), C, r"stats\.ts does not decode"),
     ("stats-decimal-nan", stats("d", {"min": "NaN", "max": "1", "null_count": 0}),
-     lambda t: t.scan(where="d > 1").to_arrow(), C, r"stats\.d is Decimal\('NaN'\)"),
+     lambda t: [t.scan(where=w).count() for w in ("d > 1", "d < 1")], C, r"stats\.d is Decimal\('NaN'\)"),
     ("stats-decimal-garbage", stats("d", {"min": "one", "max": "2", "null_count": 0}),
      lambda t: t.scan(where="d > 1").to_arrow(), C, r"stats\.d does not decode"),
     ("stats-not-object", file(stats=[1, 2]), count, C, r"files\[0\]\.stats is \[1, 2\]"),

@@ -309,6 +309,7 @@ class _CheckedStats(StoredStats):
                                         f"decode as {self._types[name]}: {exc}") from None
             for value in (found.min, found.max):
                 if isinstance(value, decimal.Decimal) and not value.is_finite():
+                    del self._decoded[name]  # every later use must fail the same way
                     raise corrupt(self._key, f"files[{self._index}].stats.{name}", value, "a finite decimal")
             return found
         return super().__getitem__(name)
