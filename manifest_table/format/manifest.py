@@ -202,8 +202,10 @@ def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple
                  key: str, index: int) -> DataFile:
     if type(doc) is not dict:
         raise corrupt(key, f"files[{index}]", doc, "a JSON object")
-    path, rows, size = doc.get("path"), doc.get("rows"), doc.get("size")
-    stats = doc.get("stats", {})
+    try:
+        path, rows, size, stats = doc["path"], doc["rows"], doc["size"], doc["stats"]
+    except KeyError:
+        path = None  # the checks below name what is missing
     if not (type(path) is str and _DATA_SHAPE(path) and type(rows) is int and 0 <= rows < ROW_POSITIONS
             and type(size) is int and 0 <= size < MAX_INT64 and type(stats) is dict):
         # Not the shape our writers produce: check each field, naming the one that is wrong.
@@ -221,9 +223,10 @@ def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple
 
 def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
     """The reference if it is exactly what our writers produce (the fast path), else None."""
-    if type(doc) is not dict:
+    try:
+        path, offset, length, cardinality = doc["path"], doc["offset"], doc["length"], doc["cardinality"]
+    except (KeyError, TypeError):  # (TypeError: not an object)
         return None
-    path, offset, length, cardinality = doc.get("path"), doc.get("offset"), doc.get("length"), doc.get("cardinality")
     if (type(path) is str and _TOMBSTONE_SHAPE(path) and type(offset) is int and type(length) is int
             and type(cardinality) is int and 0 <= offset < MAX_INT64 and 0 <= length < MAX_INT64
             and 0 < cardinality <= rows):
