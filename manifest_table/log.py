@@ -52,7 +52,9 @@ class VersionLog:
 
         ``etag`` is the pointer etag the caller read before committing (its version is lower
         than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
-        pointer: a CAS that landed but reported an error shows up as already advanced."""
+        pointer: a CAS that landed but reported an error shows up as already advanced. Every
+        etag used here comes from a pointer that decoded, so a pointer of a newer format (which
+        ``decode_pointer`` refuses) is never overwritten."""
         for _ in range(_MAX_POINTER_ATTEMPTS):
             if etag is None:
                 current = self.pointer()
