@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,7 +22,7 @@ from manifest_table.errors import CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, manifest_key
 from manifest_table.format.pointer import POINTER_KEY
 from manifest_table.maintenance import collect_garbage
-from manifest_table.storage import LocalStore, MemoryStore, ObjectStore
+from manifest_table.storage import LocalStore, MemoryStore, ObjectInfo, ObjectStore
 from manifest_table.storage.s3 import S3Store
 from tests.conftest import make_store
 from tests.crafted import (DELETED, ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,
@@ -206,7 +207,7 @@ class _Nested(ObjectStore):
     def get_with_etag(self, key: str) -> tuple[bytes, str]:
         return self.inner.get_with_etag(self.prefix + key)
 
-    def head(self, key: str):  # noqa: ANN201
+    def head(self, key: str) -> ObjectInfo | None:
         return self.inner.head(self.prefix + key)
 
     def put_if_absent(self, key: str, data: bytes) -> str:
@@ -215,8 +216,7 @@ class _Nested(ObjectStore):
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         return self.inner.put_if_match(self.prefix + key, data, etag)
 
-    def list(self, prefix: str = ""):  # noqa: ANN201
-        from dataclasses import replace
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return (replace(i, key=i.key[len(self.prefix):]) for i in self.inner.list(self.prefix + prefix))
 
     def delete(self, key: str) -> None:
