@@ -56,7 +56,9 @@ class VersionLog:
         than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
         pointer: a CAS that landed but reported an error shows up as already advanced. A lost
         CAS (another writer moved it) retries at once; store failures back off, and after
-        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``."""
+        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``. Every etag used here
+        comes from a pointer that decoded, so a pointer of a newer format (which
+        ``decode_pointer`` refuses) is never overwritten."""
         failures = 0
         for _ in range(_MAX_POINTER_ATTEMPTS):
             try:

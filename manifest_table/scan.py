@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from .arguments import check_columns
-from .errors import NotFound, StoreError, VersionExpiredError
+from .errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from .expressions import ColumnStats, Expr
 from .format.manifest import DataFile
 from .storage import FileIO
@@ -147,7 +147,13 @@ class Scan:
         deleted = self.snapshot.deleted(file)
         with self._io.open(file.path) as source:
             fragment = _PARQUET.make_fragment(source)
-            meta = fragment.metadata
+            try:
+                meta = fragment.metadata
+            except pa.ArrowInvalid as exc:
+                raise CorruptTableError(f"{file.path} is not a readable Parquet file: {exc}") from None
+            if meta.num_rows != file.rows:
+                raise CorruptTableError(f"{file.path}: its Parquet footer has {meta.num_rows} rows, the "
+                                        f"manifest's rows field says {file.rows}")
             starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
             groups = [i for i in range(meta.num_row_groups)
                       if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]

@@ -16,7 +16,8 @@ from .changes import Changes
 from .commit import CommitInfo, commit
 from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
-from .format.manifest import DataFile
+from .format.keys import DATA_PREFIX, caller_key, is_writer_key
+from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
 from .scan import Scan, Snapshot
 from .tombstones import DeletionVectors
@@ -57,17 +58,12 @@ def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
 
 
 def _check_new_files(files: Any) -> None:
-    """A list of ``DataFile`` entries as ``write_data_files`` returns them: row counts and
-    sizes that are non-negative integers, and no deletes (a new file has none)."""
+    """A list of ``DataFile`` entries as ``write_data_files`` returns them (each checked by
+    ``check_new_file``: key, counts, no deletes)."""
     if isinstance(files, str | bytes) or not isinstance(files, Sequence):
         raise InvalidArgumentError(f"files must be a list of DataFile, not {type(files).__name__}")
     for f in files:
-        if not isinstance(f, DataFile):
-            raise InvalidArgumentError(f"files must be a list of DataFile, not of {type(f).__name__}")
-        check_int(f"rows of {f.path}", f.rows, minimum=0)
-        check_int(f"size of {f.path}", f.size, minimum=0)
-        if f.deletes is not None:
-            raise InvalidArgumentError(f"{f.path} is a new file and cannot have deleted rows")
+        check_new_file(f)
 
 
 class Transaction:
@@ -183,10 +179,11 @@ class Transaction:
                       self._table.commit_options, self._started, self._dvs)
 
     def abort(self) -> None:
-        """Drop everything staged; nothing was committed."""
+        """Drop everything staged; nothing was committed. Only objects of the shapes our
+        writers create are removed: a file someone else named in ``add_files`` is left to them."""
         if not self._closed:
             self._closed = True
-            self._table.store.delete_unreferenced(f.path for f in self._changes.added)
+            self._table.store.delete_unreferenced(f.path for f in self._changes.added if is_writer_key(f.path))
 
     def __enter__(self) -> "Transaction":
         return self
@@ -211,6 +208,8 @@ class Transaction:
         if not isinstance(positions, Mapping):
             raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
                                        f"not {type(positions).__name__}")
+        for path in positions:
+            caller_key(path, DATA_PREFIX, "delete_positions")
         rows = {f.path: f.rows for f in self._snapshot().files}
         for path, bitmap in positions.items():
             if not isinstance(bitmap, AbstractBitMap):

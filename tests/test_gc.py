@@ -157,15 +157,17 @@ def test_aged_orphans_on_a_local_table_are_removed_after_the_grace_period(tmp_pa
     t = create_table(str(tmp_path / "t"), SCHEMA)
     append(t, 0)
     root = Path(t.store.root)
-    old, young, temp = root / "data" / "old.parquet", root / "data" / "young.parquet", root / "data" / ".tmp-x"
-    for path in (old, young, temp):
+    old, young, temp = root / "data" / f"{'0' * 32}.parquet", root / "data" / f"{'f' * 32}.parquet", root / "data" / ".tmp-x"
+    notes = root / "data" / "notes.txt"  # not a shape our writers produce: never ours to delete
+    for path in (old, young, temp, notes):
         path.write_bytes(b"partial")
     two_days_ago = time.time() - 2 * 86400
-    for path in (old, temp):
+    for path in (old, temp, notes):
         os.utime(path, (two_days_ago, two_days_ago))
     report = t.gc()
-    assert report.deleted_keys == ["data/old.parquet"] and report.in_grace["data files"].count == 1
-    assert young.exists() and temp.exists() and not old.exists()  # LocalStore's temp files are its own
+    assert report.deleted_keys == [f"data/{'0' * 32}.parquet"] and report.in_grace["data files"].count == 1
+    assert report.unknown_keys == ["data/notes.txt"] and "kept 1 unknown objects" in str(report)
+    assert young.exists() and temp.exists() and notes.exists() and not old.exists()  # temp files are LocalStore's
     assert rows(t) == Counter(range(10))
 
 

@@ -1,24 +1,34 @@
 """The immutable manifest of one table version: the whole list of live data files.
 
 A manifest is self-contained: reading one object gives a reader everything it needs to
-plan a scan of that version (schema, files, statistics, deletion vectors)."""
+plan a scan of that version (schema, files, statistics, deletion vectors). Decoding it is
+the trust boundary for everything it holds: every field is checked for its JSON type and
+range, every key it names goes through ``keys.stored_key``, and column stats are checked
+when first used (see ``_CheckedStats``)."""
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
 import pyarrow as pa
+import pyarrow.types as pat
 
-from ..errors import CorruptTableError
+from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
+from .fields import MAX_INT64, MISSING, corrupt, integer, load_object, of_type
+from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .schema import decode_schema, encode_schema
-from .stats import decode_stats, encode_stats
+from .stats import StoredStats, encode_stats
 
 FORMAT_VERSION = 1
-MANIFEST_PREFIX = "manifest/"
+ROW_POSITIONS = 2**32  # rows per file are bounded by 32-bit positions (bitmaps address rows with uint32)
+MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
+_DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
+_TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
 
 
 def manifest_key(version: int) -> str:
@@ -27,9 +37,8 @@ def manifest_key(version: int) -> str:
 
 def version_of_key(key: str) -> int | None:
     """The version a manifest key names, or None for any other key."""
-    name = key[len(MANIFEST_PREFIX):] if key.startswith(MANIFEST_PREFIX) else ""
-    if len(name) == 26 and name[0] == "v" and name.endswith(".json") and name[1:21].isdigit():
-        return int(name[1:21])
+    if WRITER_SHAPES[MANIFEST_PREFIX].fullmatch(key):
+        return int(key[len(MANIFEST_PREFIX) + 1:-len(".json")])
     return None
 
 
@@ -110,29 +119,54 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: bytes, key: str = "manifest") -> "Manifest":
-        try:
-            doc = json.loads(data)
-            if doc["format_version"] > FORMAT_VERSION:
-                raise CorruptTableError(
-                    f"{key} has format version {doc['format_version']}; this library reads up to "
-                    f"{FORMAT_VERSION}: upgrade manifest_table")
-            schema = decode_schema(doc["schema"])
-            types = {f.name: f.type for f in schema}
-            return cls(
-                version=doc["version"],
-                parent_version=doc["parent_version"],
-                timestamp_ms=doc["timestamp_ms"],
-                commit_id=doc["commit_id"],
-                operation=doc["operation"],
-                schema=schema,
-                files=tuple(_decode_file(f, types) for f in doc["files"]),
-                parameters=doc.get("parameters", {}),
-                metrics=doc.get("metrics", {}),
-                app_transactions=doc.get("app_transactions", {}),
-                format_version=doc["format_version"],
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptTableError(f"{key} is not a valid manifest: {exc!r}") from exc
+        """Decode and validate a stored manifest; ``CorruptTableError`` names ``key`` and the
+        first field found wrong."""
+        doc = load_object(data, key)
+        fmt = integer(doc, "format_version", key, 1, MAX_INT64)
+        if fmt > FORMAT_VERSION:
+            raise CorruptTableError(
+                f"{key} has format version {fmt}; this library reads up to "
+                f"{FORMAT_VERSION}: upgrade manifest_table")
+        version = integer(doc, "version", key, 0, MAX_INT64)
+        parent = doc.get("parent_version", MISSING)
+        if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
+            raise corrupt(key, "parent_version", parent,
+                          "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+        schema = _decode_schema(of_type(doc, "schema", key, str), key)
+        parameters = of_type(doc, "parameters", key, dict, default={})
+        if "rewrites" in parameters:
+            _check_rewrites(parameters["rewrites"], key)
+        files = _decode_files(of_type(doc, "files", key, list), schema, key)
+        return cls(
+            version=version,
+            parent_version=parent,
+            timestamp_ms=integer(doc, "timestamp_ms", key, 0, MAX_TIMESTAMP_MS),
+            commit_id=of_type(doc, "commit_id", key, str),
+            operation=of_type(doc, "operation", key, str),
+            schema=schema,
+            files=files,
+            parameters=parameters,
+            metrics=of_type(doc, "metrics", key, dict, default={}),
+            app_transactions=_decode_app_transactions(doc, key),
+            format_version=fmt,
+        )
+
+
+def check_new_file(f: object) -> None:
+    """A data file a caller asks to add to the table (``Transaction.add_files``): a
+    ``DataFile`` with a valid key under ``data/``, counts in range, and no deletes of its own.
+    Raises ``InvalidArgumentError``."""
+    if not isinstance(f, DataFile):
+        raise InvalidArgumentError(f"add_files takes DataFile objects, not {type(f).__name__}")
+    caller_key(f.path, DATA_PREFIX, "add_files")
+    if type(f.rows) is not int or not 0 <= f.rows < ROW_POSITIONS:
+        raise InvalidArgumentError(f"add_files: {f.path} has rows={f.rows!r}; expected an integer in "
+                                   f"[0, {ROW_POSITIONS})")
+    if type(f.size) is not int or not 0 <= f.size < MAX_INT64:
+        raise InvalidArgumentError(f"add_files: {f.path} has size={f.size!r}; expected an integer >= 0")
+    if f.deletes is not None:
+        raise InvalidArgumentError(f"add_files: {f.path} has deletes; a new data file has none "
+                                   "(delete its rows with delete_positions once it is added)")
 
 
 def _encode_file(f: DataFile, schema: pa.Schema) -> dict[str, Any]:
@@ -146,11 +180,152 @@ def _encode_file(f: DataFile, schema: pa.Schema) -> dict[str, Any]:
     return doc
 
 
-def _decode_file(doc: dict[str, Any], types: dict[str, pa.DataType]) -> DataFile:
+def _decode_schema(text: str, key: str) -> pa.Schema:
+    try:
+        return decode_schema(text)
+    except CorruptTableError as exc:
+        raise CorruptTableError(f"{key}: field schema: {exc}") from None
+
+
+def _decode_files(docs: list[Any], schema: pa.Schema, key: str) -> tuple[DataFile, ...]:
+    types = {f.name: f.type for f in schema}
+    kinds = {f.name: _json_kinds(f.type) for f in schema}
+    files = tuple(_decode_file(doc, types, kinds, key, i) for i, doc in enumerate(docs))
+    if len({f.path for f in files}) != len(files):
+        seen: set[str] = set()
+        twice = next(f.path for f in files if f.path in seen or seen.add(f.path))  # type: ignore[func-returns-value]
+        raise CorruptTableError(f"{key}: field files lists {twice} more than once")
+    return files
+
+
+def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple[type, ...]],
+                 key: str, index: int) -> DataFile:
+    if type(doc) is not dict:
+        raise corrupt(key, f"files[{index}]", doc, "a JSON object")
+    try:
+        path, rows, size, stats = doc["path"], doc["rows"], doc["size"], doc["stats"]
+    except KeyError:
+        path = None  # the checks below name what is missing
+    if not (type(path) is str and _DATA_SHAPE(path) and type(rows) is int and 0 <= rows < ROW_POSITIONS
+            and type(size) is int and 0 <= size < MAX_INT64 and type(stats) is dict):
+        # Not the shape our writers produce: check each field, naming the one that is wrong.
+        at = f"files[{index}]"
+        path = stored_key(doc.get("path", MISSING), DATA_PREFIX, key, f"{at}.path")
+        rows = integer(doc, "rows", key, 0, ROW_POSITIONS, at)
+        size = integer(doc, "size", key, 0, MAX_INT64, at)
+        stats = of_type(doc, "stats", key, dict, at, default={})
     deletes = doc.get("deletes")
-    return DataFile(
-        path=doc["path"], rows=doc["rows"], size=doc["size"],
-        stats=decode_stats(doc.get("stats", {}), types, doc["rows"]),
-        encoded_stats=doc.get("stats", {}),
-        deletes=DeletionVector(**deletes) if deletes else None,
+    if deletes is not None:
+        deletes = _written_deletes(deletes, rows) or _decode_deletes(deletes, rows, key, f"files[{index}].deletes")
+    return DataFile(path=path, rows=rows, size=size, stats=_CheckedStats(stats, types, rows, kinds, key, index),
+                    encoded_stats=stats, deletes=deletes)
+
+
+def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
+    """The reference if it is exactly what our writers produce (the fast path), else None."""
+    try:
+        path, offset, length, cardinality = doc["path"], doc["offset"], doc["length"], doc["cardinality"]
+    except (KeyError, TypeError):  # (TypeError: not an object)
+        return None
+    if (type(path) is str and _TOMBSTONE_SHAPE(path) and type(offset) is int and type(length) is int
+            and type(cardinality) is int and 0 <= offset < MAX_INT64 and 0 <= length < MAX_INT64
+            and 0 < cardinality <= rows):
+        return DeletionVector(path, offset, length, cardinality)
+    return None
+
+
+def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
+    """A deletion-vector reference of a file with ``rows`` rows. Whether the offset and length
+    fit the tombstone object is checked when it is read (tombstones.py)."""
+    if type(doc) is not dict:
+        raise corrupt(key, at, doc, "a JSON object or null")
+    return DeletionVector(
+        path=stored_key(doc.get("path", MISSING), TOMBSTONE_PREFIX, key, f"{at}.path"),
+        offset=integer(doc, "offset", key, 0, MAX_INT64, at),
+        length=integer(doc, "length", key, 0, MAX_INT64, at),
+        cardinality=integer(doc, "cardinality", key, 1, rows + 1, at,
+                            expected=f"an integer from 1 to the file's {rows} rows"),
     )
+
+
+def _check_rewrites(rewrites: Any, key: str) -> None:
+    """``parameters.rewrites`` of a compaction, which rebasing and GC decode later."""
+    if type(rewrites) is not list:
+        raise corrupt(key, "parameters.rewrites", rewrites, "a JSON array")
+    for i, rewrite in enumerate(rewrites):
+        at = f"parameters.rewrites[{i}]"
+        if type(rewrite) is not dict:
+            raise corrupt(key, at, rewrite, "a JSON object")
+        output = rewrite.get("output", MISSING)
+        if output is not None:
+            stored_key(output, DATA_PREFIX, key, f"{at}.output")
+        for j, source in enumerate(of_type(rewrite, "sources", key, list, at)):
+            where = f"{at}.sources[{j}]"
+            if type(source) is not dict:
+                raise corrupt(key, where, source, "a JSON object")
+            stored_key(source.get("path", MISSING), DATA_PREFIX, key, f"{where}.path")
+            rows = integer(source, "rows", key, 0, ROW_POSITIONS, where)
+            deletes = source.get("deletes", MISSING)
+            if deletes is not None:
+                _decode_deletes(deletes, rows, key, f"{where}.deletes")
+
+
+def _decode_app_transactions(doc: dict[str, Any], key: str) -> dict[str, int]:
+    apps = of_type(doc, "app_transactions", key, dict, default={})
+    for app_id in apps:
+        integer(apps, app_id, key, -MAX_INT64, MAX_INT64, "app_transactions")
+    return apps
+
+
+def _json_kinds(dtype: pa.DataType) -> tuple[type, ...]:
+    """The JSON types a stored min/max of a column of ``dtype`` may have (stats.py encodes)."""
+    if pat.is_boolean(dtype):
+        return (bool,)
+    if pat.is_integer(dtype) or pat.is_timestamp(dtype) or pat.is_date(dtype):
+        return (int,)
+    if pat.is_floating(dtype):
+        return (int, float)
+    if pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_decimal(dtype):
+        return (str,)
+    return (str, int, float, bool)
+
+
+class _CheckedStats(StoredStats):
+    """A file's stored stats, each column's entry checked for its JSON types when first
+    decoded: checking every entry of a big manifest up front would cost as much as decoding
+    it, and most entries are never looked at."""
+
+    __slots__ = ("_kinds", "_key", "_index")
+
+    def __init__(self, raw: dict[str, Any], types: dict[str, pa.DataType], rows: int,
+                 kinds: dict[str, tuple[type, ...]], key: str, index: int) -> None:
+        super().__init__(raw, types, rows)
+        self._kinds, self._key, self._index = kinds, key, index
+
+    def __getitem__(self, name: str) -> ColumnStats:
+        if name not in self._decoded and name in self._raw and name in self._types:
+            self._check(name)
+            try:
+                found = super().__getitem__(name)
+            except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
+                raise CorruptTableError(f"{self._key}: field files[{self._index}].stats.{name} does not "
+                                        f"decode as {self._types[name]}: {exc}") from None
+            for value in (found.min, found.max):
+                if isinstance(value, decimal.Decimal) and not value.is_finite():
+                    del self._decoded[name]  # every later use must fail the same way
+                    raise corrupt(self._key, f"files[{self._index}].stats.{name}", value, "a finite decimal")
+            return found
+        return super().__getitem__(name)
+
+    def _check(self, name: str) -> None:
+        entry, where = self._raw[name], f"files[{self._index}].stats.{name}"
+        if type(entry) is not dict:
+            raise corrupt(self._key, where, entry, "a JSON object")
+        if entry.get("null_count") is not None:
+            integer(entry, "null_count", self._key, 0, self._rows + 1, where)
+        kinds = self._kinds[name]
+        for bound in ("min", "max"):
+            value = entry.get(bound, None)
+            if value is not None and type(value) not in kinds:
+                raise corrupt(self._key, f"{where}.{bound}", value,
+                              f"a JSON {' or '.join(k.__name__ for k in kinds)} for a {self._types[name]} column")

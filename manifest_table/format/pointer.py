@@ -1,7 +1,9 @@
 """``_latest_manifest``: the one mutable object, a hint naming the newest version.
 
 It is advanced by compare-and-swap after a version's manifest is created, never moves
-backwards, and may lag behind a commit whose writer died before moving it."""
+backwards, and may lag behind a commit whose writer died before moving it. Decoding it is
+the only way to the etag a compare-and-swap needs, so a pointer this library cannot decode
+(including one of a newer format) can never be overwritten by it."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import json
 from dataclasses import dataclass
 
 from ..errors import CorruptTableError
+from .fields import MAX_INT64, integer, load_object
 
 POINTER_KEY = "_latest_manifest"
+POINTER_FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -20,11 +24,14 @@ class Pointer:
 
 
 def encode_pointer(version: int) -> bytes:
-    return json.dumps({"format_version": 1, "version": version}).encode()
+    return json.dumps({"format_version": POINTER_FORMAT_VERSION, "version": version}).encode()
 
 
 def decode_pointer(data: bytes, etag: str) -> Pointer:
-    try:
-        return Pointer(int(json.loads(data)["version"]), etag)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptTableError(f"{POINTER_KEY} does not parse: {exc!r}") from exc
+    doc = load_object(data, POINTER_KEY)
+    fmt = integer(doc, "format_version", POINTER_KEY, 1, MAX_INT64)
+    if fmt > POINTER_FORMAT_VERSION:
+        raise CorruptTableError(
+            f"{POINTER_KEY} has format version {fmt}; this library reads and writes up to "
+            f"{POINTER_FORMAT_VERSION} and will not overwrite it: upgrade manifest_table")
+    return Pointer(integer(doc, "version", POINTER_KEY, 0, MAX_INT64), etag)

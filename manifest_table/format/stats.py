@@ -102,11 +102,6 @@ class StoredStats(Mapping[str, ColumnStats]):
         return sum(1 for _ in self)
 
 
-def decode_stats(data: dict[str, dict[str, Any]], types: dict[str, pa.DataType], rows: int) -> StoredStats:
-    """``types``: column name -> Arrow type, built once per manifest."""
-    return StoredStats(data, types, rows)
-
-
 def _encode_value(value: Any, dtype: pa.DataType) -> Any:
     if pat.is_floating(dtype):
         return value if value == value and abs(value) != float("inf") else None

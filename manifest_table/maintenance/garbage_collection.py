@@ -2,9 +2,12 @@
 
 Retained versions are a contiguous suffix of the log (readers rely on expired versions
 being a prefix): the latest always, plus older versions while a retention rule keeps them.
-Every object a retained version references survives; anything else under ``data/``,
+Every object a retained version references survives; any other object under ``data/``,
 ``tombstones/`` and ``manifest/`` goes, but only once it is older than the grace period,
-because a writer may be about to commit it. Why that is safe: docs/operations.md.
+because a writer may be about to commit it, and only if its key has exactly a shape our
+writers produce (``keys.is_writer_key``): anything else found there (a user's notes, another
+table nested under ``data/``) is reported as unknown and kept. Why that is safe:
+docs/operations.md.
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ from typing import TYPE_CHECKING, Iterable
 from ..arguments import check_bool, check_duration, check_int
 from ..changes import rewrites_from_json
 from ..errors import InvalidArgumentError
-from ..format.manifest import MANIFEST_PREFIX, Manifest, version_of_key
+from ..format.keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, is_writer_key
+from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
 from ..storage import ObjectInfo
-from ..tombstones import TOMBSTONE_PREFIX
-from ..write import DATA_PREFIX
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -65,6 +67,10 @@ class GCReport:
     deleted: dict[str, Tally] = field(default_factory=_tallies)
     """Deleted: expired manifests, and objects no retained version references."""
     deleted_keys: list[str] = field(default_factory=list)
+    unknown: dict[str, Tally] = field(default_factory=_tallies)
+    """Kept: unreferenced objects whose keys are not of a shape our writers produce, so not
+    ours to delete (a user's file, another table nested under ``data/``)."""
+    unknown_keys: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
@@ -79,10 +85,11 @@ class GCReport:
         for name in CATEGORIES.values():
             cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
             lines.append(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells))
+        if self.unknown_keys:
+            lines.append(f"  kept {len(self.unknown_keys)} unknown objects (not written by this library): "
+                         + _shown(self.unknown_keys))
         if self.deleted_keys:
-            shown = self.deleted_keys[:_SHOWN_KEYS]
-            more = len(self.deleted_keys) - len(shown)
-            lines.append(f"  {verb}: " + ", ".join(shown) + (f" and {more} more" if more else ""))
+            lines.append(f"  {verb}: " + _shown(self.deleted_keys))
         return "\n".join(lines)
 
 
@@ -123,8 +130,8 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
         vlog.advance_pointer(latest, pointer.etag)
     retained = _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for)
 
-    manifests = sorted((v, info) for info in table.store.list(MANIFEST_PREFIX)
-                       if (v := version_of_key(info.key)) is not None)
+    listed = list(table.store.list(MANIFEST_PREFIX))
+    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
     by_rule = retained[-1].version
     expired, young = _split_expired(manifests, by_rule, cutoff)
     # An expired manifest too young to delete stays readable, so its objects stay too.
@@ -138,12 +145,19 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             report.referenced["manifests"].add(info)
     for _, info in young:
         report.in_grace["manifests"].add(info)
+    for info in listed:
+        if version_of_key(info.key) is None:
+            report.unknown["manifests"].add(info)
+            report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
     needed = _referenced(retained)
     for prefix in (DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in table.store.list(prefix):
             if info.key in needed:
                 report.referenced[CATEGORIES[prefix]].add(info)
+            elif not is_writer_key(info.key):
+                report.unknown[CATEGORIES[prefix]].add(info)
+                report.unknown_keys.append(info.key)
             elif info.last_modified < cutoff:
                 doomed.append(info)
             else:
@@ -158,8 +172,9 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
         report.deleted_keys.append(info.key)
     if not dry_run:
         vlog.forget_before(floor)
-    log.info("%s: GC %s %d objects, retained versions %s", table.uri,
-             "would delete" if dry_run else "deleted", len(doomed), _span(report.versions_retained))
+    log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", table.uri,
+             "would delete" if dry_run else "deleted", len(doomed), _span(report.versions_retained),
+             len(report.unknown_keys))
     return report
 
 
@@ -205,6 +220,11 @@ def _referenced(manifests: Iterable[Manifest]) -> set[str]:
 
 def _category(key: str) -> str:
     return next(name for prefix, name in CATEGORIES.items() if key.startswith(prefix))
+
+
+def _shown(keys: list[str]) -> str:
+    more = len(keys) - _SHOWN_KEYS
+    return ", ".join(keys[:_SHOWN_KEYS]) + (f" and {more} more" if more > 0 else "")
 
 
 def _span(versions: range) -> str:

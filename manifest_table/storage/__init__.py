@@ -24,11 +24,26 @@ def store_for_uri(uri: str | os.PathLike[str], storage_options: dict[str, str] |
     if storage_options:
         raise InvalidArgumentError(f"storage options {sorted(storage_options)} apply only to s3:// URIs")
     if parsed.scheme == "file":
-        return LocalStore(parsed.path)
+        return LocalStore(_file_uri_path(text))
     if parsed.scheme and len(parsed.scheme) > 1:  # one letter is a Windows drive
         raise InvalidArgumentError(f"unsupported URI scheme {parsed.scheme!r} in {text!r}: "
                                    "use a local path, file:// or s3://, or pass store=")
     return LocalStore(text)
+
+
+def _file_uri_path(uri: str) -> str:
+    """The absolute directory of a ``file:///abs/path`` URI. ``file://t`` names a host, not a
+    directory, and would silently mean the current directory: it is refused, as are ``.`` and
+    ``..`` segments, which a URI must not need."""
+    parsed = urlparse(uri)
+    if parsed.netloc not in ("", "localhost"):
+        raise InvalidArgumentError(f"{uri!r} names the host {parsed.netloc!r}, not a directory: a file URI "
+                                   f"is file:///absolute/path (three slashes), or pass a plain path")
+    if not parsed.path.startswith("/") or parsed.params or parsed.query or parsed.fragment:
+        raise InvalidArgumentError(f"{uri!r} is not a file:///absolute/path URI")
+    if {".", ".."} & set(parsed.path.split("/")):
+        raise InvalidArgumentError(f"{uri!r} has a '.' or '..' segment: give the directory's canonical path")
+    return parsed.path
 
 
 __all__ = ["FileIO", "LocalStore", "MemoryStore", "ObjectInfo", "ObjectStore", "store_for_uri"]

@@ -44,6 +44,7 @@ _OPTION_ALIASES = {
 
 # Loose on purpose: legacy buckets may hold upper case and underscores.
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\\]")
 _NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 _LOST_RACE_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 # Hosts where pyarrow should find the endpoint itself from the region (virtual-hosted
@@ -93,9 +94,16 @@ class S3Store(ObjectStore):
             or not _BUCKET.fullmatch(parts.netloc)
             or parts.query
             or parts.fragment
-            or (path and "" in path.split("/"))
         ):
             raise InvalidArgumentError(f"not an s3://bucket/prefix URI: {uri!r}")
+        # S3 keys are names, not paths: p/x/../y would put objects under a literal "..", and
+        # readers that normalise would look elsewhere. Refused, never normalised.
+        segments = set(path.split("/")) if path else set()
+        for bad, what in (("", "an empty segment (//)"), (".", "a '.' segment"), ("..", "a '..' segment")):
+            if bad in segments:
+                raise InvalidArgumentError(f"{uri!r} has {what} in its prefix: give the canonical prefix")
+        if _UNPRINTABLE.search(path):
+            raise InvalidArgumentError(f"{uri!r} has a backslash or a control character in its prefix")
         options: dict[str, str] = {}
         unknown = sorted(k for k in (storage_options or {}) if k not in _OPTION_ALIASES)
         if unknown:

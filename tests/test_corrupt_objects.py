@@ -1,0 +1,260 @@
+"""Hand-crafted corrupt and hostile objects (DESIGN.md section 10): whatever a stored object
+holds, reading it gives the right answer or a ``CorruptTableError`` naming the object and
+field, never another exception or a wrong answer; keys never lead out of the table root; and
+cleanup (``abort``, ``gc``) never deletes outside the root nor anything our writers did not
+name."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pytest
+
+from manifest_table import Table, create_table
+from manifest_table.errors import CorruptTableError, InvalidArgumentError
+from manifest_table.format.manifest import DataFile, manifest_key
+from manifest_table.format.pointer import POINTER_KEY
+from manifest_table.maintenance import collect_garbage
+from manifest_table.storage import LocalStore, MemoryStore, ObjectInfo, ObjectStore
+from manifest_table.storage.s3 import S3Store
+from tests.conftest import make_store
+from tests.crafted import (DELETED, ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,
+                           small_table)
+
+HOSTILE = [None, -1, 0, 2**64, -(2**63), 1.5, float("nan"), True, "", "x", "../x", [], {}, [1], {"a": 1}]
+
+
+def _positions(doc: Any, at: tuple = ()) -> Iterator[tuple]:
+    """Every place in a JSON document (dict keys and list indexes), depth first."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield at + (k,)
+            yield from _positions(v, at + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield at + (i,)
+            yield from _positions(v, at + (i,))
+
+
+def _set(doc: Any, at: tuple, value: Any) -> None:
+    for step in at[:-1]:
+        doc = doc[step]
+    doc[at[-1]] = value
+
+
+def test_every_field_of_a_manifest_set_to_hostile_values_reads_right_or_raises_corrupt() -> None:
+    """Each position of a real manifest (schema aside: its own decoder's job), set to each
+    hostile value: reading the table either works, with a count that agrees with the rows
+    read, or raises CorruptTableError; never an IndexError, TypeError, KeyError, OverflowError."""
+    store = MemoryStore()
+    t = small_table(store)
+    # Compaction parameters too: give the manifest a rewrites record to damage.
+    template = latest_doc(t)
+    template["parameters"]["rewrites"] = [{"output": template["files"][0]["path"], "sources": [
+        {"path": template["files"][0]["path"], "rows": ROWS, "deletes": dict(template["files"][0]["deletes"])}]}]
+    positions = [p for p in _positions(template) if p[0] != "schema"]
+    assert len(positions) > 40
+    outcomes = {"ok": 0, "corrupt": 0}
+    for at in positions:
+        for value in HOSTILE:
+            doc = json.loads(json.dumps(template))
+            _set(doc, at, value)
+            version = t.version + 1
+            doc["version"], doc["parent_version"] = version, version - 1
+            if at in (("version",), ("parent_version",)):
+                _set(doc, at, value)
+            commit_raw(t, json.dumps(doc).encode())
+            try:
+                table = t.scan().to_arrow()
+                filtered = t.scan(where="id >= 5 AND name != 'n7'").to_arrow()
+                count = t.scan().count()
+                t.history(limit=1)
+                collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True)
+            except CorruptTableError as exc:
+                outcomes["corrupt"] += 1
+                assert "manifest/v" in str(exc) or "tombstones/" in str(exc) or "data/" in str(exc), exc
+            else:
+                outcomes["ok"] += 1
+                assert 0 <= count == table.num_rows <= ROWS, (at, value)
+                assert set(filtered.column("id").to_pylist()) <= set(table.column("id").to_pylist())
+    assert outcomes["corrupt"] > outcomes["ok"] > 0, outcomes
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_errors_name_the_object_and_the_field(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    t = small_table(make_store(kind, request, tmp_path))
+    doc = latest_doc(t)
+    doc["files"][0]["deletes"]["cardinality"] = ROWS + 5
+    key = commit_raw(t, doc)
+    with pytest.raises(CorruptTableError) as caught:
+        t.scan().count()
+    assert str(caught.value).startswith(f"{key}: field files[0].deletes.cardinality is 15")
+
+    set_pointer(t, b'{"format_version": 1, "version": "many"}')
+    with pytest.raises(CorruptTableError, match=f"^{POINTER_KEY}: field version is 'many'"):
+        t.version  # noqa: B018
+
+
+# --- keys never leave the root ----------------------------------------------------------
+def _other_tables_file(other: Table) -> str:
+    return other.manifest().files[0].path
+
+
+def _traverse(t: Table, target: str) -> None:
+    doc = latest_doc(t)
+    doc["files"][0].update(path=target, rows=ROWS)
+    doc["files"][0].pop("deletes", None)
+    commit_raw(t, doc)
+
+
+def test_a_manifest_path_into_a_sibling_table_is_not_read_on_a_local_directory(tmp_path: Path) -> None:
+    ours, other = small_table(LocalStore(tmp_path / "t")), create_table(str(tmp_path / "other"), SCHEMA)
+    other.append(rows(range(1000, 1000 + ROWS)))
+    target = f"data/../../other/{_other_tables_file(other)}"
+    assert os.path.exists(os.path.join(tmp_path, "t", target))  # the path does lead to the other table's rows
+    _traverse(ours, target)
+    for read in (lambda: ours.scan().to_arrow(), lambda: ours.scan(where="id > 999").to_arrow(), lambda: ours.gc()):
+        with pytest.raises(CorruptTableError, match=r"files\[0\]\.path holds key .*'\.\.'"):
+            read()
+    assert other.scan().count() == ROWS
+
+
+def test_a_manifest_path_into_a_sibling_table_is_not_read_on_s3(s3_uri: str) -> None:
+    parent = s3_uri.rsplit("/", 1)[0]
+    ours = small_table(S3Store.from_uri(f"{parent}/t"), f"{parent}/t")
+    other = create_table(f"{parent}/other", SCHEMA)
+    other.append(rows(range(1000, 1000 + ROWS)))
+    _traverse(ours, f"data/../../other/{_other_tables_file(other)}")
+    with pytest.raises(CorruptTableError, match=r"'\.\.'"):
+        ours.scan().to_arrow()
+    # An absolute name or a URL of the other table's object is refused the same way.
+    for target in (f"/{parent.removeprefix('s3://')}/other/{_other_tables_file(other)}",
+                   f"{parent}/other/{_other_tables_file(other)}"):
+        _traverse(ours, target)
+        with pytest.raises(CorruptTableError, match="is not under data/"):
+            ours.scan().to_arrow()
+    assert other.scan().count() == ROWS
+
+
+# --- cleanup deletes only what our writers named, inside the root --------------------------
+def test_abort_removes_staged_files_but_never_a_callers_file_nor_outside_the_root(tmp_path: Path) -> None:
+    t, other = small_table(LocalStore(tmp_path / "t")), create_table(str(tmp_path / "other"), SCHEMA)
+    other.append(rows(range(5)))
+    theirs = _other_tables_file(other)
+    with pytest.raises(InvalidArgumentError, match="add_files"):
+        with t.transaction() as tx:
+            tx.append(rows(range(100, 105)))
+            tx.add_files([DataFile(f"data/../../other/{theirs}", 5, 100)])
+    assert (tmp_path / "other" / theirs).exists()
+
+    notes = tmp_path / "t" / "data" / "notes.txt"
+    notes.write_bytes(b"mine")
+    before = {p.name for p in (tmp_path / "t" / "data").iterdir()}
+    with pytest.raises(RuntimeError):
+        with t.transaction() as tx:
+            tx.append(rows(range(100, 105)))  # staged: a writer-shaped file, removed on abort
+            tx.add_files([DataFile("data/notes.txt", 1, 4)])
+            raise RuntimeError("the caller's block failed")
+    assert notes.read_bytes() == b"mine"
+    assert {p.name for p in (tmp_path / "t" / "data").iterdir()} == before
+    assert other.scan().count() == 5 and t.scan().count() == ROWS - DELETED
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    store = make_store(kind, request, tmp_path)
+    t = small_table(store)
+    foreign = ["data/notes.txt", "data/part-00000-1f2e.snappy.parquet", f"data/{uuid.uuid4().hex.upper()}.parquet",
+               "tombstones/readme.md", "manifest/v1.json", "manifest/v00000000000000000001.json.bak"]
+    for key in foreign:
+        store.put_if_absent(key, b"not ours")
+    nested = create_table(f"{tmp_path}/nested", SCHEMA, store=_Nested(store, "data/nested/"))
+    nested.append(rows(range(3)))
+    orphan = put_object(t, "data/", ".parquet", b"orphan of a failed commit")
+    kept_before = {info.key: store.get(info.key) for info in store.list() if info.key != orphan}
+
+    report = collect_garbage(t, retain_versions=1, retain_for=None, force=True,
+                             now=datetime.now(timezone.utc) + timedelta(days=30))
+    assert orphan in report.deleted_keys and store.head(orphan) is None
+    nested_keys = [k for k in kept_before if k.startswith("data/nested/")]
+    assert len(nested_keys) >= 2  # the nested table's data file and tombstone-free manifest
+    assert set(foreign) | {k for k in nested_keys if k.startswith(("data/", "tombstones/"))} <= set(report.unknown_keys)
+    after = {info.key: store.get(info.key) for info in store.list()}
+    expired = {manifest_key(0), manifest_key(1)}  # versions GC expired: ours to delete
+    assert {k: v for k, v in kept_before.items() if k not in expired and k not in report.deleted_keys} == \
+        {k: v for k, v in after.items() if k not in expired}
+    assert all(k not in report.deleted_keys for k in foreign + nested_keys)
+    assert nested.scan().count() == 3 and t.scan().count() == ROWS - DELETED
+    assert "unknown objects" in str(report)
+
+
+class _Nested(ObjectStore):
+    """Another table stored under ``prefix`` of the same store (a table nested in ``data/``)."""
+
+    def __init__(self, inner: ObjectStore, prefix: str) -> None:
+        self.inner, self.prefix = inner, prefix
+
+    def get(self, key: str) -> bytes:
+        return self.inner.get(self.prefix + key)
+
+    def get_with_etag(self, key: str) -> tuple[bytes, str]:
+        return self.inner.get_with_etag(self.prefix + key)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        return self.inner.head(self.prefix + key)
+
+    def put_if_absent(self, key: str, data: bytes) -> str:
+        return self.inner.put_if_absent(self.prefix + key, data)
+
+    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        return self.inner.put_if_match(self.prefix + key, data, etag)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return (replace(i, key=i.key[len(self.prefix):]) for i in self.inner.list(self.prefix + prefix))
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(self.prefix + key)
+
+
+# --- the pointer ---------------------------------------------------------------------------
+def test_a_commit_never_rewrites_a_pointer_of_a_newer_format() -> None:
+    """A newer library moved the table to pointer format 2 while our transaction was open:
+    our commit's manifest may land, but the pointer is never rewritten in the old format."""
+    t = small_table(MemoryStore())
+    tx = t.transaction()
+    tx.append(rows(range(100, 102)))
+    newer = json.dumps({"format_version": 2, "version": t.version, "extra": "v2 only"}).encode()
+    set_pointer(t, newer)
+    with pytest.raises(CorruptTableError, match="format version 2.*will not overwrite it"):
+        tx.commit()
+    assert t.store.get(POINTER_KEY) == newer
+    with pytest.raises(CorruptTableError, match="upgrade manifest_table"):
+        t.append(rows(range(200, 202)))
+    assert t.store.get(POINTER_KEY) == newer
+
+
+def test_stats_of_the_wrong_type_fail_only_the_reads_that_use_them() -> None:
+    """Stats are checked when first used: a count without a filter never looks at them."""
+    t = small_table(MemoryStore())
+    doc = latest_doc(t)
+    doc["files"][0]["stats"]["name"] = {"min": 1, "max": 2, "null_count": 0}
+    key = commit_raw(t, doc)
+    assert t.scan().count() == ROWS - DELETED
+    assert t.scan(where="id > 5").count() == 4
+    for _ in range(2):  # the manifest (and its stats) are cached: the second use fails too
+        with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.name\.min is 1; expected a JSON str"):
+            t.scan(where="name = 'n5'").count()
+    doc["files"][0]["stats"]["d"] = {"min": "-Infinity", "max": "1", "null_count": 0}
+    doc.update(version=doc["version"] + 1, parent_version=doc["version"])
+    key = commit_raw(t, doc)
+    for _ in range(2):
+        with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.d is Decimal\('-Infinity'\)"):
+            t.scan(where="d > 1").count()
+    assert pa.types.is_string(t.schema.field("name").type)
