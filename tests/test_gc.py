@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from manifest_table import Table, create_table, open_table
-from manifest_table.errors import InvalidArgumentError, TableExistsError, VersionExpiredError
+from manifest_table.errors import CommitFailedError, InvalidArgumentError, TableExistsError, VersionExpiredError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.maintenance import collect_garbage
 from manifest_table.storage import ObjectStore
@@ -243,35 +243,38 @@ def test_orphans_of_commits_killed_at_every_step(table: Table, operation: Callab
 
 # --- GC under fire ----------------------------------------------------------------------
 RUN_SECONDS = 5.0
-GRACE = timedelta(seconds=2)
-"""Safe only while every commit takes less: the writers pace themselves so that on a loaded
-2-core runner a commit takes well under half a second, and they report the slowest."""
+GRACE = timedelta(seconds=3)
+DEADLINE = 2.0
+"""Every handle commits with a deadline below the grace, so "grace >= the longest commit"
+holds by construction however loaded the runner is: a commit that would outlive it gives up
+(``CommitFailedError``, nothing committed) and is not counted as acknowledged."""
 
 
 def _writer(uri: str, writer: int, seconds: float, out: str) -> None:
     """Append tagged batches; delete some of its own earlier batches by tag. Report what
-    committed and the slowest commit. Runs in another process."""
-    t = open_table(uri)
-    appended, deleted, slowest = [], [], 0.0
-    deadline = time.monotonic() + seconds
+    committed and how many commits gave up at their deadline. Runs in another process."""
+    t = open_table(uri, deadline=DEADLINE)
+    appended, deleted, gave_up = [], [], 0
+    stop = time.monotonic() + seconds
     seq = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < stop:
         tag = writer * 100_000 + seq
-        start = time.monotonic()
-        t.append(pa.table({"id": [tag * 10 + i for i in range(7)], "g": [tag] * 7}, schema=SCHEMA))
-        appended.append(tag)
-        if seq % 3 == 2:
-            t.delete(f"g = {appended[-2]}")
-            deleted.append(appended[-2])
-        slowest = max(slowest, time.monotonic() - start)
+        try:
+            t.append(pa.table({"id": [tag * 10 + i for i in range(7)], "g": [tag] * 7}, schema=SCHEMA))
+            appended.append(tag)
+            if seq % 3 == 2 and len(appended) >= 2:
+                t.delete(f"g = {appended[-2]}")
+                deleted.append(appended[-2])
+        except CommitFailedError:
+            gave_up += 1
         seq += 1
         time.sleep(0.02)
-    Path(out).write_text(json.dumps({"appended": appended, "deleted": deleted, "slowest": slowest}))
+    Path(out).write_text(json.dumps({"appended": appended, "deleted": deleted, "gave_up": gave_up}))
 
 
 def test_gc_and_compaction_under_fire_lose_nothing(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    t = create_table(uri, SCHEMA)
+    t = create_table(uri, SCHEMA, deadline=DEADLINE)
     ctx = multiprocessing.get_context("spawn")
     outs = [str(tmp_path / f"w{i}.json") for i in range(2)]
     workers = [ctx.Process(target=_writer, args=(uri, i, RUN_SECONDS, out)) for i, out in enumerate(outs)]
@@ -280,7 +283,10 @@ def test_gc_and_compaction_under_fire_lose_nothing(tmp_path: Path) -> None:
     rounds = compactions = 0
     expired: list[int] = []
     while any(w.is_alive() for w in workers):
-        compactions += t.compact(64 * 1024, 0.1).committed
+        try:
+            compactions += t.compact(64 * 1024, 0.1).committed
+        except CommitFailedError:
+            pass  # gave up at its deadline: nothing committed
         expired.extend(t.gc(retain_versions=2, retain_for=GRACE, grace=GRACE).versions_expired)
         rounds += 1
         time.sleep(0.1)
@@ -288,7 +294,6 @@ def test_gc_and_compaction_under_fire_lose_nothing(tmp_path: Path) -> None:
         w.join()
         assert w.exitcode == 0
     logs = [json.loads(Path(out).read_text()) for out in outs]
-    assert max(log["slowest"] for log in logs) < GRACE.total_seconds(), "a commit outlived the grace period"
     assert rounds > 3 and compactions > 0 and expired
 
     live = {tag for log in logs for tag in log["appended"]} - {tag for log in logs for tag in log["deleted"]}
