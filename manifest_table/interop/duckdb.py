@@ -1,0 +1,103 @@
+"""A table as a DuckDB view that DuckDB reads with its own Parquet reader.
+
+1. Plan on our side: the snapshot's live data files and, for those with deletes, their
+   deleted row positions.
+2. Load the deleted positions into a small temporary DuckDB table
+   ``(filename, file_row_number)``.
+3. Create a temporary view: ``read_parquet([live files], filename=true,
+   file_row_number=true)`` anti-joined with that table on both columns, selecting exactly
+   the table's columns. DuckDB then pushes projections and filters into its own scan, which
+   is how its Delta and Iceberg extensions apply deletion vectors.
+
+A location DuckDB cannot read by path (an in-memory or custom store, S3 without the httpfs
+extension or without credentials DuckDB accepts) is registered as an Arrow table instead:
+the same rows, read by us and held in memory. See docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidArgumentError
+from ..scan import Scan, Snapshot
+from ..storage import FileIO, ObjectStore
+from .files import deleted_rows, file_location
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger("manifest_table.interop")
+
+_VIRTUAL = ("filename", "file_row_number")
+
+
+def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapshot,
+                  io: FileIO) -> "duckdb.DuckDBPyRelation":
+    """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
+    any view of that name) and return it as a relation."""
+    import duckdb
+
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        raise InvalidArgumentError(f"con must be a duckdb connection, not {type(con).__name__}")
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"the view name must be a non-empty string, not {name!r}")
+    view, hidden = _quote(name), _quote(f"__manifest_table_deleted_{name}")
+    _drop(con, name, view, hidden)
+    files = [f for f in snapshot.files if f.live_rows > 0]
+    clash = set(_VIRTUAL) & set(snapshot.schema.names)  # a real column would hide DuckDB's
+    root = _native_root(con, io.store) if files and not clash else None
+    if root is not None:
+        paths = [f"{root}/{f.path}" for f in files]
+        deleted = deleted_rows(files, paths, snapshot.deleted)
+        columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)
+        source = f"read_parquet([{', '.join(_literal(p) for p in paths)}], filename=true, file_row_number=true) AS t"
+        if deleted.num_rows:
+            con.register("__manifest_table_staging", deleted)
+            try:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {hidden} AS FROM __manifest_table_staging")
+            finally:
+                con.unregister("__manifest_table_staging")
+            source += f" ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})"
+        try:
+            con.execute(f"CREATE TEMP VIEW {view} AS SELECT {columns} FROM {source}")
+            return con.view(name)
+        except duckdb.Error as exc:  # e.g. S3 credentials DuckDB does not have
+            log.warning("DuckDB cannot read %s natively (%s); registering an Arrow table instead", root, exc)
+            _drop(con, name, view, hidden)
+    con.register(name, Scan(snapshot, io).to_arrow())
+    return con.view(name)
+
+
+def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | None:
+    """Where DuckDB can read the data files by path, or None."""
+    import duckdb
+
+    location = file_location(store)
+    if location is None:
+        return None
+    scheme, root = location
+    if scheme == "s3":
+        try:  # load an installed httpfs; installing is the user's choice (it downloads)
+            con.execute("LOAD httpfs")
+        except duckdb.Error:
+            log.info("DuckDB has no httpfs extension: %s is read through Arrow", root)
+            return None
+    return root
+
+
+def _drop(con: Any, name: str, view: str, hidden: str) -> None:
+    con.execute(f"DROP VIEW IF EXISTS {view}")
+    con.execute(f"DROP TABLE IF EXISTS {hidden}")
+    try:
+        con.unregister(name)
+    except Exception:  # noqa: BLE001 - nothing was registered under that name
+        pass
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
