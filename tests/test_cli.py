@@ -304,3 +304,163 @@ def test_subprocess_user_error_has_no_traceback(uri: str):
     assert done.stderr.startswith("manifest-table: error: unknown column 'nope'")
     assert done.stderr.count("\n") == 1
 
+
+
+# --- every command as a subprocess, on a local table and on S3 ---------------------------
+def command(*argv: str) -> subprocess.CompletedProcess[bytes]:
+    """``manifest-table ARGV`` through ``python -m manifest_table.cli``; the moto fixture's
+    AWS_* variables reach it through the environment."""
+    return subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], capture_output=True, timeout=120)
+
+
+def ok(*argv: str) -> str:
+    done = command(*argv)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
+    return done.stdout.decode()
+
+
+@pytest.fixture(params=["local", "s3"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return str(tmp_path / "t") if request.param == "local" else request.getfixturevalue("s3_uri")
+
+
+def test_every_command_as_a_subprocess(location: str, tmp_path: Path):
+    # Naive timestamps are UTC: 00:00 and 02:00+02:00 are the same instant.
+    (tmp_path / "in.csv").write_text('id,name,ts\n1,a,2025-01-01T00:00:00\n2,"two\nlines",2025-01-01 02:00:00+02:00\n'
+                                     "3,c,\n")
+    (tmp_path / "more.jsonl").write_text('{"id": 20, "name": "x", "ts": "2025-01-02 00:00:00"}\n')
+    assert "created" in ok("create", location, "--schema", "id:int64,name:string,ts:timestamp[us, tz=UTC]")
+    assert ok("append", location, str(tmp_path / "in.csv")) == "committed version 1 (append): rows_added=3 files_added=1\n"
+    assert ok("count", location) == "3\n" and ok("count", location, "--where", "ts IS NULL") == "1\n"
+    table = mt.open_table(location)
+    assert table.scan(columns=["ts"], where="id < 3").to_arrow().column("ts").to_pylist() == [
+        pa.scalar(1735689600_000000, SCHEMA.field("ts").type).as_py()] * 2
+
+    text = ok("scan", location).splitlines()
+    assert text[0].split() == ["id", "name", "ts"] and "two\\nlines" in text[3] and len(text) == 5
+    expected = table.to_arrow()
+    assert pa.ipc.open_stream(command("scan", location, "--format", "arrow").stdout).read_all().equals(expected)
+    assert pq.read_table(io.BytesIO(command("scan", location, "--format", "parquet").stdout)).equals(expected)
+    ok("scan", location, "--output", str(tmp_path / "out.csv"))
+    assert len(list(csv.DictReader(open(tmp_path / "out.csv", newline="")))) == 3
+    assert [json.loads(line)["id"] for line in ok("scan", location, "--format", "jsonl").splitlines()] == [1, 2, 3]
+
+    facts = json.loads(ok("info", location, "--json"))
+    assert (facts["version"], facts["live_rows"], facts["data_files"]) == (1, 3, 1)
+    assert [f["name"] for f in facts["schema"]] == ["id", "name", "ts"]
+    assert "live rows:               3" in ok("describe", location)
+
+    assert ok("delete", location, "id = 1") == "deleted 1 row; the table is now at version 2\n"
+    assert ok("overwrite", location, str(tmp_path / "more.jsonl"), "--where", "id = 2").startswith(
+        "committed version 3 (overwrite)")
+    assert ok("append", location, str(tmp_path / "more.jsonl")).startswith("committed version 4")
+    assert [c["operation"] for c in json.loads(ok("history", location, "--json"))] == [
+        "append", "overwrite", "delete", "append", "create"]
+    assert ok("compact", location, "--dry-run") == "compaction (dry run): would rewrite 3 files into 1\n"
+    assert ok("compact", location).startswith("compaction: version 5: 3 files -> 1")
+    collect = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0"]
+    assert "dry run: nothing was deleted" in ok("gc", location, "--dry-run", *collect)
+    assert "versions 0..4 expired" in ok("gc", location, *collect)
+    assert "summary: 1 tables, 1 ok, 0 failed" in ok("maintain", location, *collect)
+    assert sorted(mt.open_table(location).to_arrow().column("id").to_pylist()) == [3, 20, 20]
+
+
+def single_error_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    err = done.stderr.decode()
+    assert done.returncode == 1 and done.stdout == b"", err
+    assert err.startswith("manifest-table: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+USER_ERRORS = [  # (argv, message); {t} is the table, {tmp} a directory with bad input files
+    (["scan", "{t}", "--where", "country = \"DE\""], "string literals take single quotes"),
+    (["scan", "{t}", "--where", "id >"], "expected a literal after '>'"),
+    (["count", "{t}", "--where", "nope = 1"], "unknown column 'nope'"),
+    (["scan", "{t}", "--columns", "id,nope"], "unknown columns ['nope']"),
+    (["scan", "{t}", "--version", "9"], "version 9 does not exist"),
+    (["scan", "{t}", "--as-of", "yesterday"], "ISO 8601"),
+    (["info", "{t}/missing"], "no table at"),
+    (["create", "{t}", "--schema", "id:int64"], "already exists"),
+    (["create", "{t}2", "--schema", "id:integer"], "unknown type 'integer'"),
+    (["append", "{t}", "{tmp}/bad.csv"], "cannot read"),
+    (["append", "{t}", "{tmp}/missing.csv"], "missing.csv"),
+    (["overwrite", "{t}", "{tmp}/wrong.csv"], "unknown columns ['nmae']"),
+    (["delete", "{t}", "name = 3"], "cannot compare column 'name'"),
+    (["gc", "{t}", "--retain-for", "1h"], "shorter than grace"),
+    (["maintain", "{t}/nothing-here"], "no table at or under"),
+]
+# Those whose outcome depends on the store: run on S3 too (each subprocess costs a second or more).
+S3_USER_ERRORS = [USER_ERRORS[i] for i in (2, 4, 6, 7, 9, 12, 13, 14)]
+
+
+def assert_user_errors(uri: str, tmp_path: Path, cases: list[tuple[list[str], str]]) -> None:
+    """Each user mistake: exit 1, one line on stderr, and the table unchanged."""
+    table = mt.create_table(uri, SCHEMA)
+    table.append(rows(0, 3))
+    (tmp_path / "bad.csv").write_text("id,name,ts\nx,a,\n")
+    (tmp_path / "wrong.csv").write_text("id,nmae\n1,a\n")
+    before = table.history()
+    for argv, message in cases:
+        err = single_error_line(command(*(a.format(t=uri, tmp=tmp_path) for a in argv)))
+        assert message in err, (argv, err)
+    assert table.history() == before
+
+
+@pytest.mark.parametrize("argv, message", USER_ERRORS)
+def test_user_errors_as_a_subprocess(tmp_path: Path, argv: list[str], message: str):
+    assert_user_errors(str(tmp_path / "t"), tmp_path, [(argv, message)])
+
+
+def test_user_errors_on_s3_as_a_subprocess(s3_uri: str, tmp_path: Path):
+    assert_user_errors(s3_uri, tmp_path, S3_USER_ERRORS)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path):
+    """``manifest-table scan ... | head -1``: the reader goes away; exit 0, nothing on stderr."""
+    uri = str(tmp_path / "t")
+    mt.create_table(uri, SCHEMA).append(rows(0, 200_000))
+    for fmt in ("csv", "table", "jsonl"):
+        with subprocess.Popen([sys.executable, "-m", "manifest_table.cli", "scan", uri, "--format", fmt,
+                               "--limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            assert proc.stdout.readline()
+            proc.stdout.close()
+            err = proc.stderr.read()
+            assert proc.wait(timeout=120) == 0 and err == b"", (fmt, err)
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path):
+    import pty
+
+    uri = str(tmp_path / "t")
+    mt.create_table(uri, SCHEMA).append(rows(0, 50_000))
+    args = [sys.executable, "-m", "manifest_table.cli", "scan", uri, "--output", str(tmp_path / "out.parquet")]
+    piped = subprocess.run(args, capture_output=True, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == b""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(args, stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal is closed once everything was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0 and done.stdout == b"" and b"writing" in shown
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50_000
+
+
+def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    uri = str(tmp_path / "t")
+    table = mt.create_table(uri, SCHEMA)
+    table.append(pa.table({"id": [1, 2], "name": ["x" * 500, "tab\there"], "ts": [None, None]}, schema=SCHEMA))
+    code, out, _ = run("scan", uri)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 4 and max(map(len, lines)) <= 40
+    assert "…" in lines[2] and lines[3].split() == ["2", "tab\\there", "null"]
