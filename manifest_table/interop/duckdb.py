@@ -45,14 +45,17 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
     view, hidden = _quote(name), _quote(f"__manifest_table_deleted_{name}")
     _drop(con, name, view, hidden)
     files = [f for f in snapshot.files if f.live_rows > 0]
-    clash = set(_VIRTUAL) & set(snapshot.schema.names)  # a real column would hide DuckDB's
+    # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
+    clash = set(_VIRTUAL) & set(snapshot.schema.names) and any(f.deletes for f in files)
     root = _native_root(con, io.store) if files and not clash else None
     if root is not None:
         paths = [f"{root}/{f.path}" for f in files]
         deleted = deleted_rows(files, paths, snapshot.deleted)
         columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)
-        source = f"read_parquet([{', '.join(_literal(p) for p in paths)}], filename=true, file_row_number=true) AS t"
+        files_sql = f"[{', '.join(_literal(p) for p in paths)}]"
+        source = f"read_parquet({files_sql}) AS t"
         if deleted.num_rows:
+            source = f"read_parquet({files_sql}, filename=true, file_row_number=true) AS t"
             con.register("__manifest_table_staging", deleted)
             try:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE {hidden} AS FROM __manifest_table_staging")
