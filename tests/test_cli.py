@@ -310,7 +310,9 @@ def test_subprocess_user_error_has_no_traceback(uri: str):
 def command(*argv: str) -> subprocess.CompletedProcess[bytes]:
     """``manifest-table ARGV`` through ``python -m manifest_table.cli``; the moto fixture's
     AWS_* variables reach it through the environment."""
-    return subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], capture_output=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # output to a pipe is never cut
+    return subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], capture_output=True, timeout=120,
+                          env=env)
 
 
 def ok(*argv: str) -> str:
@@ -464,3 +466,6 @@ def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, m
     lines = out.splitlines()
     assert code == 0 and len(lines) == 4 and max(map(len, lines)) <= 40
     assert "…" in lines[2] and lines[3].split() == ["2", "tab\\there", "null"]
+    monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
+    code, out, _ = run("scan", uri)
+    assert code == 0 and "x" * 500 in out.splitlines()[2]

@@ -3,6 +3,9 @@ files (no deletes, and 1% of rows deleted), and ``manifest-table scan --format c
 against ``pyarrow.csv.write_csv`` of the same rows.
 
     python -m manifest_table.bench.interop [--rows 5000000] [--csv-rows 1500000] [--repeat 5]
+
+The DuckDB table is written in files of about 32 MiB (``--file-mb``) so that it has several
+files, as a real table does; deletes are spread over every file.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> None:
     p.add_argument("--csv-rows", type=int, default=1_500_000)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--deleted", type=float, default=0.01, help="fraction of rows deleted in the second table")
+    p.add_argument("--file-mb", type=float, default=32.0, help="table option target_file_size, in MiB")
     args = p.parse_args()
     print(f"machine: {machine()}; rows: {args.rows:,}; repeat: {args.repeat} (warm page cache)")
     with scratch(args) as work:
@@ -44,7 +48,8 @@ def duckdb_queries(work: str, args) -> None:
 
     start = time.perf_counter()
     root = os.path.join(work, "ours")
-    table = write_ours(root, make_data(args.rows), row_group_size=4 << 20)
+    table = write_ours(root, make_data(args.rows), row_group_size=4 << 20,
+                       target_file_size=int(args.file_mb * 2**20))
     deleted_root = clone_dir(root, os.path.join(work, "deleted"))
     rng = np.random.default_rng(1)
     deleted = mt.open_table(deleted_root)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import shutil
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -23,18 +24,21 @@ _GAP = 2
 
 
 def write_table(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO) -> None:
-    """Aligned columns, ``null`` for nulls, newlines and tabs escaped, and values cut with
-    an ellipsis so a row fits the terminal (``COLUMNS`` or 80 when not a terminal). Widths
-    come from the header and the first chunk of rows; later rows are cut to them."""
+    """Aligned columns, ``null`` for nulls, newlines and tabs escaped, and on a terminal
+    (or with ``COLUMNS`` set) values cut with an ellipsis so that a row fits its width.
+    Widths come from the header and the first chunk of rows; later rows are cut to them."""
     from rich.console import Console
 
     text = io.TextIOWrapper(sink, encoding="utf-8", newline="\n", write_through=True)
-    console = Console(file=text, width=shutil.get_terminal_size().columns, markup=False, highlight=False,
-                      emoji=False, color_system=None, soft_wrap=False)
+    limit = _terminal_width(sink)
+    console: Console | None = None
     widths: list[int] | None = None
     for chunk in _chunks(batches, schema):
         if widths is None:
-            widths = _fit([max([len(n), *map(len, c)]) for n, c in zip(schema.names, chunk)], console.width)
+            natural = [max([len(n), *map(len, c)]) for n, c in zip(schema.names, chunk)]
+            widths = _fit(natural, limit) if limit else natural
+            console = Console(file=text, width=max(limit or 0, sum(widths) + _GAP * len(widths)), markup=False,
+                              highlight=False, emoji=False, color_system=None, soft_wrap=False)
             chunk = [[n, "-" * min(len(n), w), *c] for n, w, c in zip(schema.names, widths, chunk)]
         if chunk and chunk[0]:
             with console.capture() as captured:  # one chunk, to drop the cells' trailing padding
@@ -42,6 +46,17 @@ def write_table(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Bina
             text.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
     text.flush()
     text.detach()
+
+
+def _terminal_width(sink: BinaryIO) -> int | None:
+    """The width to fit: the terminal's, or ``COLUMNS`` when set; None (no cutting) for a
+    pipe or a file, where a cut value would be lost."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    try:
+        return shutil.get_terminal_size().columns if os.isatty(sink.fileno()) else None
+    except (AttributeError, OSError, ValueError):  # not a real file
+        return None
 
 
 def _grid(widths: list[int], columns: list[list[str]]) -> Any:
