@@ -430,17 +430,14 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path):
             assert proc.wait(timeout=120) == 0 and err == b"", (fmt, err)
 
 
-def test_progress_only_on_a_terminal(tmp_path: Path):
+def on_a_terminal(*argv: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run a command with stderr on a pseudo-terminal; return it and what the terminal got."""
     import pty
 
-    uri = str(tmp_path / "t")
-    mt.create_table(uri, SCHEMA).append(rows(0, 50_000))
-    args = [sys.executable, "-m", "manifest_table.cli", "scan", uri, "--output", str(tmp_path / "out.parquet")]
-    piped = subprocess.run(args, capture_output=True, timeout=120)
-    assert piped.returncode == 0 and piped.stderr == b""
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run(args, stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], stdout=subprocess.PIPE,
+                              stderr=follower, timeout=120)
         os.close(follower)
         shown = b""
         while True:
@@ -453,8 +450,36 @@ def test_progress_only_on_a_terminal(tmp_path: Path):
             shown += chunk
     finally:
         os.close(leader)
+    return done, shown
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path):
+    uri = str(tmp_path / "t")
+    table = mt.create_table(uri, SCHEMA)
+    table.append(rows(0, 50_000))
+    table.append(rows(50_000, 50_010))
+    scan = ["scan", uri, "--output", str(tmp_path / "out.parquet")]
+    piped = command(*scan)
+    assert piped.returncode == 0 and piped.stderr == b""
+    done, shown = on_a_terminal(*scan)
     assert done.returncode == 0 and done.stdout == b"" and b"writing" in shown
-    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50_000
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50_010
+    done, shown = on_a_terminal("compact", uri)
+    assert done.returncode == 0 and done.stdout.startswith(b"compaction: version 3") and b"compacting" in shown
+
+
+def test_scheduled_job_takes_storage_options(s3_uri: str, moto_endpoint: str):
+    """gc/maintain.py reaches an S3 endpoint given only as --storage-option."""
+    table = mt.create_table(s3_uri, SCHEMA)
+    table.append(rows(0, 3))
+    table.append(rows(3, 5))
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
+    script = Path(__file__).resolve().parents[1] / "gc" / "maintain.py"
+    done = subprocess.run([sys.executable, str(script), s3_uri, "--storage-option", f"endpoint_url={moto_endpoint}",
+                           "--storage-option", "region=us-east-1", "--log-level", "WARNING"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "compaction: version 3: 2 files -> 1" in done.stdout and "summary: 1 tables, 1 ok" in done.stdout
 
 
 def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
