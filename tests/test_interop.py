@@ -148,6 +148,20 @@ def test_duckdb_view_is_the_table_and_pushes_down(tmp_path: Path) -> None:
     assert [r[0] for r in con.sql("DESCRIBE events").fetchall()] == SCHEMA.names
 
 
+def test_duckdb_replaces_its_own_views_never_a_table(tmp_path: Path) -> None:
+    """The same name moves between a native view and an Arrow fallback; a user's table of
+    that name is refused and left as it was."""
+    local = build(mt.create_table(tmp_path / "t", SCHEMA))
+    memory = build(mt.create_table("memory://t", SCHEMA, store=MemoryStore()))
+    con = duckdb.connect()
+    for table, version in ((local, None), (memory, 1), (local, 2), (memory, None)):
+        table.to_duckdb(con, "events", version=version)
+        assert con.sql("SELECT count(*) FROM events").fetchall()[0] == (table.scan(version=version).count(),)
+    con.execute("CREATE TABLE mine AS SELECT 42 AS answer")
+    assert_rejected(local.store, InvalidArgumentError, lambda: local.to_duckdb(con, "mine"), match="is a table")
+    assert con.sql("FROM mine").fetchall() == [(42,)]
+
+
 def test_duckdb_sees_a_column_named_like_its_virtual_ones(tmp_path: Path) -> None:
     """A real ``filename`` column would hide DuckDB's: such a table goes through Arrow."""
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64())])

@@ -90,12 +90,14 @@ def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | 
 
 
 def _drop(con: Any, name: str, view: str, hidden: str) -> None:
+    """Remove what an earlier call registered under ``name`` (an Arrow table or a view, and
+    the deleted positions), refusing to touch a table of the user's."""
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[0][0]:
+        raise InvalidArgumentError(f"{name!r} is a table on this DuckDB connection; to_duckdb replaces "
+                                   "only views it made: choose another name")
+    con.unregister(name)
     con.execute(f"DROP VIEW IF EXISTS {view}")
     con.execute(f"DROP TABLE IF EXISTS {hidden}")
-    try:
-        con.unregister(name)
-    except Exception:  # noqa: BLE001 - nothing was registered under that name
-        pass
 
 
 def _quote(identifier: str) -> str:
