@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable
@@ -151,16 +152,18 @@ def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: 
     each written format reads back into a table with the same rows."""
     mt.open_table(uri).append(rows(5, 30))
     expected = mt.open_table(uri).to_arrow().sort_by("id")
-    for name in ("rows.parquet", "rows.csv", "rows.jsonl"):
+    names = ("rows.parquet", "rows.csv", "rows.jsonl", "rows.arrow")
+    for name in names:
         assert run("scan", uri, "--output", str(tmp_path / name))[0] == 0
     assert pq.read_table(tmp_path / "rows.parquet").sort_by("id") == expected
+    assert pa.ipc.open_stream(pa.memory_map(str(tmp_path / "rows.arrow"))).read_all().sort_by("id") == expected
     copy = str(tmp_path / "copy")
     assert run("create", copy, "--like", str(tmp_path / "rows.parquet"))[0] == 0
-    code, out, _ = run("append", copy, *(str(tmp_path / n) for n in ("rows.parquet", "rows.csv", "rows.jsonl")))
-    assert code == 0 and out.strip() == "committed version 1 (append): rows_added=90 files_added=3"
+    code, out, _ = run("append", copy, *(str(tmp_path / n) for n in names))
+    assert code == 0 and out.strip() == "committed version 1 (append): rows_added=120 files_added=4"
     copied = mt.open_table(copy).to_arrow()
-    assert copied.num_rows == 90 and copied.filter(pa.compute.equal(copied["id"], 7)).to_pylist() == \
-        expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 3
+    assert copied.num_rows == 120 and copied.filter(pa.compute.equal(copied["id"], 7)).to_pylist() == \
+        expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 4
 
 
 def test_scan_output_errors(run: Run, uri: str, tmp_path: Path):
@@ -203,6 +206,25 @@ def test_append_parses_csv_as_the_table_types(run: Run, tmp_path: Path):
     assert run("append", uri, str(tmp_path / "in.csv"))[0] == 0
     assert mt.open_table(uri).to_arrow().to_pylist() == [
         {"id": 1, "amount": Decimal("12.50"), "day": pa.scalar(20365, pa.date32()).as_py()}]
+
+
+def test_timestamps_without_an_offset_are_utc(run: Run, tmp_path: Path):
+    """CSV and JSON lines into a zoned column: no offset means UTC. A column without a zone
+    keeps wall-clock times and refuses an offset rather than guess."""
+    zoned, naive = str(tmp_path / "zoned"), str(tmp_path / "naive")
+    run("create", zoned, "--schema", "ts:timestamp[ms, tz=Europe/Paris]")
+    run("create", naive, "--schema", "ts:timestamp[ms]")
+    (tmp_path / "in.csv").write_text("ts\n2025-01-01 12:00\n2025-01-01T13:00:00+01:00\n2025-01-01\n")
+    (tmp_path / "in.jsonl").write_text('{"ts": "2025-01-01T12:00:00"}\n{"ts": "2025-01-01 12:00:00Z"}\n')
+    assert run("append", zoned, str(tmp_path / "in.csv"), str(tmp_path / "in.jsonl"))[0] == 0
+    instants = [None if v is None else v.astimezone(timezone.utc).replace(tzinfo=None)
+                for v in mt.open_table(zoned).to_arrow().column("ts").to_pylist()]
+    noon, midnight = datetime(2025, 1, 1, 12), datetime(2025, 1, 1)
+    assert instants == [noon, noon, midnight, noon, noon]
+    assert_user_error(run("append", naive, str(tmp_path / "in.csv")), "zone offset")
+    (tmp_path / "plain.csv").write_text("ts\n2025-01-01 12:00:00\n")
+    assert run("append", naive, str(tmp_path / "plain.csv"))[0] == 0
+    assert mt.open_table(naive).to_arrow().column("ts").to_pylist() == [noon]
 
 
 @pytest.mark.parametrize("name, content, message", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime
 from typing import Any, Iterator
@@ -68,7 +69,7 @@ def history(args: argparse.Namespace) -> None:
 def scan(args: argparse.Namespace) -> None:
     table = open_from(args)
     scan = table.scan(args.columns, args.where, args.version, args.as_of)
-    fmt = args.format or (args.output and OUTPUT_FORMATS.get(_suffix(args.output))) or "table"
+    fmt = args.format or (args.output and OUTPUT_FORMATS.get(os.path.splitext(args.output)[1].lower())) or "table"
     if fmt in ("parquet", "arrow") and not args.output and sys.stdout.isatty():
         raise InvalidArgumentError(f"--format {fmt} is binary: add --output PATH or pipe it to a program")
     if args.limit is None:
@@ -111,11 +112,6 @@ def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
 
 
 # --- helpers ---------------------------------------------------------------------------
-def _suffix(path: str) -> str:
-    dot = path.rfind(".")
-    return path[dot:].lower() if dot > path.replace("\\", "/").rfind("/") else ""
-
-
 def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
     """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
     is not mistaken for the whole result."""

@@ -6,6 +6,8 @@ import argparse
 import logging
 from typing import Any
 
+import pyarrow as pa
+
 from ..commit import CommitInfo
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
@@ -82,7 +84,5 @@ def summary(info: CommitInfo) -> str:
     return f"committed version {info.version} ({info.operation}): {metrics(info)}"
 
 
-def _counted(reader: Any, description: str) -> Any:
-    import pyarrow as pa
-
+def _counted(reader: pa.RecordBatchReader, description: str) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(reader.schema, counted(reader, description))
