@@ -508,11 +508,15 @@ def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, m
     monkeypatch.setenv("COLUMNS", "40")
     uri = str(tmp_path / "t")
     table = mt.create_table(uri, SCHEMA)
-    table.append(pa.table({"id": [1, 2], "name": ["x" * 500, "tab\there"], "ts": [None, None]}, schema=SCHEMA))
+    table.append(pa.table({"id": [1, 2, 3], "name": ["x" * 500, "tab\there", "日本語" * 10], "ts": [None] * 3},
+                          schema=SCHEMA))
     code, out, _ = run("scan", uri)
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 4 and max(map(len, lines)) <= 40
+    assert code == 0 and len(lines) == 5 and max(map(len, lines)) <= 40
     assert "…" in lines[2] and lines[3].split() == ["2", "tab\\there", "null"]
+    # Wide characters take two cells each: the row still fits and its last column still aligns.
+    from rich.cells import cell_len
+    assert cell_len(lines[4]) <= 40 and cell_len(lines[4].rsplit(" ", 1)[0]) == cell_len(lines[3].rsplit(" ", 1)[0])
     monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
     code, out, _ = run("scan", uri)
     assert code == 0 and "x" * 500 in out.splitlines()[2]
