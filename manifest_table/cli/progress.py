@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 
@@ -15,7 +15,7 @@ def _on_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def counted(batches: Iterator[pa.RecordBatch], description: str, total: int | None = None) -> Iterator[pa.RecordBatch]:
+def counted(batches: Iterable[pa.RecordBatch], description: str, total: int | None = None) -> Iterator[pa.RecordBatch]:
     """``batches`` unchanged, with a bar of the rows gone through (of ``total`` if known)."""
     if not _on_terminal():
         yield from batches
@@ -23,7 +23,7 @@ def counted(batches: Iterator[pa.RecordBatch], description: str, total: int | No
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    columns = [SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TextColumn("rows"), TimeElapsedColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
@@ -41,12 +41,13 @@ def activity(description: str, logger: str = "manifest_table.maintenance") -> It
         yield
         return
     from rich.console import Console
+    from rich.text import Text  # plain text: a URI or a message may hold [brackets]
 
     source = logging.getLogger(logger)
     level, threshold = source.level, source.getEffectiveLevel()
-    with Console(stderr=True).status(description) as status:
+    with Console(stderr=True).status(Text(description)) as status:
         def relay(record: logging.LogRecord) -> bool:
-            status.update(f"{description}: {record.getMessage()}")
+            status.update(Text(f"{description}: {record.getMessage()}"))
             return record.levelno >= threshold
 
         source.addFilter(relay)
