@@ -10,6 +10,7 @@ import os
 import shutil
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -18,7 +19,8 @@ import pyarrow.parquet as pq
 Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
 OUTPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "jsonl", ".jsonl": "jsonl", ".ndjson": "jsonl",
                   ".arrow": "arrow", ".arrows": "arrow", ".txt": "table"}
-_CHUNK_ROWS = 1000  # rows formatted at a time by the text table; column widths come from the first
+_FIRST_ROWS = 1000  # the text table's column widths come from the header and these first rows
+_CHUNK_ROWS = 65536  # rows formatted at a time after them
 _GAP = 2
 
 
@@ -43,11 +45,16 @@ def write_table(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Bina
             sink.write(_lines(chunk, widths))
 
 
-def _lines(columns: list[pa.Array], widths: list[int]) -> bytes:
-    """Rows of cells fitted to ``widths``, joined by the gap, trailing blanks dropped."""
-    cells = [_fitted(column, width) for column, width in zip(columns, widths)]
-    rows = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*cells, " " * _GAP))
-    return "".join(row + "\n" for row in rows.to_pylist()).encode()
+def _lines(columns: list[pa.Array], widths: list[int]) -> memoryview:
+    """Rows of cells fitted to ``widths``, joined by the gap, trailing blanks dropped, one
+    per line: built by Arrow kernels and handed over as one buffer, no Python string per row.
+    Offsets are 64-bit: a chunk of wide values, uncut in a pipe, may pass 2 GiB."""
+    text = pa.large_string()
+    cells = [_fitted(column, width).cast(text) for column, width in zip(columns, widths)]
+    rows = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*cells, pa.scalar(" " * _GAP, text)))
+    lines = pc.binary_join_element_wise(rows, pa.scalar("", text), pa.scalar("\n", text))  # row + newline
+    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]]
 
 
 def _widest(column: pa.Array) -> int:
@@ -87,20 +94,21 @@ def _terminal_width(sink: BinaryIO) -> int | None:
 
 
 def _chunks(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[list[pa.Array]]:
-    """Columns of display strings, ``_CHUNK_ROWS`` rows at a time whatever the batch sizes
-    (at least one chunk, maybe empty, so that the header is printed)."""
+    """Columns of display strings: ``_FIRST_ROWS`` rows first (the widths come from them),
+    then up to ``_CHUNK_ROWS`` at a time whatever the batch sizes; at least one chunk, maybe
+    empty, so that the header is printed."""
     pending: list[pa.RecordBatch] = []
-    rows, yielded = 0, False
+    rows, size, yielded = 0, _FIRST_ROWS, False
     for batch in batches:
         offset = 0
         while offset < batch.num_rows:
-            piece = batch.slice(offset, _CHUNK_ROWS - rows)
+            piece = batch.slice(offset, size - rows)
             pending.append(piece)
             rows += piece.num_rows
             offset += piece.num_rows
-            if rows == _CHUNK_ROWS:
+            if rows == size:
                 yield [_display(c) for c in pa.Table.from_batches(pending, schema).combine_chunks().columns]
-                pending, rows, yielded = [], 0, True
+                pending, rows, size, yielded = [], 0, _CHUNK_ROWS, True
     if pending or not yielded:
         yield [_display(c) for c in pa.Table.from_batches(pending, schema).combine_chunks().columns]
 
