@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 import manifest_table as mt
