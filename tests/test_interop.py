@@ -197,3 +197,16 @@ def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
                     match="not both")
     assert_rejected(table.store, VersionNotFoundError, lambda: table.to_polars(version=99), match="99")
     assert_rejected(table.store, VersionNotFoundError, lambda: table.to_duckdb(con, "t", version=99), match="99")
+
+
+def test_the_interop_benchmark_runs(tmp_path: Path) -> None:
+    """``python -m manifest_table.bench.interop`` on tiny data: how docs/interop.md's figures
+    are reproduced, so it must not rot (its timings are not checked)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "manifest_table.bench.interop", "--workdir", str(tmp_path),
+                           "--rows", "20000", "--csv-rows", "2000", "--repeat", "1", "--file-mb", "0.2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "to_duckdb with deletes" in done.stdout and "manifest-table scan --format csv" in done.stdout
