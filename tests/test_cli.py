@@ -413,8 +413,6 @@ USER_ERRORS = [  # (argv, message); {t} is the table, {tmp} a directory with bad
     (["gc", "{t}", "--retain-for", "1h"], "shorter than grace"),
     (["maintain", "{t}/nothing-here"], "no table at or under"),
 ]
-# Those whose outcome depends on the store: run on S3 too (each subprocess costs a second or more).
-S3_USER_ERRORS = [USER_ERRORS[i] for i in (2, 4, 6, 7, 9, 12, 13, 14)]
 
 
 def assert_user_errors(uri: str, tmp_path: Path, cases: list[tuple[list[str], str]]) -> None:
@@ -436,7 +434,8 @@ def test_user_errors_as_a_subprocess(tmp_path: Path, argv: list[str], message: s
 
 
 def test_user_errors_on_s3_as_a_subprocess(s3_uri: str, tmp_path: Path):
-    assert_user_errors(s3_uri, tmp_path, S3_USER_ERRORS)
+    """The same mistakes on S3, in one test: one table, one subprocess per mistake."""
+    assert_user_errors(s3_uri, tmp_path, USER_ERRORS)
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path):
