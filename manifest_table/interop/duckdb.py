@@ -4,10 +4,11 @@
    deleted row positions.
 2. Load the deleted positions into a small temporary DuckDB table
    ``(filename, file_row_number)``.
-3. Create a temporary view: ``read_parquet([live files], filename=true,
-   file_row_number=true)`` anti-joined with that table on both columns, selecting exactly
-   the table's columns. DuckDB then pushes projections and filters into its own scan, which
-   is how its Delta and Iceberg extensions apply deletion vectors.
+3. Create a temporary view selecting exactly the table's columns: ``read_parquet`` of the
+   files without deletes, ``UNION ALL`` ``read_parquet([files with deletes], filename=true,
+   file_row_number=true)`` anti-joined with that table on both columns. DuckDB then pushes
+   projections and filters into its own scans, which is how its Delta and Iceberg
+   extensions apply deletion vectors; rows of files without deletes never meet the join.
 
 A location DuckDB cannot read by path (an in-memory or custom store, S3 without the httpfs
 extension or without credentials DuckDB accepts) is registered as an Arrow table instead:
@@ -50,20 +51,17 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
     root = _native_root(con, io.store) if files and not clash else None
     if root is not None:
         paths = [f"{root}/{f.path}" for f in files]
-        deleted = deleted_rows(files, paths, snapshot.deleted)
         columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)
-        files_sql = f"[{', '.join(_literal(p) for p in paths)}]"
-        source = f"read_parquet({files_sql}) AS t"
-        if deleted.num_rows:
-            source = f"read_parquet({files_sql}, filename=true, file_row_number=true) AS t"
-            con.register("__manifest_table_staging", deleted)
-            try:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE {hidden} AS FROM __manifest_table_staging")
-            finally:
-                con.unregister("__manifest_table_staging")
-            source += f" ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})"
+        clean = [p for f, p in zip(files, paths) if f.deletes is None]
+        dirty = [(f, p) for f, p in zip(files, paths) if f.deletes is not None]
+        parts = [f"SELECT {columns} FROM read_parquet({_list(clean)}) AS t"] if clean else []
+        if dirty:
+            _load(con, hidden, deleted_rows(*zip(*dirty), snapshot.deleted))
+            parts.append(f"SELECT {columns} FROM read_parquet({_list([p for _, p in dirty])}, filename=true, "
+                         f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
+        source = " UNION ALL ".join(parts)
         try:
-            con.execute(f"CREATE TEMP VIEW {view} AS SELECT {columns} FROM {source}")
+            con.execute(f"CREATE TEMP VIEW {view} AS {source}")
             return con.view(name)
         except duckdb.Error as exc:  # e.g. S3 credentials DuckDB does not have
             log.warning("DuckDB cannot read %s natively (%s); registering an Arrow table instead", root, exc)
@@ -98,6 +96,20 @@ def _drop(con: Any, name: str, view: str, hidden: str) -> None:
     con.unregister(name)
     con.execute(f"DROP VIEW IF EXISTS {view}")
     con.execute(f"DROP TABLE IF EXISTS {hidden}")
+
+
+def _load(con: Any, hidden: str, deleted: Any) -> None:
+    """Copy the deleted positions into a DuckDB temporary table: scanned natively by every
+    query, rather than through Python as a registered Arrow table would be."""
+    con.register("__manifest_table_staging", deleted)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {hidden} AS FROM __manifest_table_staging")
+    finally:
+        con.unregister("__manifest_table_staging")
+
+
+def _list(paths: list[str]) -> str:
+    return "[" + ", ".join(_literal(p) for p in paths) + "]"
 
 
 def _quote(identifier: str) -> str:
