@@ -93,6 +93,20 @@ class Scan:
     def to_pandas(self, **kwargs):  # -> pandas.DataFrame
         return self.to_arrow().to_pandas(**kwargs)
 
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A one-pass stream of the live rows: what Arrow consumers (DuckDB, Polars, Arrow
+        Flight, ``pyarrow.dataset.write_dataset``) take without holding the table in memory."""
+        schema = self.schema
+        batches = (b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
+                   for b in self.to_batches())
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The Arrow PyCapsule stream protocol, so ``pa.table(scan)``, ``pl.DataFrame(scan)``
+        and ``duckdb.sql("from scan")`` read the live rows batch by batch. Each call starts
+        a new read of the same snapshot."""
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
     def count(self) -> int:
         """Live rows; without a filter this reads no data, only the manifest and bitmaps' sizes."""
         if self.where is None:

@@ -85,6 +85,22 @@ class Table:
     def to_arrow(self) -> pa.Table:
         return self.scan().to_arrow()
 
+    def to_duckdb(self, con: Any, name: str, *, version: int | None = None,
+                  as_of: datetime | str | None = None) -> Any:
+        """Register ``name`` on the DuckDB connection ``con`` as a view of the table (or of
+        ``version`` / ``as_of``) that DuckDB reads with its own Parquet reader, deleted rows
+        removed; returns it as a ``duckdb.DuckDBPyRelation``. See docs/interop.md."""
+        from .interop.duckdb import register_view
+
+        return register_view(con, name, self.scan(version=version, as_of=as_of).snapshot, self.io)
+
+    def to_polars(self, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
+        """The table (or ``version`` / ``as_of``) as a ``polars.LazyFrame`` that reads only
+        the columns a query needs and filters while streaming. See docs/interop.md."""
+        from .interop.polars import lazy_frame
+
+        return lazy_frame(self.scan(version=version, as_of=as_of).snapshot, self.io)
+
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> Transaction:
         return Transaction(self)

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable
@@ -20,6 +21,7 @@ import pytest
 import manifest_table as mt
 from manifest_table import cli
 from manifest_table.cli import main
+import manifest_table.cli.options  # noqa: F401 - patched below
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
 Run = Callable[..., tuple[int, str, str]]
@@ -150,20 +152,21 @@ def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: 
     each written format reads back into a table with the same rows."""
     mt.open_table(uri).append(rows(5, 30))
     expected = mt.open_table(uri).to_arrow().sort_by("id")
-    for name in ("rows.parquet", "rows.csv", "rows.jsonl"):
+    names = ("rows.parquet", "rows.csv", "rows.jsonl", "rows.arrow")
+    for name in names:
         assert run("scan", uri, "--output", str(tmp_path / name))[0] == 0
     assert pq.read_table(tmp_path / "rows.parquet").sort_by("id") == expected
+    assert pa.ipc.open_stream(pa.memory_map(str(tmp_path / "rows.arrow"))).read_all().sort_by("id") == expected
     copy = str(tmp_path / "copy")
     assert run("create", copy, "--like", str(tmp_path / "rows.parquet"))[0] == 0
-    code, out, _ = run("append", copy, *(str(tmp_path / n) for n in ("rows.parquet", "rows.csv", "rows.jsonl")))
-    assert code == 0 and out.strip() == "committed version 1 (append): rows_added=90 files_added=3"
+    code, out, _ = run("append", copy, *(str(tmp_path / n) for n in names))
+    assert code == 0 and out.strip() == "committed version 1 (append): rows_added=120 files_added=4"
     copied = mt.open_table(copy).to_arrow()
-    assert copied.num_rows == 90 and copied.filter(pa.compute.equal(copied["id"], 7)).to_pylist() == \
-        expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 3
+    assert copied.num_rows == 120 and copied.filter(pa.compute.equal(copied["id"], 7)).to_pylist() == \
+        expected.filter(pa.compute.equal(expected["id"], 7)).to_pylist() * 4
 
 
 def test_scan_output_errors(run: Run, uri: str, tmp_path: Path):
-    assert_user_error(run("scan", uri, "--format", "parquet"), "--output")
     assert_user_error(run("scan", uri, "--output", str(tmp_path / "no" / "rows.csv")), "No such file")
 
 
@@ -203,6 +206,25 @@ def test_append_parses_csv_as_the_table_types(run: Run, tmp_path: Path):
     assert run("append", uri, str(tmp_path / "in.csv"))[0] == 0
     assert mt.open_table(uri).to_arrow().to_pylist() == [
         {"id": 1, "amount": Decimal("12.50"), "day": pa.scalar(20365, pa.date32()).as_py()}]
+
+
+def test_timestamps_without_an_offset_are_utc(run: Run, tmp_path: Path):
+    """CSV and JSON lines into a zoned column: no offset means UTC. A column without a zone
+    keeps wall-clock times and refuses an offset rather than guess."""
+    zoned, naive = str(tmp_path / "zoned"), str(tmp_path / "naive")
+    run("create", zoned, "--schema", "ts:timestamp[ms, tz=Europe/Paris]")
+    run("create", naive, "--schema", "ts:timestamp[ms]")
+    (tmp_path / "in.csv").write_text("ts\n2025-01-01 12:00\n2025-01-01T13:00:00+01:00\n2025-01-01\n")
+    (tmp_path / "in.jsonl").write_text('{"ts": "2025-01-01T12:00:00"}\n{"ts": "2025-01-01 12:00:00Z"}\n')
+    assert run("append", zoned, str(tmp_path / "in.csv"), str(tmp_path / "in.jsonl"))[0] == 0
+    instants = [None if v is None else v.astimezone(timezone.utc).replace(tzinfo=None)
+                for v in mt.open_table(zoned).to_arrow().column("ts").to_pylist()]
+    noon, midnight = datetime(2025, 1, 1, 12), datetime(2025, 1, 1)
+    assert instants == [noon, noon, midnight, noon, noon]
+    assert_user_error(run("append", naive, str(tmp_path / "in.csv")), "zone offset")
+    (tmp_path / "plain.csv").write_text("ts\n2025-01-01 12:00:00\n")
+    assert run("append", naive, str(tmp_path / "plain.csv"))[0] == 0
+    assert mt.open_table(naive).to_arrow().column("ts").to_pylist() == [noon]
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -272,13 +294,14 @@ def test_version_and_help(run: Run):
     code, out, _ = run("--version")
     assert code == 0 and out.startswith("manifest-table 0.")
     code, out, _ = run("--help")
-    assert code == 0 and all(name in out for name in ("info", "history", "scan", "count", "create", "append", "delete"))
+    assert code == 0 and all(name in out for name in ("info", "describe", "history", "scan", "count", "create",
+                                                      "append", "delete", "overwrite", "compact", "gc", "maintain"))
 
 
 def test_unexpected_errors_keep_their_traceback(run: Run, uri: str, monkeypatch: pytest.MonkeyPatch):
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
-    monkeypatch.setattr(cli, "open_table", broken)
+    monkeypatch.setattr(cli.options, "open_table", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["info", uri])
 
@@ -303,3 +326,196 @@ def test_subprocess_user_error_has_no_traceback(uri: str):
     assert done.stderr.startswith("manifest-table: error: unknown column 'nope'")
     assert done.stderr.count("\n") == 1
 
+
+
+# --- every command as a subprocess, on a local table and on S3 ---------------------------
+def command(*argv: str) -> subprocess.CompletedProcess[bytes]:
+    """``manifest-table ARGV`` through ``python -m manifest_table.cli``; the moto fixture's
+    AWS_* variables reach it through the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # output to a pipe is never cut
+    return subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], capture_output=True, timeout=120,
+                          env=env)
+
+
+def ok(*argv: str) -> str:
+    done = command(*argv)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
+    return done.stdout.decode()
+
+
+@pytest.fixture(params=["local", "s3"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return str(tmp_path / "t") if request.param == "local" else request.getfixturevalue("s3_uri")
+
+
+def test_every_command_as_a_subprocess(location: str, tmp_path: Path):
+    # Naive timestamps are UTC: 00:00 and 02:00+02:00 are the same instant.
+    (tmp_path / "in.csv").write_text('id,name,ts\n1,a,2025-01-01T00:00:00\n2,"two\nlines",2025-01-01 02:00:00+02:00\n'
+                                     "3,c,\n")
+    (tmp_path / "more.jsonl").write_text('{"id": 20, "name": "x", "ts": "2025-01-02 00:00:00"}\n')
+    assert "created" in ok("create", location, "--schema", "id:int64,name:string,ts:timestamp[us, tz=UTC]")
+    assert ok("append", location, str(tmp_path / "in.csv")) == "committed version 1 (append): rows_added=3 files_added=1\n"
+    assert ok("count", location) == "3\n" and ok("count", location, "--where", "ts IS NULL") == "1\n"
+    table = mt.open_table(location)
+    assert table.scan(columns=["ts"], where="id < 3").to_arrow().column("ts").to_pylist() == [
+        pa.scalar(1735689600_000000, SCHEMA.field("ts").type).as_py()] * 2
+
+    text = ok("scan", location).splitlines()
+    assert text[0].split() == ["id", "name", "ts"] and "two\\nlines" in text[3] and len(text) == 5
+    expected = table.to_arrow()
+    assert pa.ipc.open_stream(command("scan", location, "--format", "arrow").stdout).read_all().equals(expected)
+    assert pq.read_table(io.BytesIO(command("scan", location, "--format", "parquet").stdout)).equals(expected)
+    ok("scan", location, "--output", str(tmp_path / "out.csv"))
+    assert len(list(csv.DictReader(open(tmp_path / "out.csv", newline="")))) == 3
+    assert [json.loads(line)["id"] for line in ok("scan", location, "--format", "jsonl").splitlines()] == [1, 2, 3]
+
+    facts = json.loads(ok("info", location, "--json"))
+    assert (facts["version"], facts["live_rows"], facts["data_files"]) == (1, 3, 1)
+    assert [f["name"] for f in facts["schema"]] == ["id", "name", "ts"]
+    assert "live rows:               3" in ok("describe", location)
+
+    assert ok("delete", location, "id = 1") == "deleted 1 row; the table is now at version 2\n"
+    assert ok("overwrite", location, str(tmp_path / "more.jsonl"), "--where", "id = 2").startswith(
+        "committed version 3 (overwrite)")
+    assert ok("append", location, str(tmp_path / "more.jsonl")).startswith("committed version 4")
+    assert [c["operation"] for c in json.loads(ok("history", location, "--json"))] == [
+        "append", "overwrite", "delete", "append", "create"]
+    assert ok("compact", location, "--dry-run") == "compaction (dry run): would rewrite 3 files into 1\n"
+    assert ok("compact", location).startswith("compaction: version 5: 3 files -> 1")
+    collect = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0"]
+    assert "dry run: nothing was deleted" in ok("gc", location, "--dry-run", *collect)
+    assert "versions 0..4 expired" in ok("gc", location, *collect)
+    assert "summary: 1 tables, 1 ok, 0 failed" in ok("maintain", location, *collect)
+    assert sorted(mt.open_table(location).to_arrow().column("id").to_pylist()) == [3, 20, 20]
+
+
+def single_error_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    err = done.stderr.decode()
+    assert done.returncode == 1 and done.stdout == b"", err
+    assert err.startswith("manifest-table: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+USER_ERRORS = [  # (argv, message); {t} is the table, {tmp} a directory with bad input files
+    (["scan", "{t}", "--where", "country = \"DE\""], "string literals take single quotes"),
+    (["scan", "{t}", "--where", "id >"], "expected a literal after '>'"),
+    (["count", "{t}", "--where", "nope = 1"], "unknown column 'nope'"),
+    (["scan", "{t}", "--columns", "id,nope"], "unknown columns ['nope']"),
+    (["scan", "{t}", "--version", "9"], "version 9 does not exist"),
+    (["scan", "{t}", "--as-of", "yesterday"], "ISO 8601"),
+    (["info", "{t}/missing"], "no table at"),
+    (["create", "{t}", "--schema", "id:int64"], "already exists"),
+    (["create", "{t}2", "--schema", "id:integer"], "unknown type 'integer'"),
+    (["append", "{t}", "{tmp}/bad.csv"], "cannot read"),
+    (["append", "{t}", "{tmp}/missing.csv"], "missing.csv"),
+    (["overwrite", "{t}", "{tmp}/wrong.csv"], "unknown columns ['nmae']"),
+    (["delete", "{t}", "name = 3"], "cannot compare column 'name'"),
+    (["gc", "{t}", "--retain-for", "1h"], "shorter than grace"),
+    (["maintain", "{t}/nothing-here"], "no table at or under"),
+]
+
+
+def assert_user_errors(uri: str, tmp_path: Path, cases: list[tuple[list[str], str]]) -> None:
+    """Each user mistake: exit 1, one line on stderr, and the table unchanged."""
+    table = mt.create_table(uri, SCHEMA)
+    table.append(rows(0, 3))
+    (tmp_path / "bad.csv").write_text("id,name,ts\nx,a,\n")
+    (tmp_path / "wrong.csv").write_text("id,nmae\n1,a\n")
+    before = table.history()
+    for argv, message in cases:
+        err = single_error_line(command(*(a.format(t=uri, tmp=tmp_path) for a in argv)))
+        assert message in err, (argv, err)
+    assert table.history() == before
+
+
+@pytest.mark.parametrize("argv, message", USER_ERRORS)
+def test_user_errors_as_a_subprocess(tmp_path: Path, argv: list[str], message: str):
+    assert_user_errors(str(tmp_path / "t"), tmp_path, [(argv, message)])
+
+
+def test_user_errors_on_s3_as_a_subprocess(s3_uri: str, tmp_path: Path):
+    """The same mistakes on S3, in one test: one table, one subprocess per mistake."""
+    assert_user_errors(s3_uri, tmp_path, USER_ERRORS)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path):
+    """``manifest-table scan ... | head -1``: the reader goes away; exit 0, nothing on stderr."""
+    uri = str(tmp_path / "t")
+    mt.create_table(uri, SCHEMA).append(rows(0, 200_000))
+    for fmt in ("csv", "table", "jsonl"):
+        with subprocess.Popen([sys.executable, "-m", "manifest_table.cli", "scan", uri, "--format", fmt,
+                               "--limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            assert proc.stdout.readline()
+            proc.stdout.close()
+            err = proc.stderr.read()
+            assert proc.wait(timeout=120) == 0 and err == b"", (fmt, err)
+
+
+def on_a_terminal(*argv: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run a command with stderr on a pseudo-terminal; return it and what the terminal got."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "manifest_table.cli", *argv], stdout=subprocess.PIPE,
+                              stderr=follower, timeout=120)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal is closed once everything was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    return done, shown
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path):
+    uri = str(tmp_path / "t")
+    table = mt.create_table(uri, SCHEMA)
+    table.append(rows(0, 50_000))
+    table.append(rows(50_000, 50_010))
+    scan = ["scan", uri, "--output", str(tmp_path / "out.parquet")]
+    piped = command(*scan)
+    assert piped.returncode == 0 and piped.stderr == b""
+    done, shown = on_a_terminal(*scan)
+    assert done.returncode == 0 and done.stdout == b"" and b"writing" in shown
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 50_010
+    done, shown = on_a_terminal("compact", uri)
+    assert done.returncode == 0 and done.stdout.startswith(b"compaction: version 3") and b"compacting" in shown
+
+
+def test_scheduled_job_takes_storage_options(s3_uri: str, moto_endpoint: str):
+    """gc/maintain.py reaches an S3 endpoint given only as --storage-option."""
+    table = mt.create_table(s3_uri, SCHEMA)
+    table.append(rows(0, 3))
+    table.append(rows(3, 5))
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
+    script = Path(__file__).resolve().parents[1] / "gc" / "maintain.py"
+    done = subprocess.run([sys.executable, str(script), s3_uri, "--storage-option", f"endpoint_url={moto_endpoint}",
+                           "--storage-option", "region=us-east-1", "--log-level", "WARNING"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "compaction: version 3: 2 files -> 1" in done.stdout and "summary: 1 tables, 1 ok" in done.stdout
+
+
+def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    uri = str(tmp_path / "t")
+    table = mt.create_table(uri, SCHEMA)
+    table.append(pa.table({"id": [1, 2, 3], "name": ["x" * 500, "tab\there", "日本語" * 10], "ts": [None] * 3},
+                          schema=SCHEMA))
+    code, out, _ = run("scan", uri)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 5 and max(map(len, lines)) <= 40
+    assert "…" in lines[2] and lines[3].split() == ["2", "tab\\there", "null"]
+    # Wide characters take two cells each: the row still fits and its last column still aligns.
+    from rich.cells import cell_len
+    assert cell_len(lines[4]) <= 40 and cell_len(lines[4].rsplit(" ", 1)[0]) == cell_len(lines[3].rsplit(" ", 1)[0])
+    monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
+    code, out, _ = run("scan", uri)
+    assert code == 0 and "x" * 500 in out.splitlines()[2]

@@ -1,0 +1,5 @@
+"""``python -m manifest_table.cli``: the same command as ``manifest-table``."""
+
+from .app import main
+
+raise SystemExit(main())

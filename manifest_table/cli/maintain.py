@@ -1,0 +1,91 @@
+"""Maintenance commands: ``compact`` and ``gc`` on one table, and ``maintain``, the
+scheduled job (compaction then GC on a table or every table under a root) that
+``gc/maintain.py`` also runs. The job's options are defined here once for both."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from typing import Any
+
+from ..maintenance import plan_compaction
+from ..maintenance.job import (JobOptions, describe_compaction, duration, find_tables, fraction, retention,
+                               run_job, size)
+from ..errors import InvalidArgumentError
+from .options import checked, open_from, storage_options
+from .progress import activity
+
+
+def compact(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    if args.dry_run:
+        target = args.target_file_size or table.write_options.target_file_size
+        groups = plan_compaction(table.manifest(), target, args.min_deleted_fraction)
+        print(f"compaction (dry run): would rewrite {sum(len(g.files) for g in groups)} files into {len(groups)}"
+              if groups else "compaction (dry run): nothing to do")
+        return
+    with activity(f"compacting {table.uri}"):
+        info = table.compact(args.target_file_size, args.min_deleted_fraction)
+    print(describe_compaction(info))
+
+
+def gc(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    with activity(f"collecting garbage in {table.uri}"):
+        report = table.gc(args.retain_versions, args.retain_for, args.grace, args.dry_run, args.force)
+    print(report)
+
+
+def maintain(args: argparse.Namespace) -> int:
+    options = job_options(args)
+    options.check()
+    tables = find_tables(args.uri, options.storage_options)
+    if not tables:
+        raise InvalidArgumentError(f"no table at or under {args.uri}")
+    with activity(f"maintaining {len(tables)} table{'s' if len(tables) > 1 else ''}"):
+        return run_job(tables, options, show=lambda text: print(text, flush=True))
+
+
+def job_options(args: argparse.Namespace) -> JobOptions:
+    return JobOptions(dry_run=args.dry_run, retain_versions=args.retain_versions, retain_for=args.retain_for,
+                      grace=args.grace, target_file_size=args.target_file_size,
+                      min_deleted_fraction=args.min_deleted_fraction, compact=not args.no_compact,
+                      force=args.force, storage_options=storage_options(args))
+
+
+def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="plan and report; change nothing")
+    parser.add_argument("--retain-versions", type=int, metavar="N", help="also keep the last N versions")
+    parser.add_argument("--retain-for", type=checked(retention), default=timedelta(days=7), metavar="DURATION",
+                        help="keep every version current within this long ('none': count only) (default: 7d)")
+    parser.add_argument("--grace", type=checked(duration), default=timedelta(hours=24), metavar="DURATION",
+                        help="never delete an unreferenced object younger than this (default: 24h)")
+    parser.add_argument("--force", action="store_true", help="allow a retention shorter than the grace period")
+
+
+def add_compaction_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target-file-size", type=checked(size), metavar="SIZE",
+                        help="compaction target, e.g. 128MiB (default: the table's)")
+    parser.add_argument("--min-deleted-fraction", type=checked(fraction), default=0.2, metavar="F",
+                        help="rewrite files with at least this fraction of rows deleted (default: 0.2)")
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The scheduled job's options, shared by ``manifest-table maintain`` and gc/maintain.py."""
+    add_gc_arguments(parser)
+    add_compaction_arguments(parser)
+    parser.add_argument("--no-compact", action="store_true", help="garbage collection only")
+
+
+def add_commands(command: Any) -> None:
+    """Register the maintenance commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    compacted = command("compact", compact, "merge small files and rewrite files with many deleted rows")
+    add_compaction_arguments(compacted)
+    compacted.add_argument("--dry-run", action="store_true", help="show what would be rewritten; change nothing")
+
+    collected = command("gc", gc, "expire old versions and delete objects no retained version needs")
+    add_gc_arguments(collected)
+
+    job = command("maintain", maintain, "compaction then GC on a table or every table under a root",
+                  metavar="ROOT_OR_URI")
+    add_job_arguments(job)

@@ -1,0 +1,59 @@
+"""Argument types and the options every command shares (``--storage-option``, ``-v``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable, TypeVar
+
+from ..errors import InvalidArgumentError
+from ..table import Table, open_table
+
+T = TypeVar("T")
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def whole_number(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",")]
+
+
+def checked(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a library parser: its ``InvalidArgumentError`` message becomes
+    argparse's usage error (exit 2) instead of a generic "invalid value"."""
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except InvalidArgumentError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options accepted before or after the command name; SUPPRESS keeps a subcommand from
+    resetting a value given before it."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("--storage-option", dest="storage_options", action="append", type=key_value,
+                        metavar="KEY=VALUE", help="an S3 option (endpoint_url, region, access_key_id, "
+                        "secret_access_key, session_token); repeatable")
+    common.add_argument("-v", "--verbose", action="count", help="log progress (-vv: debug)")
+    return common
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, str] | None:
+    return dict(args.storage_options) or None
+
+
+def open_from(args: argparse.Namespace) -> Table:
+    return open_table(args.uri, storage_options=storage_options(args))

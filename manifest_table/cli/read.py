@@ -1,0 +1,155 @@
+"""Commands that read: ``info`` (alias ``describe``), ``history``, ``scan``, ``count``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from ..commit import CommitInfo
+from ..errors import InvalidArgumentError, VersionExpiredError
+from ..table import Table
+from .options import names, open_from, whole_number
+from .output import OUTPUT_FORMATS, WRITERS
+from .progress import counted
+
+PROG = "manifest-table"
+PREVIEW_ROWS = 20
+
+
+def info(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    manifest = table.manifest()
+    facts = {
+        "uri": table.uri,
+        "version": manifest.version,
+        "operation": manifest.operation,
+        "timestamp": timestamp(manifest.timestamp),
+        "oldest_retained_version": _oldest_retained(table, manifest.version),
+        "data_files": len(manifest.files),
+        "live_rows": manifest.live_rows,
+        "deleted_rows": sum(f.deleted_rows for f in manifest.files),
+        "data_bytes": sum(f.size for f in manifest.files),
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in manifest.schema],
+    }
+    if args.json:
+        print(json.dumps(facts, indent=2))
+        return
+    lines = {
+        "uri": facts["uri"],
+        "version": f"{facts['version']} ({facts['operation']} at {facts['timestamp']})",
+        **{name.replace("_", " "): facts[name] for name in
+           ("oldest_retained_version", "data_files", "live_rows", "deleted_rows", "data_bytes")},
+    }
+    width = max(map(len, lines)) + 1
+    for name, value in lines.items():
+        print(f"{name + ':':<{width}} {value}")
+    print("schema:")
+    for field in manifest.schema:
+        print(f"  {field.name}: {field.type}{'' if field.nullable else ' not null'}")
+
+
+def history(args: argparse.Namespace) -> None:
+    commits = open_from(args).history(args.limit)
+    if args.json:
+        print(json.dumps([_commit_json(c) for c in commits], indent=2, default=str))
+        return
+    schema = pa.schema([(n, pa.string()) for n in ("version", "timestamp", "operation", "metrics")])
+    rows = pa.table([[str(c.version) for c in commits], [timestamp(c.timestamp) for c in commits],
+                     [c.operation for c in commits], [metrics(c) for c in commits]], schema=schema)
+    sys.stdout.flush()
+    WRITERS["table"](rows.to_batches(), schema, sys.stdout.buffer)
+
+
+def scan(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    scan = table.scan(args.columns, args.where, args.version, args.as_of)
+    fmt = args.format or (args.output and OUTPUT_FORMATS.get(os.path.splitext(args.output)[1].lower())) or "table"
+    if fmt in ("parquet", "arrow") and not args.output and sys.stdout.isatty():
+        raise InvalidArgumentError(f"--format {fmt} is binary: add --output PATH or pipe it to a program")
+    if args.limit is None:
+        limit = None if args.output or fmt != "table" else PREVIEW_ROWS
+    else:
+        limit = args.limit or None  # 0: every row
+    batches = _head(scan.to_batches(), limit)
+    if args.output:
+        total = scan.count() if scan.where is None else None  # free without a filter
+        with open(args.output, "wb") as sink:
+            WRITERS[fmt](counted(batches, f"writing {args.output}", total), scan.schema, sink)
+    else:
+        sys.stdout.flush()
+        WRITERS[fmt](batches, scan.schema, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+
+
+def count(args: argparse.Namespace) -> None:
+    print(open_from(args).scan([], args.where, args.version, args.as_of).count())
+
+
+def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
+    """Register the reading commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    described = command("info", info, "show version, schema, size and row counts", aliases=["describe"])
+    described.add_argument("--json", action="store_true", help="print JSON")
+
+    listed = command("history", history, "list versions, newest first")
+    listed.add_argument("--limit", type=whole_number, metavar="N", help="show at most N versions")
+    listed.add_argument("--json", action="store_true", help="print JSON")
+
+    scanned = command("scan", scan, "print rows, or write them to a file", snapshot)
+    scanned.add_argument("--columns", type=names, metavar="A,B", help="columns to read (default: all)")
+    scanned.add_argument("--limit", type=whole_number, metavar="N",
+                         help=f"at most N rows, 0 for all (default: {PREVIEW_ROWS} for a printed table, else all)")
+    scanned.add_argument("--format", choices=list(WRITERS),
+                         help="output format (default: from the --output extension, else table)")
+    scanned.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
+
+    command("count", count, "count live rows", snapshot)
+
+
+# --- helpers ---------------------------------------------------------------------------
+def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
+    """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
+    is not mistaken for the whole result."""
+    if limit is None:
+        yield from batches
+        return
+    left = limit
+    for batch in batches:
+        if batch.num_rows > left:
+            yield batch.slice(0, left)
+            print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
+            return
+        yield batch
+        left -= batch.num_rows
+
+
+def timestamp(value: datetime) -> str:
+    return value.isoformat(timespec="milliseconds")
+
+
+def metrics(info: CommitInfo) -> str:
+    return " ".join(f"{name}={value}" for name, value in info.metrics.items())
+
+
+def _commit_json(info: CommitInfo) -> dict[str, Any]:
+    return {"version": info.version, "timestamp": timestamp(info.timestamp), "operation": info.operation,
+            "commit_id": info.commit_id, "metrics": info.metrics, "parameters": info.parameters}
+
+
+def _oldest_retained(table: Table, latest: int) -> int:
+    """Garbage collection expires a prefix of the versions, so a binary search finds the
+    oldest retained one in O(log n) manifest reads instead of walking the history."""
+    lo, hi = 0, latest
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            table.manifest(mid)
+            hi = mid
+        except VersionExpiredError:
+            lo = mid + 1
+    return lo

@@ -1,0 +1,88 @@
+"""Commands that write: ``create``, ``append``, ``delete``, ``overwrite``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+import pyarrow as pa
+
+from ..commit import CommitInfo
+from ..table import create_table
+from .inputs import INPUT_FORMATS, read_input
+from .options import open_from, storage_options
+from .progress import counted
+from .read import metrics
+from .schema_spec import parquet_schema, parse_schema
+
+log = logging.getLogger("manifest_table.cli")
+
+
+def create(args: argparse.Namespace) -> None:
+    schema = parse_schema(args.schema) if args.schema is not None else parquet_schema(args.like)
+    table = create_table(args.uri, schema, storage_options=storage_options(args))
+    print(f"created {table.uri} (version 0) with {len(schema)} columns")
+
+
+def append(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    # Open every input first: a missing or unreadable file fails before any data is written.
+    readers = [read_input(path, table.schema) for path in args.files]
+    with table.transaction() as tx:
+        for path, reader in zip(args.files, readers):
+            log.info("appending %s", path)
+            tx.append(_counted(reader, f"appending {path}"))
+        info = tx.commit()
+    print(summary(info))
+
+
+def overwrite(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    readers = [read_input(path, table.schema) for path in args.files]
+    with table.transaction() as tx:
+        for i, (path, reader) in enumerate(zip(args.files, readers)):
+            log.info("writing %s", path)
+            data = _counted(reader, f"writing {path}")
+            if i == 0:
+                tx.overwrite(data, args.where)
+            else:
+                tx.append(data)
+        info = tx.commit()
+    print(summary(info))
+
+
+def delete(args: argparse.Namespace) -> None:
+    info = open_from(args).delete(args.where)
+    deleted = info.metrics.get("rows_deleted", 0)
+    state = "is now at" if info.committed else "is unchanged at"
+    print(f"deleted {deleted} row{'' if deleted == 1 else 's'}; the table {state} version {info.version}")
+
+
+def add_commands(command: Any) -> None:
+    """Register the writing commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    created = command("create", create, "create an empty table")
+    schema = created.add_mutually_exclusive_group(required=True)
+    schema.add_argument("--schema", metavar="SPEC", help="e.g. 'id:int64,name:string,ts:timestamp[us, tz=UTC]'")
+    schema.add_argument("--like", metavar="FILE.parquet", help="take the schema of a Parquet file")
+
+    files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)
+    appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit")
+    appended.add_argument("files", nargs="+", metavar="FILE", help=files_help)
+
+    deleted = command("delete", delete, "delete the rows matching a filter")
+    deleted.add_argument("where", metavar="WHERE", help="filter, e.g. \"id IN (1, 2)\"")
+
+    replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit")
+    replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
+    replaced.add_argument("--where", metavar="EXPR", help="replace only the rows matching this filter")
+
+
+def summary(info: CommitInfo) -> str:
+    if not info.committed:
+        return f"nothing to commit; the table is unchanged at version {info.version}"
+    return f"committed version {info.version} ({info.operation}): {metrics(info)}"
+
+
+def _counted(reader: pa.RecordBatchReader, description: str) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(reader.schema, counted(reader, description))

@@ -1,0 +1,120 @@
+"""A table as a DuckDB view that DuckDB reads with its own Parquet reader.
+
+1. Plan on our side: the snapshot's live data files and, for those with deletes, their
+   deleted row positions.
+2. Load the deleted positions into a small temporary DuckDB table
+   ``(filename, file_row_number)``.
+3. Create a temporary view selecting exactly the table's columns: ``read_parquet`` of the
+   files without deletes, ``UNION ALL`` ``read_parquet([files with deletes], filename=true,
+   file_row_number=true)`` anti-joined with that table on both columns. DuckDB then pushes
+   projections and filters into its own scans, which is how its Delta and Iceberg
+   extensions apply deletion vectors; rows of files without deletes never meet the join.
+
+A location DuckDB cannot read by path (an in-memory or custom store, S3 without the httpfs
+extension or without credentials DuckDB accepts) is registered as an Arrow table instead:
+the same rows, read by us and held in memory. See docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidArgumentError
+from ..scan import Scan, Snapshot
+from ..storage import FileIO, ObjectStore
+from .files import deleted_rows, file_location
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger("manifest_table.interop")
+
+_VIRTUAL = ("filename", "file_row_number")
+
+
+def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapshot,
+                  io: FileIO) -> "duckdb.DuckDBPyRelation":
+    """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
+    any view of that name) and return it as a relation."""
+    import duckdb
+
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        raise InvalidArgumentError(f"con must be a duckdb connection, not {type(con).__name__}")
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"the view name must be a non-empty string, not {name!r}")
+    view, hidden = _quote(name), _quote(f"__manifest_table_deleted_{name}")
+    _drop(con, name, view, hidden)
+    files = [f for f in snapshot.files if f.live_rows > 0]
+    # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
+    clash = set(_VIRTUAL) & set(snapshot.schema.names) and any(f.deletes for f in files)
+    root = _native_root(con, io.store) if files and not clash else None
+    if root is not None:
+        paths = [f"{root}/{f.path}" for f in files]
+        columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)
+        clean = [p for f, p in zip(files, paths) if f.deletes is None]
+        dirty = [(f, p) for f, p in zip(files, paths) if f.deletes is not None]
+        parts = [f"SELECT {columns} FROM read_parquet({_list(clean)}) AS t"] if clean else []
+        if dirty:
+            _load(con, hidden, deleted_rows(*zip(*dirty), snapshot.deleted))
+            parts.append(f"SELECT {columns} FROM read_parquet({_list([p for _, p in dirty])}, filename=true, "
+                         f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
+        source = " UNION ALL ".join(parts)
+        try:
+            con.execute(f"CREATE TEMP VIEW {view} AS {source}")
+            return con.view(name)
+        except duckdb.Error as exc:  # e.g. S3 credentials DuckDB does not have
+            log.warning("DuckDB cannot read %s natively (%s); registering an Arrow table instead", root, exc)
+            _drop(con, name, view, hidden)
+    con.register(name, Scan(snapshot, io).to_arrow())
+    return con.view(name)
+
+
+def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | None:
+    """Where DuckDB can read the data files by path, or None."""
+    import duckdb
+
+    location = file_location(store)
+    if location is None:
+        return None
+    scheme, root = location
+    if scheme == "s3":
+        try:  # load an installed httpfs; installing is the user's choice (it downloads)
+            con.execute("LOAD httpfs")
+        except duckdb.Error:
+            log.info("DuckDB has no httpfs extension: %s is read through Arrow", root)
+            return None
+    return root
+
+
+def _drop(con: Any, name: str, view: str, hidden: str) -> None:
+    """Remove what an earlier call registered under ``name`` (an Arrow table or a view, and
+    the deleted positions), refusing to touch a table of the user's."""
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[0][0]:
+        raise InvalidArgumentError(f"{name!r} is a table on this DuckDB connection; to_duckdb replaces "
+                                   "only views it made: choose another name")
+    con.unregister(name)
+    con.execute(f"DROP VIEW IF EXISTS {view}")
+    con.execute(f"DROP TABLE IF EXISTS {hidden}")
+
+
+def _load(con: Any, hidden: str, deleted: Any) -> None:
+    """Copy the deleted positions into a DuckDB temporary table: scanned natively by every
+    query, rather than through Python as a registered Arrow table would be."""
+    con.register("__manifest_table_staging", deleted)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {hidden} AS FROM __manifest_table_staging")
+    finally:
+        con.unregister("__manifest_table_staging")
+
+
+def _list(paths: list[str]) -> str:
+    return "[" + ", ".join(_literal(p) for p in paths) + "]"
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,182 @@
+"""The maintenance job: compaction, then garbage collection, on one table or on every table
+under a root (a local directory or an ``s3://bucket/prefix``).
+
+1. Find the tables: the root itself if it is one, else every table below it (one LIST).
+2. For each table, compact (unless told not to) and then collect garbage. A compaction that
+   loses to a concurrent commit is skipped, not failed: the next run retries it.
+3. Report each table, then a summary. One broken table never stops the others; the exit
+   status says whether any failed.
+
+``manifest-table maintain`` and the scheduled entry ``gc/maintain.py`` both run this.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable
+
+from ..commit import CommitInfo
+from ..errors import CommitConflictError, InvalidArgumentError, ManifestTableError
+from ..format.manifest import manifest_key
+from ..format.pointer import POINTER_KEY
+from ..storage import store_for_uri
+from ..table import Table, open_table
+from .compaction import plan_compaction
+from .garbage_collection import check_retention
+
+log = logging.getLogger("manifest_table.maintenance.job")
+
+TABLE_MARKERS = (POINTER_KEY, manifest_key(0))
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)", re.IGNORECASE)
+_DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgt")},
+               **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")}}
+
+
+# --- settings ---------------------------------------------------------------------------
+def duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``24h``, ``7d``, ``2w`` or ``0``."""
+    if text.strip() == "0":
+        return timedelta(0)
+    match = _DURATION.fullmatch(text.strip())
+    if not match:
+        raise InvalidArgumentError(f"not a duration: {text!r} (use e.g. 90s, 30m, 24h, 7d, 2w)")
+    return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
+
+
+def retention(text: str) -> timedelta | None:
+    """A duration, or ``none`` for count-based retention only (needs ``force``)."""
+    return None if text.strip().lower() == "none" else duration(text)
+
+
+def size(text: str) -> int:
+    """Bytes: ``134217728``, ``128MiB``, ``64MB``, ``1GiB``."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match or float(match[1]) <= 0:
+        raise InvalidArgumentError(f"not a positive size: {text!r} (use e.g. 128MiB, 64MB, 1GiB)")
+    return int(float(match[1]) * _SIZE_UNITS[(match[2] or "").lower()])
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise InvalidArgumentError(f"not a fraction in (0, 1]: {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What one run does; the defaults are the scheduled job's (docs/operations.md)."""
+
+    dry_run: bool = False
+    retain_versions: int | None = None
+    retain_for: timedelta | None = timedelta(days=7)
+    grace: timedelta = timedelta(hours=24)
+    target_file_size: int | None = None
+    min_deleted_fraction: float = 0.2
+    compact: bool = True
+    force: bool = False
+    storage_options: dict[str, str] | None = None
+
+    def check(self) -> None:
+        """Raise ``InvalidArgumentError`` for settings GC would refuse, before any table is touched."""
+        check_retention(self.retain_versions, self.retain_for, self.grace, self.force)
+
+
+# --- finding tables ---------------------------------------------------------------------
+def find_tables(root: str, storage_options: dict[str, str] | None = None) -> list[str]:
+    """``root`` if it is a table, else every table below it (found by one LIST)."""
+    store = store_for_uri(root, storage_options)
+    if any(store.head(marker) is not None for marker in TABLE_MARKERS):
+        return [root]
+    prefixes = {info.key[:-len(marker) - 1] for info in store.list() for marker in TABLE_MARKERS
+                if info.key.endswith("/" + marker)}
+    return [f"{root.rstrip('/')}/{prefix}" for prefix in sorted(prefixes)]
+
+
+# --- one table --------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    uri: str
+    ok: bool = True
+    compaction_skipped: bool = False
+    error: str = ""
+    lines: list[str] = field(default_factory=list)
+
+
+Compactor = Callable[[Table, int | None, float], CommitInfo]
+
+
+def local_compaction(table: Table, target_file_size: int | None, min_deleted_fraction: float) -> CommitInfo:
+    """Compaction in this process; gc/maintain_spark.py passes one that runs on Spark executors."""
+    return table.compact(target_file_size, min_deleted_fraction)
+
+
+def maintain(uri: str, options: JobOptions, compact: Compactor = local_compaction) -> Outcome:
+    """Compaction then GC on one table. Every failure is caught and reported: one broken
+    table must not stop the others."""
+    outcome = Outcome(uri)
+    try:
+        table = open_table(uri, storage_options=options.storage_options)
+        if options.compact:
+            outcome.lines.append(_compact(table, options, outcome, compact))
+        report = table.gc(options.retain_versions, options.retain_for, options.grace, options.dry_run,
+                          options.force)
+        outcome.lines.append(str(report))
+    except ManifestTableError as exc:
+        outcome.ok, outcome.error = False, f"{type(exc).__name__}: {exc}"
+        log.error("%s: %s", uri, outcome.error)
+    except Exception as exc:  # a bug or an unexpected failure: keep going with the other tables
+        outcome.ok, outcome.error = False, f"unexpected {type(exc).__name__}: {exc}"
+        log.exception("%s: unexpected error", uri)
+    return outcome
+
+
+def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compactor) -> str:
+    if options.dry_run:
+        target = options.target_file_size or table.write_options.target_file_size
+        groups = plan_compaction(table.manifest(), target, options.min_deleted_fraction)
+        return (f"compaction (dry run): would rewrite {sum(len(g.files) for g in groups)} files "
+                f"into {len(groups)}" if groups else "compaction (dry run): nothing to do")
+    try:
+        info = compact(table, options.target_file_size, options.min_deleted_fraction)
+    except CommitConflictError as exc:
+        outcome.compaction_skipped = True
+        log.warning("%s: compaction skipped: %s", table.uri, exc)
+        return f"compaction skipped: a concurrent commit conflicted ({exc})"
+    return describe_compaction(info)
+
+
+def describe_compaction(info: CommitInfo) -> str:
+    if not info.committed:
+        return "compaction: nothing to do"
+    m = info.metrics
+    return (f"compaction: version {info.version}: {m['files_removed']} files -> {m['files_added']}, "
+            f"{m['rows_rewritten']} rows rewritten, {m['rows_dropped']} deleted rows dropped, "
+            f"{m['bytes_removed']} -> {m['bytes_added']} bytes")
+
+
+# --- the job ----------------------------------------------------------------------------
+def run_job(tables: list[str], options: JobOptions, compact: Compactor = local_compaction,
+            show: Callable[[str], None] = print) -> int:
+    """Maintain every table in ``tables``, ``show`` a report per table and a summary; 0
+    when every table is fine, 1 when any failed."""
+    outcomes = []
+    for uri in tables:
+        outcome = maintain(uri, options, compact)
+        outcomes.append(outcome)
+        show("\n".join([f"== {uri} ==", *outcome.lines, *([f"FAILED: {outcome.error}"] if not outcome.ok else [])])
+             + "\n")
+    failed = [o for o in outcomes if not o.ok]
+    skipped = sum(o.compaction_skipped for o in outcomes)
+    show("\n".join([f"summary: {len(outcomes)} tables, {len(outcomes) - len(failed)} ok, {len(failed)} failed, "
+                    f"{skipped} compactions skipped{' (dry run)' if options.dry_run else ''}",
+                    *(f"  FAILED {o.uri}: {o.error}" for o in failed)]))
+    return 1 if failed else 0
