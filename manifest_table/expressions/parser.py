@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import InvalidFilterError
-from .tree import RESERVED, And, Column, Comparison, Expr, In, IsNull, Like, Or, Value, col, filter_error
+from .literals import RESERVED, Value, filter_error
+from .nodes import And, Column, Comparison, Expr, In, IsNull, Like, Or, col
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)

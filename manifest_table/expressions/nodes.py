@@ -2,194 +2,25 @@
 
 Every node follows SQL's three-valued logic: a comparison with a null value is unknown, and a
 row is kept only when the whole predicate is true. The same tree serves three consumers that
-must agree on that: `to_arrow()` (row filtering), `may_match()` (file and row-group pruning)
-and `str()` (the text recorded in manifests, which `parse()` reads back).
+must agree on that: `to_arrow()` (row filtering, arrow.py), `may_match()` (file and row-group
+pruning, pruning.py) and `str()` (the text recorded in manifests, which `parse()` reads back).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import math
-import operator
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, ClassVar, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow.acero import Declaration, ProjectNodeOptions, TableSourceNodeOptions
 
-from ..errors import InvalidFilterError
-
-Value = bool | int | float | str | Decimal | dt.date | dt.datetime
-"""A literal. `bool` is its own kind: TRUE never stands for 1 against an integer column."""
-
-BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"})
-"""Words that cannot be bare column names. DATE and TIMESTAMP are not here: they only start a
-literal when a string follows, so columns called `date` need no quoting."""
-
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq, "!=": operator.ne,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-}
-_INVERSE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+from . import arrow, pruning
+from .literals import INVERSE, OPERATORS, Value, convert, filter_error, is_string, literal, quote_name, render_literal
+from .pruning import ColumnStats, StatsLookup
 
 
-def filter_error(message: str, position: int | None = None) -> InvalidFilterError:
-    """An InvalidFilterError carrying `.position` (index into the filter text, or None)."""
-    error = InvalidFilterError(message)
-    error.position = position  # type: ignore[attr-defined]
-    return error
-
-
-@dataclass(frozen=True)
-class ColumnStats:
-    """What a file or row group says about one column; None means unknown. min/max are Python
-    values of the column's type (over non-null values), comparable with bound literals."""
-
-    min: Any = None
-    max: Any = None
-    null_count: int | None = None
-    row_count: int | None = None
-
-
-StatsLookup = Callable[[str], ColumnStats | None]
-
-
-# --- literals ----------------------------------------------------------------------------
-def _literal(value: Any) -> Value:
-    """Validate a literal; numpy scalars become Python values so they render and compare."""
-    if type(value).__module__ == "numpy":
-        value = value.item()
-    if value is None:
-        raise filter_error("NULL is not a value to compare with; use IS NULL / IS NOT NULL")
-    if isinstance(value, bool | str | dt.date):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float | Decimal):
-        finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
-        if not finite:
-            raise filter_error(f"literal {value!r} is not a finite number")
-        return float(value) if isinstance(value, float) else value
-    raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
-
-
-def quote_name(name: str) -> str:
-    """A column name as filter text: bare when it can be, else double-quoted."""
-    if BARE_NAME.fullmatch(name) and name.upper() not in RESERVED:
-        return name
-    return '"' + name.replace('"', '""') + '"'
-
-
-def render_literal(value: Value) -> str:
-    """A literal as filter text that `parse()` reads back to the same value."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, dt.datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    return float.__repr__(value) if isinstance(value, float) else str(value)
-
-
-def _convert(arrow_type: pa.DataType, value: Value) -> Value:
-    """`value` as the Python type of `arrow_type`; TypeError/ValueError when incompatible."""
-    types = pa.types
-    if types.is_boolean(arrow_type) and isinstance(value, bool):
-        return value
-    if isinstance(value, bool):
-        raise TypeError
-    if types.is_integer(arrow_type) and isinstance(value, int | float | Decimal):
-        if value != int(value):
-            raise ValueError("fractional literal against an integer column")
-        return int(value)
-    if types.is_floating(arrow_type) and isinstance(value, int | float | Decimal):
-        return float(value)
-    if types.is_decimal(arrow_type) and isinstance(value, int | float | Decimal):
-        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    if _is_string(arrow_type) and isinstance(value, str):
-        return value
-    if types.is_timestamp(arrow_type):
-        return _to_timestamp(value, arrow_type.tz)
-    if types.is_date(arrow_type) and not isinstance(value, dt.datetime):
-        if isinstance(value, dt.date):
-            return value
-        if isinstance(value, str):
-            return dt.date.fromisoformat(value)
-    raise TypeError
-
-
-def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
-    """Naive literals against a zoned column are UTC; zoned literals move into the column's
-    zone, because Arrow will not compare timestamps of different zones."""
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
-    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime.combine(value, dt.time())
-    if not isinstance(value, dt.datetime):
-        raise TypeError
-    if tz is None:
-        if value.tzinfo is not None:
-            raise TypeError("the column has no time zone; drop the offset from the literal")
-        return value
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(pa.lib.string_to_tzinfo(tz))
-
-
-def _is_string(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-
-
-# --- statistics helpers -------------------------------------------------------------------
-def _has_values(stats: ColumnStats) -> bool:
-    """False when every row is null: then no comparison can be true."""
-    known = stats.null_count is not None and stats.row_count is not None
-    return not (known and stats.null_count >= stats.row_count)
-
-
-def _bounds(stats: ColumnStats) -> tuple[Any, Any]:
-    """(min, max), with NaN treated as unknown since every comparison with it is false."""
-    def known(bound: Any) -> Any:
-        return None if isinstance(bound, float) and math.isnan(bound) else bound
-    return known(stats.min), known(stats.max)
-
-
-def _in_range(low: Any, high: Any, value: Any) -> bool:
-    return (low is None or low <= value) and (high is None or value <= high)
-
-
-def _all_equal(low: Any, high: Any, value: Any) -> bool:
-    """Every non-null value equals `value`. Never claimed for floats: statistics leave out
-    NaN, and NaN != value is true."""
-    if isinstance(value, float) or isinstance(low, float) or low is None or high is None:
-        return False
-    return bool(low == value == high)
-
-
-def _like_prefix(pattern: str) -> tuple[str, str]:
-    """Split a LIKE pattern into its literal prefix (escapes resolved) and the rest, which
-    starts at the first wildcard ('' when the pattern has none)."""
-    prefix: list[str] = []
-    index = 0
-    while index < len(pattern) and pattern[index] not in "%_":
-        if pattern[index] == "\\" and index + 1 < len(pattern):
-            index += 1
-        prefix.append(pattern[index])
-        index += 1
-    return "".join(prefix), pattern[index:]
-
-
-# --- nodes ---------------------------------------------------------------------------------
 class Expr(ABC):
     """A boolean filter over rows. Immutable; combine with `&`, `|`, `~`."""
 
@@ -217,11 +48,7 @@ class Expr(ABC):
     def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.BooleanArray:
         """Boolean mask over `data` (null where unknown); binds to `data`'s schema first."""
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        plan = Declaration.from_sequence([
-            Declaration("table_source", TableSourceNodeOptions(table)),
-            Declaration("project", ProjectNodeOptions([self.bind(table.schema).to_arrow()], ["mask"])),
-        ])
-        mask = plan.to_table(use_threads=False).column(0)  # one thread keeps row order
+        mask = arrow.evaluate(self.bind(table.schema).to_arrow(), table)
         return mask.combine_chunks() if isinstance(data, pa.RecordBatch) else mask
 
     def __and__(self, other: Expr) -> Expr:
@@ -256,7 +83,7 @@ class _Predicate(Expr):
 
     def _coerce(self, arrow_type: pa.DataType, value: Value) -> Value:
         try:
-            return _convert(arrow_type, value)
+            return convert(arrow_type, value)
         except (TypeError, ValueError, OverflowError) as error:
             reason = f" ({error})" if str(error) else ""
             raise filter_error(
@@ -291,9 +118,9 @@ class Comparison(_Predicate):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.op not in _OPERATORS:
+        if self.op not in OPERATORS:
             raise filter_error(f"unknown comparison operator {self.op!r}")
-        object.__setattr__(self, "value", _literal(self.value))
+        object.__setattr__(self, "value", literal(self.value))
 
     def __str__(self) -> str:
         return f"{quote_name(self.column)} {self.op} {render_literal(self.value)}"
@@ -302,21 +129,13 @@ class Comparison(_Predicate):
         return dataclasses.replace(self, value=self._coerce(arrow_type, self.value))
 
     def _may_match(self, stats: ColumnStats) -> bool:
-        if not _has_values(stats):
-            return False
-        low, high = _bounds(stats)
-        if self.op == "=":
-            return _in_range(low, high, self.value)
-        if self.op == "!=":
-            return not _all_equal(low, high, self.value)
-        bound = low if self.op in ("<", "<=") else high
-        return bound is None or bool(_OPERATORS[self.op](bound, self.value))
+        return pruning.comparison_may_match(self.op, self.value, stats)
 
     def to_arrow(self) -> pc.Expression:
-        return _OPERATORS[self.op](pc.field(self.column), self.value)
+        return arrow.comparison(self.column, self.op, self.value)
 
     def _negate(self) -> Expr:
-        return dataclasses.replace(self, op=_INVERSE[self.op])
+        return dataclasses.replace(self, op=INVERSE[self.op])
 
 
 @dataclass(frozen=True)
@@ -330,7 +149,7 @@ class In(_Predicate):
         super().__post_init__()
         if isinstance(self.values, str | bytes) or not isinstance(self.values, Iterable):
             raise filter_error(f"IN needs a list of values, got {self.values!r}")
-        values = tuple(_literal(value) for value in self.values)
+        values = tuple(literal(value) for value in self.values)
         if not values:
             raise filter_error(f"IN on column {self.column!r} needs at least one value")
         object.__setattr__(self, "values", values)
@@ -344,18 +163,10 @@ class In(_Predicate):
         return dataclasses.replace(self, values=values)
 
     def _may_match(self, stats: ColumnStats) -> bool:
-        if not _has_values(stats):
-            return False
-        low, high = _bounds(stats)
-        if self.negated:
-            return not any(_all_equal(low, high, value) for value in self.values)
-        return any(_in_range(low, high, value) for value in self.values)
+        return pruning.in_may_match(self.values, self.negated, stats)
 
     def to_arrow(self) -> pc.Expression:
-        field = pc.field(self.column)
-        # Arrow's is_in says false for a null input; SQL says unknown, which NOT must keep.
-        found = pc.if_else(field.is_valid(), field.isin(list(self.values)), pa.scalar(None, pa.bool_()))
-        return ~found if self.negated else found
+        return arrow.is_in(self.column, self.values, self.negated)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
@@ -374,13 +185,10 @@ class IsNull(_Predicate):
         return self
 
     def _may_match(self, stats: ColumnStats) -> bool:
-        if self.negated:
-            return _has_values(stats)
-        return stats.null_count is None or stats.null_count > 0
+        return pruning.is_null_may_match(self.negated, stats)
 
     def to_arrow(self) -> pc.Expression:
-        field = pc.field(self.column)
-        return field.is_valid() if self.negated else field.is_null()
+        return arrow.is_null(self.column, self.negated)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
@@ -403,31 +211,17 @@ class Like(_Predicate):
         return f"{quote_name(self.column)} {keyword} {render_literal(self.pattern)}"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
-        if not _is_string(arrow_type):
+        if not is_string(arrow_type):
             raise filter_error(
                 f"LIKE needs a string column; column {self.column!r} has type {arrow_type}"
             )
         return self
 
     def _may_match(self, stats: ColumnStats) -> bool:
-        if not _has_values(stats):
-            return False
-        low, high = _bounds(stats)
-        prefix, rest = _like_prefix(self.pattern)
-        if self.negated:
-            if rest == "":
-                return not _all_equal(low, high, prefix)
-            # 'p%' cannot fail on a file whose values all start with p.
-            all_prefixed = rest == "%" and low is not None and high is not None
-            return not (all_prefixed and low.startswith(prefix) and high.startswith(prefix))
-        if rest == "":
-            return _in_range(low, high, prefix)
-        # Some string starting with prefix lies in [low, high] iff these two hold.
-        return (high is None or high >= prefix) and (low is None or low[: len(prefix)] <= prefix)
+        return pruning.like_may_match(self.pattern, self.negated, stats)
 
     def to_arrow(self) -> pc.Expression:
-        matched = pc.match_like(pc.field(self.column), self.pattern)
-        return ~matched if self.negated else matched
+        return arrow.like(self.column, self.pattern, self.negated)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)

@@ -1,0 +1,125 @@
+"""Literals and types: what a filter may compare with, how it is written as text, and how a
+literal becomes the Python value of a column's Arrow type when an expression is bound."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import operator
+import re
+from decimal import Decimal
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from ..errors import InvalidFilterError
+
+Value = bool | int | float | str | Decimal | dt.date | dt.datetime
+"""A literal. `bool` is its own kind: TRUE never stands for 1 against an integer column."""
+
+BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"})
+"""Words that cannot be bare column names. DATE and TIMESTAMP are not here: they only start a
+literal when a string follows, so columns called `date` need no quoting."""
+
+OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq, "!=": operator.ne,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+INVERSE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+def filter_error(message: str, position: int | None = None) -> InvalidFilterError:
+    """An InvalidFilterError carrying `.position` (index into the filter text, or None)."""
+    error = InvalidFilterError(message)
+    error.position = position  # type: ignore[attr-defined]
+    return error
+
+
+def literal(value: Any) -> Value:
+    """Validate a literal; numpy scalars become Python values so they render and compare."""
+    if type(value).__module__ == "numpy":
+        value = value.item()
+    if value is None:
+        raise filter_error("NULL is not a value to compare with; use IS NULL / IS NOT NULL")
+    if isinstance(value, bool | str | dt.date):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float | Decimal):
+        finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
+        if not finite:
+            raise filter_error(f"literal {value!r} is not a finite number")
+        return float(value) if isinstance(value, float) else value
+    raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
+
+
+def quote_name(name: str) -> str:
+    """A column name as filter text: bare when it can be, else double-quoted."""
+    if BARE_NAME.fullmatch(name) and name.upper() not in RESERVED:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def render_literal(value: Value) -> str:
+    """A literal as filter text that `parse()` reads back to the same value."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return float.__repr__(value) if isinstance(value, float) else str(value)
+
+
+def convert(arrow_type: pa.DataType, value: Value) -> Value:
+    """`value` as the Python type of `arrow_type`; TypeError/ValueError when incompatible."""
+    types = pa.types
+    if types.is_boolean(arrow_type) and isinstance(value, bool):
+        return value
+    if isinstance(value, bool):
+        raise TypeError
+    if types.is_integer(arrow_type) and isinstance(value, int | float | Decimal):
+        if value != int(value):
+            raise ValueError("fractional literal against an integer column")
+        return int(value)
+    if types.is_floating(arrow_type) and isinstance(value, int | float | Decimal):
+        return float(value)
+    if types.is_decimal(arrow_type) and isinstance(value, int | float | Decimal):
+        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if is_string(arrow_type) and isinstance(value, str):
+        return value
+    if types.is_timestamp(arrow_type):
+        return _to_timestamp(value, arrow_type.tz)
+    if types.is_date(arrow_type) and not isinstance(value, dt.datetime):
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str):
+            return dt.date.fromisoformat(value)
+    raise TypeError
+
+
+def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
+    """Naive literals against a zoned column are UTC; zoned literals move into the column's
+    zone, because Arrow will not compare timestamps of different zones."""
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    if not isinstance(value, dt.datetime):
+        raise TypeError
+    if tz is None:
+        if value.tzinfo is not None:
+            raise TypeError("the column has no time zone; drop the offset from the literal")
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(pa.lib.string_to_tzinfo(tz))
+
+
+def is_string(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
