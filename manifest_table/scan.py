@@ -128,7 +128,7 @@ class Scan:
 
     def _read_live_rows(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         where = self.where
-        needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
+        needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
         with self._io.open(file.path) as source:
             fragment = _PARQUET.make_fragment(source)

@@ -73,7 +73,8 @@ from manifest_table.expressions import (
         ("NOT a = 1 AND b = 2", "NOT (a = 1) AND b = 2"),
         ("NOT (a = 1 AND b = 2)", "NOT (a = 1 AND b = 2)"),
         ("a = 1 AND b = 2 AND c = 3", "a = 1 AND b = 2 AND c = 3"),
-        ("a = 1 AND (b = 2 AND c = 3)", "a = 1 AND (b = 2 AND c = 3)"),
+        ("a = 1 AND (b = 2 AND c = 3)", "a = 1 AND b = 2 AND c = 3"),  # associative: flattened
+        ("(a = 1 OR b = 2) OR c = 3", "a = 1 OR b = 2 OR c = 3"),
         ("((a = 1))", "a = 1"),
         ("NOT NOT a = 1", "NOT (NOT (a = 1))"),
     ],
@@ -213,6 +214,58 @@ def test_builder_rejects(build) -> None:  # type: ignore[no-untyped-def]
         build()
 
 
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda: 5 < col("id") < 60,  # Python: (5 < id) and (id < 60)
+        lambda: (col("a") == 1) and (col("b") == 2),
+        lambda: (col("a") == 1) or (col("b") == 2),
+        lambda: not (col("a") == 1),
+        lambda: bool(parse("a = 1 OR b = 2")),
+        lambda: [e for e in [col("a") == 1] if e],
+    ],
+)
+def test_an_expression_has_no_truth_value(use) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidFilterError, match=r"use|& \(AND\), \| \(OR\) and ~ \(NOT\)"):
+        use()
+
+
+def test_junctions_flatten_and_nesting_is_bounded() -> None:
+    a, b, c = (col(name) == 1 for name in "abc")
+    assert And(And(a, b), c) == And(a, And(b, c)) == And(a, b, c) == a & b & c
+    assert (a & b & c).operands == (a, b, c)  # type: ignore[attr-defined]
+    assert Or(a, And(b, c)) != Or(a, b, c)
+    deep: Expr = a
+    for _ in range(99):
+        deep = ~deep
+    with pytest.raises(InvalidFilterError, match="more than 100 levels deep"):
+        ~deep
+    with pytest.raises(InvalidFilterError, match="more than 100 levels deep"):
+        parse("(" * 1000 + "a = 1" + ")" * 1000)
+    with pytest.raises(InvalidFilterError, match="more than 100 levels deep"):
+        parse("NOT " * 1000 + "a = 1")
+    assert parse("(" * 99 + "a = 1" + ")" * 99) == a
+
+
+@pytest.mark.parametrize("keyword", ["OR", "AND"])
+def test_long_filters_work(keyword: str) -> None:
+    """10,000 operands: one node; binding, pruning, text and rows never recurse per operand."""
+    text = f" {keyword} ".join(f"x = {i}" for i in range(10_000))
+    expr = parse(text)
+    assert str(expr) == text and len(expr.operands) == 10_000  # type: ignore[attr-defined]
+    table = pa.table({"x": pa.array([5, 20_000, None], pa.int64())})
+    expected = [True, False, None] if keyword == "OR" else [False, False, None]
+    assert expr.evaluate(table).to_pylist() == expected
+    bound = expr.bind(table.schema)
+    assert bound.may_match({"x": ColumnStats(0, 9, 0, 3)}.get) is (keyword == "OR")
+    assert bound.may_match({"x": ColumnStats(10_001, 20_000, 0, 3)}.get) is False
+    assert Not(bound).may_match({"x": ColumnStats(5, 5, 0, 3)}.get) is (keyword == "AND")
+    built = col("x") == 0
+    for i in range(1, 2_000):
+        built = built | (col("x") == i)
+    assert str(built) == " OR ".join(f"x = {i}" for i in range(2_000))
+
+
 def test_combining_with_non_expressions_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         (col("a") == 1) & "b = 2"  # type: ignore[operator]
@@ -336,12 +389,12 @@ def _like_regex(pattern: str) -> str:
 def reference(expr: Expr, row: dict[str, object]) -> bool | None:
     """SQL three-valued logic, by hand."""
     match expr:
-        case And(left=left, right=right):
-            a, b = reference(left, row), reference(right, row)
-            return False if a is False or b is False else None if a is None or b is None else True
-        case Or(left=left, right=right):
-            a, b = reference(left, row), reference(right, row)
-            return True if a is True or b is True else None if a is None or b is None else False
+        case And(operands=operands):
+            verdicts = [reference(operand, row) for operand in operands]
+            return False if False in verdicts else None if None in verdicts else True
+        case Or(operands=operands):
+            verdicts = [reference(operand, row) for operand in operands]
+            return True if True in verdicts else None if None in verdicts else False
         case Not(child=child):
             value = reference(child, row)
             return None if value is None else not value

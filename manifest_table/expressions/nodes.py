@@ -21,8 +21,16 @@ from .literals import INVERSE, OPERATORS, Value, convert, filter_error, is_strin
 from .pruning import ColumnStats, StatsLookup
 
 
+MAX_DEPTH = 100
+"""How deeply nodes may nest (NOT and alternating AND/OR). Every visitor recurses once per
+level, so the limit keeps them far from Python's recursion limit; SQL written by people
+nests a handful of levels."""
+
+
 class Expr(ABC):
     """A boolean filter over rows. Immutable; combine with `&`, `|`, `~`."""
+
+    _depth: int = 1  # a leaf; inner nodes set theirs in `_nest`
 
     @abstractmethod
     def columns(self) -> frozenset[str]:
@@ -59,6 +67,22 @@ class Expr(ABC):
 
     def __invert__(self) -> Expr:
         return Not(self)
+
+    def __bool__(self) -> bool:
+        # Python's `and`, `or`, `not`, `if` and chained comparisons (`5 < x < 60` is
+        # `5 < x and x < 60`) ask for a truth value and would silently drop a condition.
+        raise filter_error(
+            "a filter has no truth value: combine conditions with & (AND), | (OR) and ~ (NOT) "
+            "instead of and/or/not, and write 5 < col('x') < 60 as (col('x') > 5) & (col('x') < 60)"
+        )
+
+
+def _nest(node: Expr, children: Iterable[Expr]) -> None:
+    """Record `node`'s depth, refusing a tree deeper than MAX_DEPTH."""
+    depth = 1 + max(child._depth for child in children)
+    if depth > MAX_DEPTH:
+        raise filter_error(f"the filter nests more than {MAX_DEPTH} levels deep; simplify it")
+    object.__setattr__(node, "_depth", depth)
 
 
 @dataclass(frozen=True)
@@ -227,64 +251,69 @@ class Like(_Predicate):
         return dataclasses.replace(self, negated=not self.negated)
 
 
-@dataclass(frozen=True)
-class _Binary(Expr):
-    """AND / OR: shared rendering (minimal parentheses, left-associative) and binding."""
+@dataclass(frozen=True, init=False)
+class _Junction(Expr):
+    """AND / OR over two or more operands. Nested junctions of the same kind are flattened
+    (both are associative, in three-valued logic too), so a chain of 10,000 ORs is one node
+    of depth 2 rather than a tree 10,000 levels deep that every visitor would recurse into."""
 
-    left: Expr
-    right: Expr
+    operands: tuple[Expr, ...]
     keyword: ClassVar[str]
     precedence: ClassVar[int]
 
-    def __post_init__(self) -> None:
-        if not (isinstance(self.left, Expr) and isinstance(self.right, Expr)):
-            raise filter_error(f"{self.keyword} needs two expressions")
+    def __init__(self, *operands: Expr) -> None:
+        flat: list[Expr] = []
+        for operand in operands:
+            if not isinstance(operand, Expr):
+                raise filter_error(f"{self.keyword} needs expressions, got {operand!r}")
+            flat.extend(operand.operands if type(operand) is type(self) else (operand,))  # type: ignore[attr-defined]
+        if len(flat) < 2:
+            raise filter_error(f"{self.keyword} needs at least two expressions")
+        object.__setattr__(self, "operands", tuple(flat))
+        _nest(self, flat)
 
     def __str__(self) -> str:
-        return f"{self._operand(self.left, False)} {self.keyword} {self._operand(self.right, True)}"
-
-    def _operand(self, child: Expr, is_right: bool) -> str:
-        if isinstance(child, _Binary) and (
-            child.precedence < self.precedence or (is_right and child.precedence == self.precedence)
-        ):
-            return f"({child})"
-        return str(child)
+        return f" {self.keyword} ".join(
+            f"({operand})" if isinstance(operand, _Junction) and operand.precedence < self.precedence
+            else str(operand)
+            for operand in self.operands
+        )
 
     def columns(self) -> frozenset[str]:
-        return self.left.columns() | self.right.columns()
+        return frozenset().union(*(operand.columns() for operand in self.operands))
 
     def bind(self, schema: pa.Schema) -> Expr:
-        return dataclasses.replace(self, left=self.left.bind(schema), right=self.right.bind(schema))
+        return type(self)(*(operand.bind(schema) for operand in self.operands))
 
 
-@dataclass(frozen=True)
-class And(_Binary):
+@dataclass(frozen=True, init=False)
+class And(_Junction):
     keyword: ClassVar[str] = "AND"
     precedence: ClassVar[int] = 2
 
     def may_match(self, stats: StatsLookup) -> bool:
-        return self.left.may_match(stats) and self.right.may_match(stats)
+        return all(operand.may_match(stats) for operand in self.operands)
 
     def to_arrow(self) -> pc.Expression:
-        return self.left.to_arrow() & self.right.to_arrow()
+        return arrow.all_of([operand.to_arrow() for operand in self.operands])
 
     def _negate(self) -> Expr:
-        return Or(self.left._negate(), self.right._negate())
+        return Or(*(operand._negate() for operand in self.operands))
 
 
-@dataclass(frozen=True)
-class Or(_Binary):
+@dataclass(frozen=True, init=False)
+class Or(_Junction):
     keyword: ClassVar[str] = "OR"
     precedence: ClassVar[int] = 1
 
     def may_match(self, stats: StatsLookup) -> bool:
-        return self.left.may_match(stats) or self.right.may_match(stats)
+        return any(operand.may_match(stats) for operand in self.operands)
 
     def to_arrow(self) -> pc.Expression:
-        return self.left.to_arrow() | self.right.to_arrow()
+        return arrow.any_of([operand.to_arrow() for operand in self.operands])
 
     def _negate(self) -> Expr:
-        return And(self.left._negate(), self.right._negate())
+        return And(*(operand._negate() for operand in self.operands))
 
 
 @dataclass(frozen=True)
@@ -296,6 +325,7 @@ class Not(Expr):
     def __post_init__(self) -> None:
         if not isinstance(self.child, Expr):
             raise filter_error("NOT needs an expression")
+        _nest(self, [self.child])
 
     def __str__(self) -> str:
         return f"NOT ({self.child})"
