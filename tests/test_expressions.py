@@ -41,7 +41,7 @@ from manifest_table.expressions import (
         ("id=5", "id = 5"),
         ("x <> 1", "x != 1"),
         ("x != -1", "x != -1"),
-        ("x < 1.5 AND x > -2e3", "x < 1.5 AND x > -2000.0"),
+        ("x < 1.5 AND x > -2e3", "x < 1.5 AND x > -2000.0e0"),  # exact decimal, double
         ("x = .5", "x = 0.5"),
         ("name = 'it''s'", "name = 'it''s'"),
         ("flag = true OR flag = FALSE", "flag = TRUE OR flag = FALSE"),
@@ -101,8 +101,11 @@ def test_literal_kinds() -> None:
 
     assert value("42") == 42 and type(value("42")) is int
     assert value("-7") == -7
-    assert value("2.0") == 2.0 and type(value("2.0")) is float
+    assert value("2.0") == Decimal("2.0") and type(value("2.0")) is Decimal  # exact, as in SQL
+    assert value("1.0000000000000000001") == Decimal("1.0000000000000000001")
+    assert value("2e0") == 2.0 and type(value("2e0")) is float  # an exponent makes a double
     assert value("-2e3") == -2000.0
+    assert value("99999999999999999999") == 99999999999999999999  # beyond int64: still exact
     assert value("'O''Brien'") == "O'Brien"
     assert value("TRUE") is True and value("false") is False
     assert value("DATE '2025-10-04'") == dt.date(2025, 10, 4)
@@ -291,8 +294,8 @@ SCHEMA = pa.schema(
     ("text", "rendered"),
     [
         ("i = 2.0", "i = 2"),
-        ("f > 1", "f > 1.0"),
-        ("f IN (1, 2.5)", "f IN (1.0, 2.5)"),
+        ("f > 1", "f > 1.0e0"),
+        ("f IN (1, 2.5)", "f IN (1.0e0, 2.5e0)"),
         ("d = '2025-10-04'", "d = DATE '2025-10-04'"),
         ("d IN (DATE '2025-10-04')", "d IN (DATE '2025-10-04')"),
         ("t < TIMESTAMP '2025-10-04 12:00:00'", "t < TIMESTAMP '2025-10-04 12:00:00'"),
@@ -639,7 +642,9 @@ ANY_LEAF = st.one_of(
     st.builds(Comparison, NAMES, OPS, ANY_LITERAL),
     st.builds(In, NAMES, st.lists(ANY_LITERAL, min_size=1, max_size=3), st.booleans()),
     st.builds(IsNull, NAMES, st.booleans()),
-    st.builds(Like, NAMES, st.text(max_size=6), st.booleans()),
+    # a pattern ending in an odd number of backslashes has a dangling escape: rejected
+    st.builds(Like, NAMES, st.text(max_size=6).filter(lambda p: (len(p) - len(p.rstrip("\\"))) % 2 == 0),
+              st.booleans()),
 )
 ANY_EXPRESSION = st.recursive(
     ANY_LEAF,

@@ -7,6 +7,7 @@ import datetime as dt
 import math
 import operator
 import re
+import struct
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -73,11 +74,18 @@ def render_literal(value: Value) -> str:
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, Decimal):
         return format(value, "f")
-    return float.__repr__(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):  # always with an exponent, so that it reads back as a float
+        text = float.__repr__(value)
+        return text if "e" in text else text + "e0"
+    return str(value)
 
 
 def convert(arrow_type: pa.DataType, value: Value) -> Value:
-    """`value` as the Python type of `arrow_type`; TypeError/ValueError when incompatible."""
+    """`value` as the Python type of `arrow_type`, exact: SQL compares an integer or decimal
+    literal with a column by value, never through a binary float. TypeError/ValueError when
+    incompatible. The one rounding is SQL's own: an exact literal against a float32 column is
+    cast to float32, as DuckDB and Spark do (`f32 = 0.1` matches the float32 nearest 0.1),
+    while a float literal (`0.1e0`, a Python float) compares as a double."""
     types = pa.types
     if types.is_boolean(arrow_type) and isinstance(value, bool):
         return value
@@ -88,7 +96,9 @@ def convert(arrow_type: pa.DataType, value: Value) -> Value:
             raise ValueError("fractional literal against an integer column")
         return int(value)
     if types.is_floating(arrow_type) and isinstance(value, int | float | Decimal):
-        return float(value)
+        if isinstance(value, float) or types.is_float64(arrow_type):
+            return float(value)
+        return to_float32(float(value))
     if types.is_decimal(arrow_type) and isinstance(value, int | float | Decimal):
         return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if is_string(arrow_type) and isinstance(value, str):
@@ -103,9 +113,16 @@ def convert(arrow_type: pa.DataType, value: Value) -> Value:
     raise TypeError
 
 
+def to_float32(value: float) -> float:
+    """The float32 nearest `value` (as a Python float); OverflowError beyond float32's range."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
 def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
-    """Naive literals against a zoned column are UTC; zoned literals move into the column's
-    zone, because Arrow will not compare timestamps of different zones."""
+    """Against a zoned column, a literal is an instant, bound in UTC: a naive literal is taken
+    as UTC. (Python compares two datetimes of one zone by wall clock, so the second 02:30 of a
+    repeated daylight-saving hour would equal the first; in UTC, instants compare as instants.)
+    Against a naive column, a literal with an offset is an error rather than a guess."""
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
     elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
@@ -117,8 +134,8 @@ def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
             raise TypeError("the column has no time zone; drop the offset from the literal")
         return value
     if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(pa.lib.string_to_tzinfo(tz))
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)
 
 
 def is_string(arrow_type: pa.DataType) -> bool:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import arrow, pruning
+from .like import parse_like
 from .literals import INVERSE, OPERATORS, Value, convert, filter_error, is_string, literal, quote_name, render_literal
 from .pruning import ColumnStats, StatsLookup
 
@@ -90,6 +91,8 @@ class _Predicate(Expr):
     """A leaf: one column against literals. Shares schema lookup and the pruning guards."""
 
     column: str
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False, kw_only=True)
+    """The column's type once bound (not part of equality): rows are compared by its rules."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.column, str) or not self.column:
@@ -103,7 +106,8 @@ class _Predicate(Expr):
         if index < 0:
             available = ", ".join(schema.names) or "(none)"
             raise filter_error(f"unknown column {self.column!r}; available columns: {available}")
-        return self._bind(schema.field(index).type)
+        arrow_type = schema.field(index).type
+        return dataclasses.replace(self._bind(arrow_type), arrow_type=arrow_type)  # type: ignore[type-var]
 
     def _coerce(self, arrow_type: pa.DataType, value: Value) -> Value:
         try:
@@ -156,7 +160,7 @@ class Comparison(_Predicate):
         return pruning.comparison_may_match(self.op, self.value, stats)
 
     def to_arrow(self) -> pc.Expression:
-        return arrow.comparison(self.column, self.op, self.value)
+        return arrow.comparison(self.column, self.op, self.value, self.arrow_type)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, op=INVERSE[self.op])
@@ -190,7 +194,7 @@ class In(_Predicate):
         return pruning.in_may_match(self.values, self.negated, stats)
 
     def to_arrow(self) -> pc.Expression:
-        return arrow.is_in(self.column, self.values, self.negated)
+        return arrow.is_in(self.column, self.values, self.negated, self.arrow_type)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
@@ -229,6 +233,10 @@ class Like(_Predicate):
         super().__post_init__()
         if not isinstance(self.pattern, str):
             raise filter_error(f"LIKE pattern must be a string, got {self.pattern!r}")
+        try:
+            parse_like(self.pattern)
+        except ValueError as error:
+            raise filter_error(f"{error}; write '\\\\' for a backslash") from None
 
     def __str__(self) -> str:
         keyword = "NOT LIKE" if self.negated else "LIKE"

@@ -10,6 +10,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Callable
 
 from ..errors import InvalidFilterError
@@ -221,7 +222,9 @@ class _Parser:
         if token.kind == "number":
             self.advance()
             if re.fullmatch(r"-?\d+", token.text):
-                return int(token.text)
+                return int(token.text)  # of any size: a column type may not hold it, SQL still compares
+            if "e" not in token.text.lower():
+                return Decimal(token.text)  # SQL's exact numeric: 1.10 is not a binary float
             number = float(token.text)
             if not math.isfinite(number):
                 raise syntax_error(self.text, f"number {token.text} is out of range", token.pos)

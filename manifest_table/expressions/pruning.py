@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .like import like_prefix
+from .like import parse_like
 from .literals import OPERATORS, Value
 
 
@@ -59,15 +59,16 @@ def like_may_match(pattern: str, negated: bool, stats: ColumnStats) -> bool:
     if not _has_values(stats):
         return False
     low, high = _bounds(stats)
-    prefix, rest = like_prefix(pattern)
+    parsed = parse_like(pattern)
+    prefix = parsed.prefix
     if negated:
-        if rest == "":
-            return not _all_equal(low, high, prefix)
+        if parsed.literal is not None:
+            return not _all_equal(low, high, parsed.literal)
         # 'p%' cannot fail on a file whose values all start with p.
-        all_prefixed = rest == "%" and low is not None and high is not None
+        all_prefixed = parsed.prefix_only and low is not None and high is not None
         return not (all_prefixed and low.startswith(prefix) and high.startswith(prefix))
-    if rest == "":
-        return _in_range(low, high, prefix)
+    if parsed.literal is not None:
+        return _in_range(low, high, parsed.literal)
     # Some string starting with prefix lies in [low, high] iff these two hold.
     return (high is None or high >= prefix) and (low is None or low[: len(prefix)] <= prefix)
 
