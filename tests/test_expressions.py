@@ -662,3 +662,116 @@ def test_text_round_trip(expr: Expr) -> None:
     reparsed = parse(text)
     assert str(reparsed) == text
     assert reparsed == expr
+
+
+# --- SQL semantics: NaN, -0.0, float32, big integers, decimals, LIKE escapes, zones ------------
+SQL_TABLE = pa.table({
+    "f": pa.array([float("nan"), -0.0, 0.0, 1.0, None], pa.float64()),
+    "f32": pa.array([0.1, 16777216.0, float("nan"), -0.0, None], pa.float32()),
+    "i": pa.array([-(2**63), 0, 1, 2**63 - 1, None], pa.int64()),
+    "u": pa.array([0, 5, 2**63, 2**64 - 1, None], pa.uint64()),
+    "d": pa.array([Decimal("1.00"), Decimal("1.10"), Decimal("-0.01"), Decimal("99999999.99"), None],
+                  pa.decimal128(10, 2)),
+    "s": ["a\\b", "ab", "a%", "x\\", None],
+})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # NaN equals itself and sorts above every number (DuckDB, Spark, PostgreSQL)
+        ("f > 5", [True, False, False, False, None]),
+        ("f >= 1", [True, False, False, True, None]),
+        ("f < 5", [False, True, True, True, None]),
+        ("f != 1", [True, True, True, False, None]),
+        ("NOT (f > 5)", [False, True, True, True, None]),
+        ("f BETWEEN 0 AND 5", [False, True, True, True, None]),
+        ("f NOT IN (1, 2)", [True, True, True, False, None]),
+        # -0.0 = 0.0, in comparisons and in IN lists
+        ("f = 0.0", [False, True, True, False, None]),
+        ("f IN (0.0)", [False, True, True, False, None]),
+        ("f IN (-0.0e0, 7)", [False, True, True, False, None]),
+        ("f NOT IN (0)", [True, False, False, True, None]),
+        # float32: an exact literal is cast to float32, a double widens the column
+        ("f32 = 0.1", [True, False, False, False, None]),
+        ("f32 IN (0.1)", [True, False, False, False, None]),
+        ("f32 = 0.1e0", [False, False, False, False, None]),
+        ("f32 IN (0.1, 1)", [True, False, False, False, None]),
+        ("f32 IN (0.1, 1e0)", [False, False, False, False, None]),  # one double: all doubles
+        ("f32 = 16777217", [False, True, False, False, None]),  # int -> float32 rounds
+        ("f32 = 16777217e0", [False, False, False, False, None]),
+        ("f32 < 0.1e0", [False, False, False, True, None]),
+        ("f32 > 0.1e0", [True, True, True, False, None]),
+        ("f32 IN (-0.0)", [False, False, False, True, None]),
+        # integers beyond the column's type
+        ("i = 99999999999999999999", [False, False, False, False, None]),
+        ("i != 99999999999999999999", [True, True, True, True, None]),
+        ("i < 99999999999999999999", [True, True, True, True, None]),
+        ("i > -99999999999999999999", [True, True, True, True, None]),
+        ("i <= -9223372036854775809", [False, False, False, False, None]),
+        ("NOT (i >= 9223372036854775808)", [True, True, True, True, None]),
+        ("i IN (9223372036854775808, 1)", [False, False, True, False, None]),
+        ("i NOT IN (9223372036854775808)", [True, True, True, True, None]),
+        ("u > 5", [False, False, True, True, None]),
+        ("u >= 9223372036854775808", [False, False, True, True, None]),
+        ("u = 18446744073709551615", [False, False, False, True, None]),
+        ("u IN (-1, 18446744073709551616, 5)", [False, True, False, False, None]),
+        ("u > -1", [True, True, True, True, None]),
+        ("u < 18446744073709551616", [True, True, True, True, None]),
+        # decimals compare exactly
+        ("d = 1.0000000000000000001", [False, False, False, False, None]),
+        ("d != 1.0000000000000000001", [True, True, True, True, None]),
+        ("d < 1.0000000000000000001", [True, False, True, False, None]),
+        ("d > 1.001", [False, True, False, True, None]),
+        ("d >= 1.001", [False, True, False, True, None]),
+        ("d = 1.1", [False, True, False, False, None]),
+        ("d IN (1.100, 1.0000000000000000001)", [False, True, False, False, None]),
+        ("d > 99999999.991", [False, False, False, False, None]),
+        ("d < 123456789012.5", [True, True, True, True, None]),
+        ("d > -123456789012.5", [True, True, True, True, None]),
+        ("d IN (1.0000000000000000001, 1.5e0)", [True, False, False, False, None]),  # a double: all doubles
+        # LIKE: a backslash escapes, in every shape of pattern
+        ("s LIKE 'a\\b%'", [False, True, False, False, None]),
+        ("s LIKE 'a\\\\b%'", [True, False, False, False, None]),
+        ("s LIKE '%\\\\'", [False, False, False, True, None]),
+        ("s LIKE '%\\%%'", [False, False, True, False, None]),
+        ("s LIKE 'a\\%'", [False, False, True, False, None]),
+        ("s NOT LIKE '%b'", [False, False, True, True, None]),
+        ("s LIKE '_\\\\_'", [True, False, False, False, None]),
+        ("s LIKE '%'", [True, True, True, True, None]),
+    ],
+)
+def test_sql_semantics(text: str, expected: list[bool | None]) -> None:
+    bound = parse(text).bind(SQL_TABLE.schema)
+    assert bound.evaluate(SQL_TABLE).to_pylist() == expected
+    # pruning is sound against each row alone and the whole table
+    from manifest_table.format.stats import table_stats
+    for row in range(SQL_TABLE.num_rows):
+        if expected[row]:
+            assert bound.may_match(table_stats(SQL_TABLE.slice(row, 1)).get), row
+    if True in expected:
+        assert bound.may_match(table_stats(SQL_TABLE).get)
+
+
+def test_decimal_literal_beyond_decimal128_precision() -> None:
+    table = pa.table({"d": pa.array([Decimal("1.00"), None], pa.decimal128(38, 2))})
+    assert parse("d = 1.0000000000000000001").evaluate(table).to_pylist() == [False, None]
+    assert parse("d < 1.0000000000000000001").evaluate(table).to_pylist() == [True, None]
+    assert parse("d IN (1.0000000000000000001, 1)").evaluate(table).to_pylist() == [True, None]
+
+
+def test_timestamp_literals_below_the_column_unit() -> None:
+    table = pa.table({"t": pa.array([dt.datetime(2024, 1, 1, 0, 0, 1)], pa.timestamp("s"))})
+    assert parse("t < TIMESTAMP '2024-01-01 00:00:01.5'").evaluate(table).to_pylist() == [True]
+    assert parse("t = TIMESTAMP '2024-01-01 00:00:01.5'").evaluate(table).to_pylist() == [False]
+    assert parse("t > TIMESTAMP '2024-01-01 00:00:00.5'").evaluate(table).to_pylist() == [True]
+    ns = pa.table({"t": pa.array([10**18 + 1], pa.timestamp("ns"))})
+    assert parse("t > TIMESTAMP '2300-01-01 00:00:00'").evaluate(ns).to_pylist() == [False]  # beyond int64 ns
+
+
+@pytest.mark.parametrize("pattern", ["a\\", "\\", "%\\", "a\\\\\\"])
+def test_dangling_like_escape_is_rejected(pattern: str) -> None:
+    with pytest.raises(InvalidFilterError, match="ends with the escape character"):
+        Like("s", pattern)
+    with pytest.raises(InvalidFilterError, match="ends with the escape character"):
+        parse(f"s LIKE '{pattern}'")

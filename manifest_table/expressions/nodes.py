@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
@@ -187,7 +188,14 @@ class In(_Predicate):
         return f"{quote_name(self.column)} {'NOT ' if self.negated else ''}IN ({listed})"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
-        values = tuple(self._coerce(arrow_type, value) for value in self.values)
+        values = self.values
+        inexact = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+        if inexact and any(isinstance(value, float) for value in values):
+            # SQL gives the list one type: with a double in it, every value is a double (and
+            # a float32 column is widened), as DuckDB, Spark and PostgreSQL do.
+            values = tuple(float(v) if isinstance(v, int | Decimal) and not isinstance(v, bool) else v
+                           for v in values)
+        values = tuple(self._coerce(arrow_type, value) for value in values)
         return dataclasses.replace(self, values=values)
 
     def _may_match(self, stats: ColumnStats) -> bool:
