@@ -328,7 +328,6 @@ def test_bind_unknown_column() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("i = 1.5", "'i' of type int32 with 1.5"),
         ("i = 'a'", "'i' of type int32 with 'a'"),
         ("i = TRUE", "'i' of type int32 with TRUE"),
         ("i IN (1, 'x')", "'i' of type int32 with 'x'"),
@@ -711,6 +710,12 @@ SQL_TABLE = pa.table({
         ("i <= -9223372036854775809", [False, False, False, False, None]),
         ("NOT (i >= 9223372036854775808)", [True, True, True, True, None]),
         ("i IN (9223372036854775808, 1)", [False, False, True, False, None]),
+        ("i IN (9223372036854775808, 1e0)", [False, False, True, True, None]),  # doubles: 2**63-1 is 2**63
+        ("i = 0.5", [False, False, False, False, None]),  # an exact fraction: i = 0.5 is never true
+        ("i < 0.5", [True, True, False, False, None]),
+        ("i >= 0.5", [False, False, True, True, None]),
+        ("i > 0.5e0", [False, False, True, True, None]),
+        ("i IN (1.5, 0)", [False, True, False, False, None]),
         ("i NOT IN (9223372036854775808)", [True, True, True, True, None]),
         ("u > 5", [False, False, True, True, None]),
         ("u >= 9223372036854775808", [False, False, True, True, None]),
@@ -775,3 +780,44 @@ def test_dangling_like_escape_is_rejected(pattern: str) -> None:
         Like("s", pattern)
     with pytest.raises(InvalidFilterError, match="ends with the escape character"):
         parse(f"s LIKE '{pattern}'")
+
+
+def test_zoned_timestamps_prune_as_instants_across_a_repeated_hour() -> None:
+    """00:30Z is 02:30 CEST and 01:10Z is 02:10 CET: by wall clock the later instant looks
+    earlier, and stats compared as wall clocks pruned the file that held 01:10Z."""
+    import manifest_table as mt
+    from manifest_table.storage import MemoryStore
+
+    zone = pa.timestamp("us", tz="Europe/Berlin")
+    first, second = (dt.datetime(2024, 10, 27, h, m, tzinfo=dt.timezone.utc) for h, m in [(0, 30), (1, 10)])
+    table = mt.create_table("test://t", pa.schema([("t", zone)]), store=MemoryStore())
+    table.append(pa.table({"t": pa.array([first, second], zone)}))
+    stats = table.scan().plan_files()[0].stats["t"]
+    assert (stats.min, stats.max) == (first, second)
+    for text, rows in [
+        ("t = TIMESTAMP '2024-10-27 02:10:00+01:00'", 1),
+        ("t = TIMESTAMP '2024-10-27 01:10:00'", 1),  # naive: UTC
+        ("t > TIMESTAMP '2024-10-27 02:30:00+02:00'", 1),
+        ("t <= TIMESTAMP '2024-10-27 02:10:00+02:00'", 0),  # 00:10Z: before both
+        ("t IN (TIMESTAMP '2024-10-27 02:30:00+02:00', TIMESTAMP '2024-10-27 02:10:00+01:00')", 2),
+    ]:
+        assert table.scan(where=text).count() == rows, text
+
+
+def test_nan_keeps_the_min_and_has_no_max() -> None:
+    import manifest_table as mt
+    from manifest_table.format.stats import merge_stats, table_stats
+    from manifest_table.storage import MemoryStore
+
+    stats = table_stats(pa.table({"f": [1.0, float("nan"), None, -2.0]}))["f"]
+    assert (stats.min, stats.max, stats.null_count) == (-2.0, None, 1)
+    only_nan = table_stats(pa.table({"f": [float("nan")]}))["f"]
+    assert (only_nan.min, only_nan.max) == (None, None)
+    assert merge_stats(stats, table_stats(pa.table({"f": [5.0]}))["f"]) == ColumnStats(-2.0, None, 1, 5)
+    table = mt.create_table("test://t", pa.schema([("f", pa.float64())]), store=MemoryStore(), row_group_size=64)
+    table.append(pa.table({"f": [1.0, 2.0] * 8}))
+    table.append(pa.table({"f": [1.0, float("nan")] * 8}))
+    assert table.scan(where="f > 5").count() == 8
+    assert table.scan(where="f < -5").count() == 0
+    assert len(table.scan(where="f < -5").plan_files()) == 0  # the min still prunes
+    assert len(table.scan(where="f > 5").plan_files()) == 1

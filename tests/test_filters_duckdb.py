@@ -137,8 +137,10 @@ def timestamp_literal(rng: random.Random) -> Text:
 LITERALS: dict[str, Callable[[random.Random], Text]] = {
     "id": lambda rng: same(str(rng.randint(-5, 700))),
     "i": lambda rng: same(str(rng.choice(VALUES["i"] + [-4, 4, 2**63, -(2**63) - 1, 10**20, -(10**20)]))
-                          if rng.random() < 0.8 else rng.choice(["2.0", "-3e0", "0.0", "1e0"])),
-    "u": lambda rng: same(str(rng.choice([0, 1, 4, 5, 6, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1, 2**64, -1, 10**20]))),
+                          if rng.random() < 0.7 else rng.choice(["2.0", "-3e0", "0.0", "1e0", "1.5", "-0.5", "2.5e0",
+                                                                 "9223372036854775807e0", "-9.3e18"])),
+    "u": lambda rng: same(str(rng.choice([0, 1, 4, 5, 6, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1, 2**64, -1, 10**20]))
+                          if rng.random() < 0.8 else rng.choice(["5.5", "4.5e0", "1.8446744073709552e19", "0.0"])),
     "f": lambda rng: same(rng.choice(["0.1", "-0.0", "0.0", "1.5", "-2.5", "0.10000000000000001", "1", "0", "-3",
                                       "0.1e0", "-0.0e0", "1.5e0", "1e300", "-1e300", "1.7976931348623157e308"])),
     "f32": lambda rng: same(rng.choice(["0.1", "1.5", "16777217", "16777216.0", "0", "-0.0", "0.10000000149011612",

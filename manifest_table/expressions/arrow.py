@@ -12,7 +12,8 @@ bound (the leaf then knows its column's Arrow type):
   its int64 inference, a decimal with more digits than the column's scale, a double between
   two float32 values): Arrow would overflow or cast the wrong side, so the comparison is
   rewritten against the nearest values the type can hold (`x < 2.5` on an integer column
-  never reaches Arrow as such; `x = 2**70` on int64 is false for every non-null x).
+  is `x <= 2`; `x = 2**70` on int64 is false for every non-null x).
+- A double literal against an integer column compares the column as doubles (SQL's rule).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import functools
+import math
 from decimal import Decimal
 from typing import Callable
 
@@ -41,6 +43,8 @@ def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | Non
     field = pc.field(column)
     if arrow_type is None:  # unbound: Arrow's own casts
         return OPERATORS[op](field, value)
+    if isinstance(value, float) and not pa.types.is_floating(arrow_type):
+        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs a double
     low, high, exact = _neighbours(value, arrow_type)
     if exact:
         result = OPERATORS[op](field, low)
@@ -57,6 +61,8 @@ def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | Non
 
 def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
     field = pc.field(column)
+    if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
+        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs doubles
     if arrow_type is None:
         members: list[object] = list(values)
     else:  # a value the type cannot hold equals no value of the column
@@ -159,8 +165,8 @@ def _neighbours(value: Value, arrow_type: pa.DataType) -> tuple[pa.Scalar | None
 
 def _physical(value: Value, arrow_type: pa.DataType) -> tuple[int, int]:
     """Floor and ceiling of `value` in the type's integers (a timestamp's units since 1970)."""
-    if pa.types.is_integer(arrow_type):
-        return int(value), int(value)  # type: ignore[arg-type]  # bound: already an int
+    if pa.types.is_integer(arrow_type):  # bound: an int, or an exact Decimal with a fraction
+        return math.floor(value), math.ceil(value)  # type: ignore[arg-type]
     assert isinstance(value, dt.datetime)
     epoch = _EPOCH.replace(tzinfo=dt.timezone.utc) if value.tzinfo is not None else _EPOCH
     micros = (value - epoch) // dt.timedelta(microseconds=1)

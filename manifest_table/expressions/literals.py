@@ -83,18 +83,19 @@ def render_literal(value: Value) -> str:
 def convert(arrow_type: pa.DataType, value: Value) -> Value:
     """`value` as the Python type of `arrow_type`, exact: SQL compares an integer or decimal
     literal with a column by value, never through a binary float. TypeError/ValueError when
-    incompatible. The one rounding is SQL's own: an exact literal against a float32 column is
+    incompatible. The roundings are SQL's own: an exact literal against a float32 column is
     cast to float32, as DuckDB and Spark do (`f32 = 0.1` matches the float32 nearest 0.1),
-    while a float literal (`0.1e0`, a Python float) compares as a double."""
+    while a float literal (`0.1e0`, a Python float) compares as a double, widening a float32
+    or integer column."""
     types = pa.types
     if types.is_boolean(arrow_type) and isinstance(value, bool):
         return value
     if isinstance(value, bool):
         raise TypeError
     if types.is_integer(arrow_type) and isinstance(value, int | float | Decimal):
-        if value != int(value):
-            raise ValueError("fractional literal against an integer column")
-        return int(value)
+        if isinstance(value, float):
+            return value  # a double: the column is compared as doubles, as SQL engines do
+        return int(value) if value == int(value) else value  # a fraction stays an exact Decimal
     if types.is_floating(arrow_type) and isinstance(value, int | float | Decimal):
         if isinstance(value, float) or types.is_float64(arrow_type):
             return float(value)

@@ -189,10 +189,10 @@ class In(_Predicate):
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         values = self.values
-        inexact = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
-        if inexact and any(isinstance(value, float) for value in values):
+        numeric = pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+        if numeric and any(isinstance(value, float) for value in values):
             # SQL gives the list one type: with a double in it, every value is a double (and
-            # a float32 column is widened), as DuckDB, Spark and PostgreSQL do.
+            # an integer or float32 column is widened), as DuckDB, Spark and PostgreSQL do.
             values = tuple(float(v) if isinstance(v, int | Decimal) and not isinstance(v, bool) else v
                            for v in values)
         values = tuple(self._coerce(arrow_type, value) for value in values)

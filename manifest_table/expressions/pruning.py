@@ -31,7 +31,7 @@ StatsLookup = Callable[[str], ColumnStats | None]
 def comparison_may_match(op: str, value: Value, stats: ColumnStats) -> bool:
     if not _has_values(stats):
         return False
-    low, high = _bounds(stats)
+    low, high = _bounds(stats, doubles=isinstance(value, float))
     if op == "=":
         return _in_range(low, high, value)
     if op == "!=":
@@ -43,7 +43,7 @@ def comparison_may_match(op: str, value: Value, stats: ColumnStats) -> bool:
 def in_may_match(values: tuple[Value, ...], negated: bool, stats: ColumnStats) -> bool:
     if not _has_values(stats):
         return False
-    low, high = _bounds(stats)
+    low, high = _bounds(stats, doubles=any(isinstance(value, float) for value in values))
     if negated:
         return not any(_all_equal(low, high, value) for value in values)
     return any(_in_range(low, high, value) for value in values)
@@ -79,10 +79,13 @@ def _has_values(stats: ColumnStats) -> bool:
     return not (known and stats.null_count >= stats.row_count)
 
 
-def _bounds(stats: ColumnStats) -> tuple[Any, Any]:
-    """(min, max), with NaN treated as unknown since every comparison with it is false."""
+def _bounds(stats: ColumnStats, doubles: bool = False) -> tuple[Any, Any]:
+    """(min, max), a NaN bound treated as unknown. Against a double literal, integer bounds
+    become doubles, as the rows are compared (float() keeps their order, ties included)."""
     def known(bound: Any) -> Any:
-        return None if isinstance(bound, float) and math.isnan(bound) else bound
+        if isinstance(bound, float) and math.isnan(bound):
+            return None
+        return float(bound) if doubles and type(bound) is int else bound
     return known(stats.min), known(stats.max)
 
 
