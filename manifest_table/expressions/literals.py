@@ -29,6 +29,10 @@ OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 INVERSE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
+MAX_DIGITS = 1000
+"""Digits an integer or decimal literal may have: far beyond any column type, and short of
+Python's limit on int <-> str conversion (4,300 digits), which renders literals as text."""
+
 
 def filter_error(message: str, position: int | None = None) -> InvalidFilterError:
     """An InvalidFilterError carrying `.position` (index into the filter text, or None)."""
@@ -46,11 +50,16 @@ def literal(value: Any) -> Value:
     if isinstance(value, bool | str | dt.date):
         return value
     if isinstance(value, int):
+        if value.bit_length() > MAX_DIGITS * 10 // 3:  # > 10**MAX_DIGITS
+            raise filter_error(f"integer literal of {value.bit_length()} bits is too large")
         return int(value)
     if isinstance(value, float | Decimal):
         finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
         if not finite:
             raise filter_error(f"literal {value!r} is not a finite number")
+        if isinstance(value, Decimal) and (len(value.as_tuple().digits) > MAX_DIGITS
+                                           or abs(value.adjusted()) > MAX_DIGITS):
+            raise filter_error(f"decimal literal {value:.6e} has more than {MAX_DIGITS} digits")
         return float(value) if isinstance(value, float) else value
     raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
 

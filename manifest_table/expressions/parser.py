@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Callable
 
 from ..errors import InvalidFilterError
-from .literals import RESERVED, Value, filter_error
+from .literals import MAX_DIGITS, RESERVED, Value, filter_error
 from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
 
 _TOKEN = re.compile(
@@ -221,6 +221,8 @@ class _Parser:
             return self.advance().value
         if token.kind == "number":
             self.advance()
+            if len(token.text) > MAX_DIGITS:
+                raise syntax_error(self.text, f"number of more than {MAX_DIGITS} digits", token.pos)
             if re.fullmatch(r"-?\d+", token.text):
                 return int(token.text)  # of any size: a column type may not hold it, SQL still compares
             if "e" not in token.text.lower():
