@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Iterable
 
 import pyarrow as pa
@@ -21,7 +21,6 @@ from . import arrow, pruning
 from .like import parse_like
 from .literals import INVERSE, OPERATORS, Value, convert, filter_error, is_string, literal, quote_name, render_literal
 from .pruning import ColumnStats, StatsLookup
-
 
 MAX_DEPTH = 100
 """How deeply nodes may nest (NOT and alternating AND/OR). Every visitor recurses once per
