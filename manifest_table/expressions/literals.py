@@ -93,9 +93,9 @@ def convert(arrow_type: pa.DataType, value: Value) -> Value:
     """`value` as the Python type of `arrow_type`, exact: SQL compares an integer or decimal
     literal with a column by value, never through a binary float. TypeError/ValueError when
     incompatible. The roundings are SQL's own: an exact literal against a float32 column is
-    cast to float32, as DuckDB and Spark do (`f32 = 0.1` matches the float32 nearest 0.1),
-    while a float literal (`0.1e0`, a Python float) compares as a double, widening a float32
-    or integer column."""
+    cast to float32, as DuckDB does (`f32 = 0.1` matches the float32 nearest 0.1; Spark and
+    PostgreSQL widen the column instead, docs/expressions.md), while a float literal (`0.1e0`,
+    a Python float) compares as a double, widening a float32 or integer column."""
     types = pa.types
     if types.is_boolean(arrow_type) and isinstance(value, bool):
         return value
