@@ -99,6 +99,8 @@ CASES: list[tuple[str, Callable[[mt.Table], Any], str]] = [
     ("builder compares with None", lambda t: t.delete(col("id") == None), "IS NULL"),  # noqa: E711
     ("builder NaN literal", lambda t: t.delete(col("f32") > float("nan")), "not a finite number"),
     ("builder LIKE with a dangling escape", lambda t: t.delete(col("s").like("x\\")), "escape character"),
+    ("lone surrogate in a string", lambda t: t.delete(col("s") == "a\ud800"), "not valid Unicode"),
+    ("lone surrogate in a pattern", lambda t: t.delete("s LIKE '\udfff%'"), "not valid Unicode"),
     ("filter of a wrong type", lambda t: t.delete(42), "must be a string or an Expr"),  # type: ignore[arg-type]
     ("bytes filter", lambda t: t.scan(where=b"id = 1").count(), "must be a string or an Expr"),  # type: ignore[arg-type]
     ("delete without a condition", lambda t: t.delete(None), "needs a condition"),  # type: ignore[arg-type]

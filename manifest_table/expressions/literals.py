@@ -47,7 +47,9 @@ def literal(value: Any) -> Value:
         value = value.item()
     if value is None:
         raise filter_error("NULL is not a value to compare with; use IS NULL / IS NOT NULL")
-    if isinstance(value, bool | str | dt.date):
+    if isinstance(value, str):
+        return checked_text(value)
+    if isinstance(value, bool | dt.date):
         return value
     if isinstance(value, int):
         if value.bit_length() > MAX_DIGITS * 10 // 3:  # > 10**MAX_DIGITS
@@ -62,6 +64,16 @@ def literal(value: Any) -> Value:
             raise filter_error(f"decimal literal {value:.6e} has more than {MAX_DIGITS} digits")
         return float(value) if isinstance(value, float) else value
     raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
+
+
+def checked_text(value: str) -> str:
+    """A string literal or pattern, refused when it is not Unicode that UTF-8 (Arrow's
+    strings) can hold: a lone surrogate would fail deep inside Arrow instead."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise filter_error(f"string {value!r} is not valid Unicode ({error.reason})") from None
+    return value
 
 
 def quote_name(name: str) -> str:

@@ -19,7 +19,9 @@ import pyarrow.compute as pc
 
 from . import arrow, pruning
 from .like import parse_like
-from .literals import INVERSE, OPERATORS, Value, convert, filter_error, is_string, literal, quote_name, render_literal
+from .literals import (
+    INVERSE, OPERATORS, Value, checked_text, convert, filter_error, is_string, literal, quote_name, render_literal,
+)
 from .pruning import ColumnStats, StatsLookup
 
 MAX_DEPTH = 100
@@ -240,6 +242,7 @@ class Like(_Predicate):
         super().__post_init__()
         if not isinstance(self.pattern, str):
             raise filter_error(f"LIKE pattern must be a string, got {self.pattern!r}")
+        checked_text(self.pattern)
         try:
             parse_like(self.pattern)
         except ValueError as error:
