@@ -2,8 +2,9 @@
 drops a matching row.
 
 A seeded random table (nulls, NaN, infinities, signed zeros, unicode, quotes, backslashes and
-wildcards in strings, a zoned timestamp across both 2024 daylight-saving changes in Berlin,
-decimals, uint64 values at and above 2**63, float32) is written as several files with small
+wildcards in strings, a zoned timestamp across both 2024 daylight-saving changes in Berlin, a
+millisecond timestamp against microsecond literals, decimals, uint64 values at and above
+2**63, float32) is written as several files with small
 row groups, some rows are deleted, and the live rows are loaded into DuckDB. Then random
 filters (comparisons either way round, IN / NOT IN, [NOT] BETWEEN, [NOT] LIKE with escapes,
 IS [NOT] NULL, AND / OR / NOT) are checked three ways:
@@ -18,7 +19,7 @@ gains `ESCAPE '\\'` (DuckDB has no escape character by default), timestamp liter
 the zoned column become TIMESTAMPTZ (with the session zone UTC, as our naive literals are
 UTC), and BETWEEN is spelled as its two comparisons (see `leaf`).
 
-`MT_FUZZ_FILTERS=20000` runs more filters (1,000 by default); `MT_FUZZ_SEED` picks the seed.
+`MT_FUZZ_FILTERS=20000` runs more filters (2,000 by default); `MT_FUZZ_SEED` picks the seed.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from manifest_table.scan import _row_group_stats
 
 duckdb = pytest.importorskip("duckdb")
 
-FILTERS = int(os.environ.get("MT_FUZZ_FILTERS", "1000"))
+FILTERS = int(os.environ.get("MT_FUZZ_FILTERS", "2000"))
 SEED = int(os.environ.get("MT_FUZZ_SEED", "20241027"))
-SCAN_EVERY = 10  # an end-to-end scan reads files: every tenth filter
+SCAN_EVERY = 25  # an end-to-end scan reads files (ten of them): every 25th filter
 
 UTC = dt.timezone.utc
 SCHEMA = pa.schema([
@@ -56,6 +57,7 @@ SCHEMA = pa.schema([
     ("d", pa.decimal128(10, 2)),
     ("s", pa.string()),
     ("t", pa.timestamp("us", tz="Europe/Berlin")),
+    ("tn", pa.timestamp("ms")),
     ("day", pa.date32()),
     ("b", pa.bool_()),
 ])
@@ -73,6 +75,7 @@ VALUES: dict[str, list[object]] = {
     "d": [Decimal(v) for v in ["-1.00", "0.00", "1.00", "1.10", "1.11", "99999999.99", "-99999999.99"]],
     "s": ["", "a", "ab", "a%b", "a_b", "a\\b", "it's", "ä", "äb", "日本", "x\ny", "A", "\\", "%", "_", "ab\\", "b"],
     "t": INSTANTS,
+    "tn": [dt.datetime(2024, 1, 1, 0, 0, 0, 1000 * k) for k in range(4)] + [dt.datetime(2262, 1, 1)],
     "day": [dt.date(2024, 10, 25) + dt.timedelta(days=k) for k in range(5)],
     "b": [True, False],
 }
@@ -92,7 +95,7 @@ def batches(rng: random.Random) -> list[pa.Table]:
     """Appends whose rows are sorted by different columns, so that files and row groups have
     narrow statistics that prune, plus one constant batch (min == max)."""
     out, next_id = [], 0
-    for sort_key in ["i", "u", "f", "f32", "d", "s", "t", "day", None]:
+    for sort_key in ["i", "u", "f", "f32", "d", "s", "t", "tn", "day", None]:
         rows = random_rows(rng, next_id, rng.randint(40, 90))
         next_id += len(rows)
         if sort_key is not None:
@@ -150,6 +153,7 @@ LITERALS: dict[str, Callable[[random.Random], Text]] = {
                                       "1.5e0", "1.1e0", "1.11"])),
     "s": lambda rng: same(string_literal(rng.choice(VALUES["s"] + ["a\\%", "aa", "z", "äc", "it"]))),  # type: ignore[operator]
     "t": timestamp_literal,
+    "tn": lambda rng: same(f"TIMESTAMP '{rng.choice(VALUES['tn'] + [dt.datetime(2024, 1, 1, 0, 0, 0, 1500), dt.datetime(2300, 1, 1), dt.datetime(1, 1, 1)])}'"),  # type: ignore[operator]
     "day": lambda rng: same(f"DATE '{rng.choice(VALUES['day'] + [dt.date(2024, 10, 24)])}'"),  # type: ignore[operator]
     "b": lambda rng: same(rng.choice(["TRUE", "FALSE"])),
 }
