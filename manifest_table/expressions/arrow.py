@@ -40,6 +40,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 
 def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`column op value`; `arrow_type` is the column's type once bound (None: Arrow decides)."""
     field = pc.field(column)
     if arrow_type is None:  # unbound: Arrow's own casts
         return OPERATORS[op](field, value)
@@ -60,6 +61,7 @@ def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | Non
 
 
 def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`column [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
     field = pc.field(column)
     if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
         field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs doubles
