@@ -157,7 +157,7 @@ class Scan:
 
     def _read_live_rows(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         where = self.where
-        needed = list(dict.fromkeys(columns + sorted(where.columns() if where else ())))
+        needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
         with self._io.open(file.path) as source:
             fragment = _PARQUET.make_fragment(source)
@@ -209,8 +209,10 @@ def _drop_deleted(table: pa.Table, keep: np.ndarray, spans: list[tuple[int, int]
 
 def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Callable[[str], ColumnStats | None]:
     """Parquet footer stats of one row group, as ``ColumnStats`` keyed by column name.
-    Min/max are trusted only where the file's own stats have them: Parquet writers leave
-    NaN out of float min/max, and our file stats record that by having none."""
+    Each bound is trusted only where the file's own stats have it: Parquet writers leave NaN
+    out of a float max (SQL sorts NaN above every number), and our file stats record NaN by
+    having no max; they also drop long strings, whose footer bounds may be truncated.
+    Footer bounds of zoned timestamps are UTC datetimes already, as ours are."""
     group = meta.row_group(index)
     by_name = {}
     for j in range(group.num_columns):
@@ -223,9 +225,9 @@ def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Calla
         if stats is None:
             return None
         null_count = stats.null_count if stats.has_null_count else None
-        lo = hi = None
         known = file.stats.get(name)
-        if stats.has_min_max and known is not None and known.min is not None:
-            lo, hi = stats.min, stats.max
-        return ColumnStats(lo, hi, null_count, group.num_rows)
+        if not stats.has_min_max or known is None:
+            return ColumnStats(None, None, null_count, group.num_rows)
+        return ColumnStats(stats.min if known.min is not None else None,
+                           stats.max if known.max is not None else None, null_count, group.num_rows)
     return lookup

@@ -106,7 +106,7 @@ BAD_FILTERS = [
     ("id = 1 AND", "expected"),
     ("id IN ()", "expected"),
     ("id BETWEEN 1", "AND"),
-    ("id = 1.5", "id"),
+    ("id = DATE '2024-01-01'", "id"),  # (id = 1.5 is valid SQL: false for every integer)
 ]
 
 

@@ -2,13 +2,15 @@
 
 One tree serves row filtering (`to_arrow`), file pruning (`may_match`) and the predicate text
 recorded in manifests (`str`). See docs/expressions.md.
+
+Modules, lowest first: `literals` (values, types, text), `like` (LIKE patterns), `pruning`
+(statistics), `arrow` (rows), `nodes` (the tree, delegating to those), `parser` (text).
 """
 
 from .parser import parse, to_expr
-from .tree import (
+from .nodes import (
     And,
     Column,
-    ColumnStats,
     Comparison,
     Expr,
     In,
@@ -18,6 +20,7 @@ from .tree import (
     Or,
     col,
 )
+from .pruning import ColumnStats
 
 __all__ = [
     "And",

@@ -10,10 +10,12 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Callable
 
 from ..errors import InvalidFilterError
-from .tree import RESERVED, And, Column, Comparison, Expr, In, IsNull, Like, Or, Value, col, filter_error
+from .literals import MAX_DIGITS, RESERVED, Value, filter_error
+from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
@@ -80,6 +82,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.index = 0
+        self.depth = 0  # open '(' and NOT around the current position
 
     # --- token helpers --------------------------------------------------------------------
     def peek(self, ahead: int = 0) -> _Token:
@@ -124,24 +127,23 @@ class _Parser:
         return expr
 
     def expression(self, min_precedence: int) -> Expr:
-        """Precedence climbing over AND/OR; the right operand binds tighter, so both are
-        left-associative."""
+        """Precedence climbing over AND/OR; a run of one operator becomes one node, so a
+        filter of 10,000 ORs needs neither deep recursion nor quadratic copying."""
         left = self.unary()
         while self.peek().kind == "keyword" and self.peek().value in _BINARY:
-            precedence, node = _BINARY[self.peek().value]
+            keyword = self.peek().value
+            precedence, node = _BINARY[keyword]
             if precedence < min_precedence:
                 break
-            self.advance()
-            left = node(left, self.expression(precedence + 1))
+            operands = [left]
+            while self.accept("keyword", keyword):
+                operands.append(self.expression(precedence + 1))
+            left = node(*operands)
         return left
 
     def unary(self) -> Expr:
-        if self.accept("keyword", "NOT"):
-            return ~self.unary()
-        if self.accept("punct", "("):
-            inner = self.expression(1)
-            self.expect("punct", ")", "')'")
-            return inner
+        if (self.peek().kind, self.peek().value) in (("keyword", "NOT"), ("punct", "(")):
+            return self.nested()
         if self.at_column():
             return self.predicate(col(self.advance().value))
         if self.peek().kind in ("number", "string") or self.at_typed_literal() or (
@@ -149,6 +151,20 @@ class _Parser:
         ):
             return self.flipped_comparison()
         raise self.expected("a column name, a literal, NOT or '('")
+
+    def nested(self) -> Expr:
+        """NOT e or ( e ), at most MAX_DEPTH deep: the parser recurses once per level."""
+        if self.depth >= MAX_DEPTH:
+            raise syntax_error(self.text, f"the filter nests more than {MAX_DEPTH} levels deep", self.peek().pos)
+        self.depth += 1
+        if self.accept("keyword", "NOT"):
+            inner = ~self.unary()
+        else:
+            self.expect("punct", "(", "'('")
+            inner = self.expression(1)
+            self.expect("punct", ")", "')'")
+        self.depth -= 1
+        return inner
 
     def flipped_comparison(self) -> Expr:
         """`literal op column`, stored as `column op' literal`."""
@@ -205,8 +221,12 @@ class _Parser:
             return self.advance().value
         if token.kind == "number":
             self.advance()
+            if len(token.text) > MAX_DIGITS:
+                raise syntax_error(self.text, f"number of more than {MAX_DIGITS} digits", token.pos)
             if re.fullmatch(r"-?\d+", token.text):
-                return int(token.text)
+                return int(token.text)  # of any size: a column type may not hold it, SQL still compares
+            if "e" not in token.text.lower():
+                return Decimal(token.text)  # SQL's exact numeric: 1.10 is not a binary float
             number = float(token.text)
             if not math.isfinite(number):
                 raise syntax_error(self.text, f"number {token.text} is out of range", token.pos)

@@ -1,10 +1,13 @@
 """Per-column min / max / null count: collected while writing, stored in manifests,
 and read back as ``ColumnStats`` for pruning.
 
-Stats are kept only for types with a total order that JSON can carry exactly. A float
-column holding NaN gets no min/max (NaN compares false with everything, so a min/max
-that ignores it would prune files that ``x != 1`` must read). Long strings are dropped
-rather than truncated, so a stored max is always a true upper bound.
+Stats are kept only for types with a total order that JSON can carry exactly, and in the
+order SQL engines use (docs/expressions.md). NaN sorts above every number, so a float column
+holding NaN has no max (unknown: no upper bound) but keeps the min of its numbers. Timestamps
+with a time zone are instants: their bounds are UTC datetimes, because Python compares two
+datetimes of one zone by wall clock and a repeated daylight-saving hour would order them
+wrongly. Long strings are dropped rather than truncated, so a stored max is always a true
+upper bound. Each bound is kept or dropped on its own.
 """
 
 from __future__ import annotations
@@ -35,28 +38,30 @@ def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
     for field, column in zip(table.schema, table.columns):
         lo = hi = None
         if has_stats(field.type) and len(column) > column.null_count:
-            if not (pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py()):
-                minmax = pc.min_max(column)
-                lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
-                if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
-                    lo = hi = None
+            if pat.is_timestamp(field.type) and field.type.tz is not None:
+                column = column.cast(pa.timestamp(field.type.unit, "UTC"))  # instants, not wall clocks
+            minmax = pc.min_max(column)  # skips NaN
+            lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
+            if pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py():
+                hi = None  # NaN is the max; the min of the numbers stands (if there are any)
+                lo = None if lo != lo else lo
+            if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
+                lo = hi = None
         stats[field.name] = ColumnStats(lo, hi, column.null_count, len(column))
     return stats
 
 
 def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
     """Stats of the concatenation of two pieces of one column."""
-    def known(x: ColumnStats) -> bool:
-        return x.min is not None or x.null_count == x.row_count
+    def merged(x: Any, y: Any, pick: Any) -> Any:
+        return None if x is None or y is None else pick(x, y)
     # A piece with only nulls has no min/max yet does not make the merge unknown.
     if a.row_count == a.null_count:
         lo, hi = b.min, b.max
     elif b.row_count == b.null_count:
         lo, hi = a.min, a.max
-    elif known(a) and known(b):
-        lo, hi = min(a.min, b.min), max(a.max, b.max)
     else:
-        lo = hi = None
+        lo, hi = merged(a.min, b.min, min), merged(a.max, b.max, max)
     return ColumnStats(lo, hi, a.null_count + b.null_count, a.row_count + b.row_count)
 
 
@@ -67,10 +72,10 @@ def encode_stats(stats: Mapping[str, ColumnStats], schema: pa.Schema) -> dict[st
         if s is None:
             continue
         entry: dict[str, Any] = {"null_count": s.null_count}
-        if s.min is not None and s.max is not None:
-            lo, hi = _encode_value(s.min, field.type), _encode_value(s.max, field.type)
-            if lo is not None and hi is not None:
-                entry["min"], entry["max"] = lo, hi
+        for key, bound in (("min", s.min), ("max", s.max)):
+            encoded = None if bound is None else _encode_value(bound, field.type)
+            if encoded is not None:
+                entry[key] = encoded
         out[field.name] = entry
     return out
 
@@ -119,6 +124,8 @@ def _encode_value(value: Any, dtype: pa.DataType) -> Any:
 
 
 def _decode_value(value: Any, dtype: pa.DataType) -> Any:
+    if pat.is_timestamp(dtype) and dtype.tz is not None:
+        dtype = pa.timestamp(dtype.unit, "UTC")  # the same instant, compared as one
     if pat.is_timestamp(dtype) or pat.is_date64(dtype):
         return pa.scalar(value, dtype).as_py()  # an int is taken as the physical value
     if pat.is_date32(dtype):

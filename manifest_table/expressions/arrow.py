@@ -1,0 +1,206 @@
+"""Arrow translation: each leaf as a `pyarrow.compute.Expression` with SQL's semantics, and
+`evaluate`, which runs one over a table or batch.
+
+Arrow's kernels differ from SQL in ways this module makes up for, once the expression is
+bound (the leaf then knows its column's Arrow type):
+
+- NaN: Arrow compares by IEEE 754 (NaN > 5 is false), SQL engines sort NaN above every
+  number (NaN > 5 is true), so `>` and `>=` on a float column also accept NaN.
+- -0.0: `is_in` hashes -0.0 apart from 0.0, which compare equal; a listed zero is matched
+  with `=` instead.
+- Literals the column type cannot hold (an integer beyond int64, 2**63 against uint64 with
+  its int64 inference, a decimal with more digits than the column's scale, a double between
+  two float32 values): Arrow would overflow or cast the wrong side, so the comparison is
+  rewritten against the nearest values the type can hold (`x < 2.5` on an integer column
+  is `x <= 2`; `x = 2**70` on int64 is false for every non-null x).
+- A double literal against an integer column compares the column as doubles (SQL's rule).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import functools
+import math
+from decimal import Decimal
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow.acero import Declaration, ProjectNodeOptions, TableSourceNodeOptions
+
+from .like import ANY, parse_like
+from .literals import OPERATORS, Value, to_float32
+
+_TRUE, _FALSE, _NULL = pa.scalar(True), pa.scalar(False), pa.scalar(None, pa.bool_())
+_INT64 = (-(2**63), 2**63 - 1)
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`column op value`; `arrow_type` is the column's type once bound (None: Arrow decides)."""
+    field = pc.field(column)
+    if arrow_type is None:  # unbound: Arrow's own casts
+        return OPERATORS[op](field, value)
+    if isinstance(value, float) and not pa.types.is_floating(arrow_type):
+        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs a double
+    low, high, exact = _neighbours(value, arrow_type)
+    if exact:
+        result = OPERATORS[op](field, low)
+    elif op in ("=", "!="):
+        result = _for_every_value(field, op == "!=")
+    elif op in ("<", "<="):
+        result = field <= low if low is not None else _for_every_value(field, False)
+    else:
+        result = field >= high if high is not None else _for_every_value(field, False)
+    if pa.types.is_floating(arrow_type) and op in (">", ">="):
+        result = result | pc.is_nan(field)
+    return result
+
+
+def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`column [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
+    field = pc.field(column)
+    if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
+        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs doubles
+    if arrow_type is None:
+        members: list[object] = list(values)
+    else:  # a value the type cannot hold equals no value of the column
+        members = [low for low, _, exact in (_neighbours(v, arrow_type) for v in values) if exact]
+    if members:
+        value_set = pa.array(members) if arrow_type is not None else members
+        # Arrow's is_in says false for a null input; SQL says unknown, which NOT must keep.
+        found = pc.if_else(field.is_valid(), field.isin(value_set), _NULL)
+        if arrow_type is not None and pa.types.is_floating(arrow_type) and 0.0 in values:
+            found = found | (field == pa.scalar(0.0, arrow_type))  # -0.0 IN (0.0)
+    else:
+        found = _for_every_value(field, False)
+    return ~found if negated else found
+
+
+def is_null(column: str, negated: bool) -> pc.Expression:
+    field = pc.field(column)
+    return field.is_valid() if negated else field.is_null()
+
+
+def like(column: str, pattern: str, negated: bool) -> pc.Expression:
+    """LIKE with the kernels that keep its meaning: equality, starts_with, ends_with and
+    substring for the common shapes, an anchored RE2 regex for the rest."""
+    field, parsed = pc.field(column), parse_like(pattern)
+    pieces = parsed.pieces
+    if parsed.literal is not None:
+        matched = field == parsed.literal
+    elif parsed.prefix_only:
+        matched = pc.starts_with(field, pattern=parsed.prefix)
+    elif len(pieces) == 2 and pieces[0] == (True, ANY) and not pieces[1][0]:
+        matched = pc.ends_with(field, pattern=pieces[1][1])
+    elif len(pieces) == 3 and pieces[0] == pieces[2] == (True, ANY) and not pieces[1][0]:
+        matched = pc.match_substring(field, pattern=pieces[1][1])
+    else:
+        matched = pc.match_substring_regex(field, pattern=parsed.regex())
+    return ~matched if negated else matched
+
+
+_GROUP = 64
+"""Operands Arrow may see as one chain. Arrow canonicalises an AND/OR tree into one chain
+(associative calls are refolded) and recurses along it: 10,000 ORs crashed the process with a
+stack overflow at about 9,000 (measured on pyarrow 26). Groups are joined through an identity
+`if_else(g, true, false)` (null stays null), which Arrow does not refold."""
+
+
+def all_of(conditions: list[pc.Expression]) -> pc.Expression:
+    """AND of all `conditions` (Kleene)."""
+    return _grouped(conditions, lambda a, b: a & b)
+
+
+def any_of(conditions: list[pc.Expression]) -> pc.Expression:
+    """OR of all `conditions` (Kleene)."""
+    return _grouped(conditions, lambda a, b: a | b)
+
+
+def evaluate(condition: pc.Expression, table: pa.Table) -> pa.ChunkedArray:
+    """The boolean mask of `condition` over `table`, in row order."""
+    plan = Declaration.from_sequence([
+        Declaration("table_source", TableSourceNodeOptions(table)),
+        Declaration("project", ProjectNodeOptions([condition], ["mask"])),
+    ])
+    return plan.to_table(use_threads=False).column(0)  # one thread keeps row order
+
+
+def _grouped(items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:
+    while True:
+        groups = [functools.reduce(combine, items[i:i + _GROUP]) for i in range(0, len(items), _GROUP)]
+        if len(groups) == 1:
+            return groups[0]
+        items = [pc.if_else(group, _TRUE, _FALSE) for group in groups]
+
+
+def _for_every_value(field: pc.Expression, answer: bool) -> pc.Expression:
+    """`answer` for every non-null value, unknown for null (a comparison decided by types)."""
+    return pc.if_else(field.is_valid(), _TRUE if answer else _FALSE, _NULL)
+
+
+def _neighbours(value: Value, arrow_type: pa.DataType) -> tuple[pa.Scalar | None, pa.Scalar | None, bool]:
+    """The values of `arrow_type` nearest `value` from below and from above (None beyond the
+    type's range), and whether `value` is itself one of them (then both are it)."""
+    types = pa.types
+    if types.is_integer(arrow_type) or types.is_timestamp(arrow_type):
+        floor, ceiling = _physical(value, arrow_type)
+        if types.is_integer(arrow_type):
+            info = np.iinfo(arrow_type.to_pandas_dtype())
+            least, most = int(info.min), int(info.max)
+        else:
+            least, most = _INT64
+        low = min(floor, most) if floor >= least else None
+        high = max(ceiling, least) if ceiling <= most else None
+        exact = floor == ceiling and least <= floor <= most
+        return _scalar(low, arrow_type), _scalar(high, arrow_type), exact
+    if types.is_decimal(arrow_type):
+        return _decimal_neighbours(Decimal(value), arrow_type)  # type: ignore[arg-type]
+    if types.is_float32(arrow_type):
+        return _float32_neighbours(float(value))  # type: ignore[arg-type]
+    scalar = pa.scalar(value, arrow_type)
+    return scalar, scalar, True
+
+
+def _physical(value: Value, arrow_type: pa.DataType) -> tuple[int, int]:
+    """Floor and ceiling of `value` in the type's integers (a timestamp's units since 1970)."""
+    if pa.types.is_integer(arrow_type):  # bound: an int, or an exact Decimal with a fraction
+        return math.floor(value), math.ceil(value)  # type: ignore[arg-type]
+    assert isinstance(value, dt.datetime)
+    epoch = _EPOCH.replace(tzinfo=dt.timezone.utc) if value.tzinfo is not None else _EPOCH
+    micros = (value - epoch) // dt.timedelta(microseconds=1)
+    per_second = _PER_SECOND[arrow_type.unit]
+    if per_second >= 1_000_000:
+        return micros * (per_second // 1_000_000), micros * (per_second // 1_000_000)
+    step = 1_000_000 // per_second
+    return micros // step, -(-micros // step)
+
+
+def _decimal_neighbours(value: Decimal, arrow_type: pa.DataType) -> tuple[pa.Scalar | None, pa.Scalar | None, bool]:
+    exact = decimal.Context(prec=2 * arrow_type.precision + 2, rounding=decimal.ROUND_FLOOR)
+    quantum = Decimal(1).scaleb(-arrow_type.scale)
+    most = exact.subtract(Decimal(1).scaleb(arrow_type.precision - arrow_type.scale), quantum)
+    if value > most:
+        return pa.scalar(most, arrow_type), None, False
+    if value < -most:
+        return None, pa.scalar(-most, arrow_type), False
+    floor = value.quantize(quantum, context=exact)
+    ceiling = floor if floor == value else exact.add(floor, quantum)
+    return pa.scalar(floor, arrow_type), pa.scalar(ceiling, arrow_type), floor == value
+
+
+def _float32_neighbours(value: float) -> tuple[pa.Scalar | None, pa.Scalar | None, bool]:
+    try:
+        nearest = to_float32(value)
+    except OverflowError:  # beyond float32's largest finite value: only infinity lies past it
+        nearest = float("inf") if value > 0 else float("-inf")
+    below = nearest if nearest <= value else float(np.nextafter(np.float32(nearest), np.float32(-np.inf)))
+    above = nearest if nearest >= value else float(np.nextafter(np.float32(nearest), np.float32(np.inf)))
+    return pa.scalar(below, pa.float32()), pa.scalar(above, pa.float32()), nearest == value
+
+
+def _scalar(physical: int | None, arrow_type: pa.DataType) -> pa.Scalar | None:
+    return None if physical is None else pa.scalar(physical, arrow_type)
