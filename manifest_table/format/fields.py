@@ -43,6 +43,16 @@ def integer(doc: dict[str, Any], name: str, obj: str, lo: int, hi: int, at: str 
     raise corrupt(obj, _path(at, name), value, expected or f"an integer in [{lo}, {hi})")
 
 
+def format_version(doc: dict[str, Any], obj: str, newest: int, note: str = "") -> int:
+    """The object's ``format_version``; one newer than this library knows is refused with the
+    one remedy there is."""
+    fmt = integer(doc, "format_version", obj, 1, MAX_INT64)
+    if fmt > newest:
+        raise CorruptTableError(f"{obj} has format version {fmt}; this library reads up to {newest}{note}: "
+                                "upgrade manifest_table")
+    return fmt
+
+
 def of_type(doc: dict[str, Any], name: str, obj: str, kind: type, at: str = "", default: Any = MISSING) -> Any:
     """``doc[name]`` of exactly ``kind`` (``default`` when absent, if one is given)."""
     value = doc.get(name, default)

@@ -19,7 +19,7 @@ import pyarrow.types as pat
 
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
-from .fields import MAX_INT64, MISSING, corrupt, integer, load_object, of_type
+from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .schema import decode_schema, encode_schema
 from .stats import StoredStats, encode_stats
@@ -122,11 +122,7 @@ class Manifest:
         """Decode and validate a stored manifest; ``CorruptTableError`` names ``key`` and the
         first field found wrong."""
         doc = load_object(data, key)
-        fmt = integer(doc, "format_version", key, 1, MAX_INT64)
-        if fmt > FORMAT_VERSION:
-            raise CorruptTableError(
-                f"{key} has format version {fmt}; this library reads up to "
-                f"{FORMAT_VERSION}: upgrade manifest_table")
+        fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = doc.get("parent_version", MISSING)
         if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):

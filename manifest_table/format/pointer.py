@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..errors import CorruptTableError
-from .fields import MAX_INT64, integer, load_object
+from .fields import MAX_INT64, format_version, integer, load_object
 
 POINTER_KEY = "_latest_manifest"
 POINTER_FORMAT_VERSION = 1
@@ -29,9 +28,5 @@ def encode_pointer(version: int) -> bytes:
 
 def decode_pointer(data: bytes, etag: str) -> Pointer:
     doc = load_object(data, POINTER_KEY)
-    fmt = integer(doc, "format_version", POINTER_KEY, 1, MAX_INT64)
-    if fmt > POINTER_FORMAT_VERSION:
-        raise CorruptTableError(
-            f"{POINTER_KEY} has format version {fmt}; this library reads and writes up to "
-            f"{POINTER_FORMAT_VERSION} and will not overwrite it: upgrade manifest_table")
+    format_version(doc, POINTER_KEY, POINTER_FORMAT_VERSION, " and will not overwrite it")
     return Pointer(integer(doc, "version", POINTER_KEY, 0, MAX_INT64), etag)
