@@ -18,10 +18,13 @@ from pyspark import TaskContext
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
-from manifest_table.errors import InvalidArgumentError, InvalidFilterError
+from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
+                                   VersionNotFoundError)
 from manifest_table.format.stats import table_stats
 from manifest_table.spark import compact, delete, read, write
 from manifest_table.spark import native_location
+from manifest_table.storage import LocalStore
+from tests.catalog import assert_rejected
 from tests.spark_fixtures import sorted_rows
 
 pytest_plugins = ["tests.spark_fixtures"]
@@ -134,7 +137,8 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
         assert f.stats["score"].min is None and f.stats["name"].max is None  # NaN, long string
 
     # Column order and a narrower type (int into bigint) are conformed; overwrite with where.
-    more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score", "CAST(id AS INT) AS id")
+    more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score",
+                                               "CAST(id AS INT) AS id")
     write(more, uri, "overwrite", where="id < 100")
     assert ids_of(t) == list(range(100, 300)) + list(range(1000, 1010))
     assert ids_of(t, version=1) == list(range(300))
@@ -143,21 +147,28 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     assert sorted_rows(read(spark, uri).filter("id > 250")) == sorted_rows(t.scan(where="id > 250").to_arrow())
 
 
-@pytest.mark.parametrize("call,error,match", [
-    (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError, r"mode must be one of \['append', 'overwrite'\]"),
+BAD_CALLS = [  # (call on a DataFrame and the URI of a one-version table, error, message)
+    (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError,
+     r"mode must be one of \['append', 'overwrite'\]"),
     (lambda df, uri: write(df, uri, where="id < 3"), InvalidArgumentError, "where applies to overwrites only"),
     (lambda df, uri: write(df, uri, "overwrite", where="nope < 3"), InvalidFilterError, "unknown column 'nope'"),
-    (lambda df, uri: write(df.selectExpr("id"), uri), Exception, r"missing columns \['name', 'score', 'ts'\]"),
-])
-def test_bad_native_writes_change_nothing(spark, tmp_path: Path, call, error, match):
+    (lambda df, uri: write(df.selectExpr("id"), uri), SchemaMismatchError,
+     r"missing columns \['name', 'score', 'ts'\]"),
+    (lambda df, uri: write(df.selectExpr("id", "name", "'x' AS score", "ts"), uri), SchemaMismatchError,
+     "column 'score' is string, the table has double"),
+    (lambda df, uri: read(df.sparkSession, uri, version=7), VersionNotFoundError, "7"),
+    (lambda df, uri: read(df.sparkSession, uri, version=1, as_of="2020-01-01"), InvalidArgumentError,
+     "version or as_of"),
+    (lambda df, uri: delete(df.sparkSession, uri, "nope = 1"), InvalidFilterError, "unknown column 'nope'"),
+    (lambda df, uri: delete(df.sparkSession, uri, "id <"), InvalidFilterError, None),
+]
+
+
+@pytest.mark.parametrize("call,error,match", BAD_CALLS)
+def test_bad_calls_change_nothing(spark, tmp_path: Path, call, error, match):
     uri = str(tmp_path / "t")
     write(frame(spark, 0, 10), uri)
-    before = {p: (Path(uri) / p).read_bytes() for p in files_on_disk(uri) if (Path(uri) / p).is_file()}
-    with pytest.raises(error, match=match):
-        call(frame(spark, 10, 20), uri)
-    t = mt.open_table(uri)
-    assert t.version == 1 and ids_of(t) == list(range(10))
-    assert {p: (Path(uri) / p).read_bytes() for p in files_on_disk(uri) if (Path(uri) / p).is_file()} == before
+    assert_rejected(LocalStore(uri), error, lambda: call(frame(spark, 10, 20), uri), match=match)
 
 
 def test_native_write_failing_task_commits_nothing(spark, tmp_path: Path):
@@ -254,6 +265,8 @@ def test_fallback_to_the_data_source_is_logged_once(spark, tmp_path: Path, caplo
         write(df, uri)
     assert ids_of(t) == sorted(list(range(20)) * 2)
     assert sum("Python data source" in r.getMessage() for r in caplog.records) == 1
+    write(df.filter("id < 5"), uri, "overwrite", where="id >= 10")  # the where option of the data source
+    assert ids_of(t) == sorted(list(range(10)) * 2 + list(range(5)))
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
 
 
@@ -269,7 +282,8 @@ def test_s3_without_s3a_falls_back(spark, s3_uri: str, moto_endpoint: str):
 @pytest.mark.parametrize("how", ["read", "write"])
 def test_misspelled_options_are_refused_with_the_known_ones(spark, tmp_path: Path, how):
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
-    with pytest.raises(Exception, match=r"unknown manifest_table option\(s\) \['verison'\]; known options: .*'version'"):
+    known = r"unknown manifest_table option\(s\) \['verison'\]; known options: .*'version'"
+    with pytest.raises(Exception, match=known):
         if how == "read":
             spark.read.format("manifest_table").option("verison", 1).load(t.uri).collect()
         else:

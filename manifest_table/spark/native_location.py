@@ -66,8 +66,9 @@ def native_reachable(spark: object, location: TableLocation) -> bool:
     try:
         # Resolving a file source relation checks that the path exists, which needs a
         # FileSystem for the scheme; the pointer always exists. No data is read.
-        spark.read.options(**hadoop_options(location)).format("text") \
+        probe = spark.read.options(**hadoop_options(location)).format("text") \
             .load(hadoop_path(location, "_latest_manifest"))  # type: ignore[attr-defined]
+        probe.schema  # noqa: B018 - over Spark Connect, analysis (and the check) happens here
         return True
     except Exception as exc:  # noqa: BLE001 - Spark raises its own exception types, JVM or Connect
         first_line = (str(exc).splitlines() or [""])[0][:200]
