@@ -37,8 +37,9 @@ R = TypeVar("R")
 
 def delete(spark: Any, uri: str, where: str | Expr, *,
            storage_options: dict[str, str] | None = None) -> CommitInfo:
-    """Delete the rows matching ``where``: executors find the matching live row positions of
-    each candidate file, the driver commits one tombstone set. Returns the commit (with
+    """Delete the rows matching ``where``: Spark finds the matching live row positions of each
+    candidate file (``native_delete``; executors running ``Scan`` where Spark cannot read the
+    table), the driver commits one tombstone set. Returns the commit (with
     ``committed=False`` when no row matched)."""
     expr = to_expr(where)
     if expr is None:
