@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The maintenance job of gc/maintain.py for platforms that schedule everything through
 Spark: the same tables, options, report and exit status, but each compaction's file groups
-are rewritten by Spark executors (``manifest_table.spark.compact``) and committed once by
-the driver. Garbage collection runs on the driver, as it only lists and deletes objects.
+are rewritten by Spark (``manifest_table.spark.compact``: on Spark's own Parquet path where
+it can reach the table, see docs/spark.md) and committed once by the driver. Garbage collection runs on the driver, as it only lists and deletes objects.
 
     spark-submit --master yarn --deploy-mode client gc/maintain_spark.py ROOT_OR_TABLE_URI [options]
 

@@ -221,6 +221,7 @@ def test_s3_read_and_write_with_storage_options(spark, s3_uri: str, moto_endpoin
     ({"path": "t", "version": "latest"}, "version must be an integer"),
     ({"path": "t", "row_group_size": "0"}, "row_group_size must be at least 1"),
     ({"path": "t", "pushdown": "yes"}, "pushdown must be true or false"),
+    ({"path": "t", "verison": "1"}, r"unknown manifest_table option\(s\) \['verison'\]; known options: \[.*'version'"),
 ])
 def test_bad_options_fail_clearly(options, problem):
     with pytest.raises(InvalidArgumentError, match=problem):

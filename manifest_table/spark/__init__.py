@@ -1,10 +1,14 @@
-"""Spark integration: the ``manifest_table`` data source (batch reads and writes, streaming
-sink) and table operations spread over executors. Needs pyspark >= 4.1. See docs/spark.md."""
+"""Spark integration: reads and writes on Spark's own Parquet path (``read``, ``write``), a
+delete and a compaction whose data work runs on Spark, and the ``manifest_table`` Python data
+source (batch reads and writes, streaming sink) for what the native path cannot reach.
+Needs pyspark >= 4.1. See docs/spark.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .native_read import read
+from .native_write import write
 from .operations import compact, delete
 from .source import FORMAT_NAME, ManifestTableDataSource
 
@@ -14,4 +18,4 @@ def register(spark: Any) -> None:
     spark.dataSource.register(ManifestTableDataSource)
 
 
-__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "register"]
+__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "read", "register", "write"]

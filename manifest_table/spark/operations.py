@@ -1,8 +1,11 @@
-"""Table operations whose data work is spread over Spark executors, committed once by the driver.
+"""Table operations whose data work is spread over Spark, committed once by the driver.
 
-The driver plans from the manifest; executors do the data-sized work on groups of files with
-the same code the Python API runs (``Scan``, ``rewrite_group``); the driver commits the results
-once, with the usual conflict handling against concurrent writers."""
+The driver plans from the manifest; Spark does the data-sized work; the driver commits the
+results once, with the usual conflict handling against concurrent writers. The work runs on
+Spark's own Parquet path (``native_delete``, ``native_compact``: no SparkContext, so Spark
+Connect works too). Where Spark cannot read the table natively, executors run the code the
+Python API runs (``Scan``, ``rewrite_group``) on groups of files, which needs a classic
+session's SparkContext."""
 
 from __future__ import annotations
 
@@ -17,10 +20,15 @@ from ..errors import InvalidFilterError
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
 from ..maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
+from ..scan import Snapshot
 from ..tombstones import DeletionVectors
 from ..write import WriteOptions
+from .native_compact import rewrite_groups
+from .native_delete import matching_positions
+from .native_read import native_readable_snapshot
 from .options import DEFAULT_MAX_PARTITION_BYTES, TableLocation
 from .planning import group_files
+from .schema import native_writable
 from .source import scan_files
 
 T = TypeVar("T")
@@ -29,8 +37,9 @@ R = TypeVar("R")
 
 def delete(spark: Any, uri: str, where: str | Expr, *,
            storage_options: dict[str, str] | None = None) -> CommitInfo:
-    """Delete the rows matching ``where``: executors find the matching live row positions of
-    each candidate file, the driver commits one tombstone set. Returns the commit (with
+    """Delete the rows matching ``where``: Spark finds the matching live row positions of each
+    candidate file (``native_delete``; executors running ``Scan`` where Spark cannot read the
+    table), the driver commits one tombstone set. Returns the commit (with
     ``committed=False`` when no row matched)."""
     expr = to_expr(where)
     if expr is None:
@@ -38,11 +47,14 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
     location = TableLocation(uri, storage_options)
     with location.open().transaction() as tx:
         scan = tx.scan(columns=[], where=expr)
-        task = partial(_matching_positions, location, scan.version, scan.snapshot.schema, scan.where)
-        groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
-                             DEFAULT_MAX_PARTITION_BYTES)
-        found = run_tasks(spark, groups, task)
-        tx.delete_positions({path: BitMap.deserialize(blob) for path, blob in found})
+        if native_readable_snapshot(spark, location, scan.snapshot):
+            found = matching_positions(spark, location, scan.snapshot, scan.plan_files(), scan.where)
+        else:
+            task = partial(_matching_positions, location, scan.version, scan.snapshot.schema, scan.where)
+            groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
+                                 DEFAULT_MAX_PARTITION_BYTES)
+            found = {path: BitMap.deserialize(blob) for path, blob in run_tasks(spark, groups, task)}
+        tx.delete_positions(found)
         return tx.commit()
 
 
@@ -56,16 +68,22 @@ def _matching_positions(location: TableLocation, version: int, schema: Any, wher
 def compact(spark: Any, uri: str, target_file_size: int | None = None, min_deleted_fraction: float = 0.2,
             *, storage_options: dict[str, str] | None = None) -> CommitInfo:
     """``Table.compact`` with the rewriting spread out: the driver plans the groups from the
-    manifest, one Spark task rewrites each group, the driver commits all outputs once. The
-    guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
+    manifest, Spark rewrites each group into one file, the driver commits all outputs once.
+    The guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
     outputs, a conflicting commit makes this one fail with ``CommitConflictError`` and its
-    outputs are removed. If a task fails, outputs already written are left to GC."""
+    outputs are removed. If the Spark job fails, nothing is committed."""
     location = TableLocation(uri, storage_options)
     table = location.open()
     target = table.write_options.target_file_size if target_file_size is None else target_file_size
     base, pointer = table._log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
-    results = run_tasks(spark, groups, partial(_rewrite, location, table.write_options))
+    snapshot = Snapshot(base.version, base.schema, base.files, DeletionVectors(table.store).of)
+    if not groups:
+        results = []
+    elif native_writable(base.schema) and native_readable_snapshot(spark, location, snapshot):
+        results = rewrite_groups(spark, location, groups, table.write_options)
+    else:
+        results = run_tasks(spark, groups, partial(_rewrite, location, table.write_options))
     return commit_compaction(table, base, pointer, results, {
         "target_file_size": target, "min_deleted_fraction": min_deleted_fraction, "engine": "spark"})
 

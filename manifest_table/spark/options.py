@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Mapping
 
 from ..errors import InvalidArgumentError
+from ..expressions import Expr, to_expr
 from ..storage import ObjectStore, store_for_uri
 from ..table import Table, open_table
 from ..write import WriteOptions
@@ -17,6 +18,12 @@ from ..write import WriteOptions
 STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
 """S3 settings passed to ``open_table(uri, storage_options=...)``; unset ones come from the
 standard AWS chain of whichever process (driver or executor) opens the store."""
+
+KNOWN_OPTIONS = frozenset({
+    "path", "version", "as_of", "pushdown", "min_partitions", "max_partition_bytes",
+    "target_file_size", "row_group_size", "compression", "where", "app_id", "checkpointlocation",
+    *STORAGE_KEYS})
+"""Every option the data source understands, in the lower case Spark hands them over in."""
 
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 """Like ``spark.sql.files.maxPartitionBytes``: the most Parquet bytes one read task gets."""
@@ -51,9 +58,15 @@ class SourceOptions:
     app_id: str | None = None
     """Streaming: the id a query's batch ids are recorded under (default: from the checkpoint)."""
     checkpoint_location: str | None = None
+    where: Expr | None = None
+    """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
+        unknown = sorted(set(options) - KNOWN_OPTIONS)
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown manifest_table option(s) {unknown}; known options: {sorted(KNOWN_OPTIONS)}")
         uri = options.get("path")
         if not uri:
             raise InvalidArgumentError("no table URI: use .load(uri), .save(uri) or .start(uri)")
@@ -73,7 +86,8 @@ class SourceOptions:
             min_partitions=_int(options, "min_partitions", 0) or None,
             max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             app_id=options.get("app_id"),
-            checkpoint_location=options.get("checkpointlocation"))
+            checkpoint_location=options.get("checkpointlocation"),
+            where=to_expr(options["where"]) if options.get("where") else None)
 
     @property
     def parallelism(self) -> int:

@@ -98,3 +98,33 @@ def _writable(have: DataType, want: DataType) -> bool:
     if isinstance(have, DecimalType) and isinstance(want, DecimalType):
         return have.scale == want.scale and have.precision <= want.precision
     return want in _WIDENINGS.get(have, ())
+
+
+def native_readable(arrow_type: pa.DataType) -> bool:
+    """True when Spark's own Parquet reader reads the Parquet files of a column of this type
+    (as pyarrow writes them) as ``spark_schema`` says, with the values the Python data
+    source gives. Nanosecond timestamps (Spark refuses them), half floats and view types
+    are read through the data source."""
+    t = pa.types
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
+        return native_readable(arrow_type.value_type)
+    if t.is_struct(arrow_type):
+        return all(native_readable(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    return (t.is_integer(arrow_type) or t.is_float32(arrow_type) or t.is_float64(arrow_type)
+            or t.is_boolean(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
+            or t.is_binary(arrow_type) or t.is_large_binary(arrow_type) or t.is_date(arrow_type)
+            or t.is_decimal128(arrow_type) or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns"))
+
+
+def native_writable(schema: pa.Schema) -> bool:
+    """True when the Parquet files Spark's own writer produces for this table read back (in
+    pyarrow) with exactly the table's schema: flat columns of the types Spark writes
+    one to one, all nullable (Spark's file sources read every column as nullable, so a
+    compaction could not keep NOT NULL). Other tables are written through the data source."""
+    t = pa.types
+    return all(f.nullable and (
+        t.is_signed_integer(f.type) or t.is_float32(f.type) or t.is_float64(f.type)
+        or t.is_boolean(f.type) or t.is_string(f.type) or t.is_binary(f.type) or t.is_date32(f.type)
+        or t.is_decimal128(f.type)
+        or (t.is_timestamp(f.type) and f.type.unit == "us" and f.type.tz in (None, "UTC")))
+        for f in schema)

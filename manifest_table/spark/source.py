@@ -24,7 +24,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import SchemaMismatchError
+from ..errors import InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Expr
 from ..format.manifest import DataFile
 from ..scan import Scan, Snapshot
@@ -55,6 +55,8 @@ class ManifestTableDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = SourceOptions.parse(self.options)
+        if opts.where is not None:
+            raise InvalidArgumentError("option where applies to overwrite writes; filter a read with .filter()")
         pinned = getattr(self, "pinned_version", None)  # unset when the user gave the schema
         if pinned is not None:
             opts = replace(opts, version=pinned, as_of=None)

@@ -10,7 +10,6 @@ commit nothing."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -23,17 +22,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..commit import CommitInfo
-from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError,
-                      TableExistsError, TableNotFoundError)
+from ..errors import InvalidArgumentError
 from ..format.manifest import DataFile
 from ..ingest import batches_of
 from ..storage import FileIO, ObjectStore
-from ..table import Table, create_table
 from ..write import WriteOptions, write_data_files
 from .options import SourceOptions, TableLocation
-from .schema import check_write_schema, exchange_schema
-
-log = logging.getLogger("manifest_table.spark")
+from .table_commit import TableCommit
 
 
 @dataclass
@@ -60,77 +55,24 @@ def write_task(location: TableLocation, schema: pa.Schema, options: WriteOptions
 
 
 class _TableWrite:
-    """What batch and streaming writes share: the target schema, checked on the driver
-    before any task runs, and the one commit (or the cleanup) at the end."""
+    """What batch and streaming writes share: the target (checked on the driver before any
+    task runs) and the one commit (or the cleanup) at the end."""
 
     def __init__(self, options: SourceOptions, frame: StructType, overwrite: bool) -> None:
         self._options = options
+        self._target = TableCommit(options.location, frame, overwrite, options.where)
         self._overwrite = overwrite
-        try:
-            table = options.location.open()
-        except TableNotFoundError:  # created at commit, so a failed job leaves no table
-            # Nullable columns, as Spark's own file sources create them: a DataFrame's NOT
-            # NULL is often an accident of how it was built (range(), literals).
-            self._table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
-            self._base_version: int | None = None
-        else:
-            check_write_schema(frame, table.schema, table.uri)
-            self._table_schema = table.schema
-            self._base_version = table.version
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._table_schema, self._options.write, iterator)
+        return write_task(self._options.location, self._target.table_schema, self._options.write, iterator)
 
     def _commit(self, messages: Iterable[Optional[WriterCommitMessage]],
                 app_transaction: tuple[str, int] | None = None) -> CommitInfo:
-        files = _files(messages)
-        table = self._open_or_create()
-        with table.transaction() as tx:  # an error before commit() removes the files
-            if app_transaction is not None:
-                tx.set_app_transaction(*app_transaction)
-            if self._overwrite:
-                tx.overwrite(self._table_schema.empty_table())
-            tx.add_files(files)
-            info = tx.commit()
-        if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
-            table.store.delete_unreferenced(f.path for f in files)
-        log.info("%s: %s version %d (%s)", table.uri, "committed" if info.committed else "unchanged at",
-                 info.version, info.metrics)
-        return info
+        return self._target.commit(_files(messages), app_transaction)
 
     def _abort(self, messages: Iterable[Optional[WriterCommitMessage]]) -> None:
-        """Remove the files of the failed job. Spark also aborts when ``commit`` raised, and a
-        commit whose outcome was unknown may have landed: files a newer version references
-        are kept."""
-        paths = {f.path for f in _files(messages)}
-        if paths and not self._maybe_committed(paths):
-            self._options.location.store().delete_unreferenced(sorted(paths))
-
-    def _maybe_committed(self, paths: set[str]) -> bool:
-        try:
-            table = self._options.location.open()
-            first = 0 if self._base_version is None else self._base_version + 1
-            # Past the pointer too: a commit whose pointer step failed has landed all the same.
-            latest = table._log.probe_forward(table.version)
-            return any(paths & table.manifest(v).file_map().keys() for v in range(first, latest + 1))
-        except TableNotFoundError:
-            return False
-        except ManifestTableError:
-            return True  # cannot tell: leave the files to GC's grace period
-
-    def _open_or_create(self) -> Table:
-        location = self._options.location
-        if self._base_version is not None:
-            return location.open()
-        try:
-            table = create_table(location.uri, self._table_schema, storage_options=location.storage_options)
-        except TableExistsError:
-            table = location.open()
-        if not table.schema.equals(self._table_schema):
-            raise SchemaMismatchError(
-                f"the table at {table.uri} was created concurrently with schema {table.schema}, "
-                f"which differs from the written files' {self._table_schema}; nothing was committed")
-        return table
+        """Spark also aborts when ``commit`` raised (see ``TableCommit.abort``)."""
+        self._target.abort(f.path for f in _files(messages))
 
 
 class BatchWriter(_TableWrite, DataSourceArrowWriter):

@@ -1,0 +1,70 @@
+"""A manifest entry for a Parquet file that Spark wrote: row count, size and column stats
+from the file's footer, under the rules of ``format/stats.py``.
+
+The footer holds each row group's min / max / null count as Spark's Parquet writer
+(parquet-mr) computed them. They are taken only where they mean what ``table_stats`` would
+have computed from the rows: a float column holding NaN gets no min/max (parquet-mr orders
+NaN above every number, so its max is NaN exactly when a NaN is present), a string min or
+max longer than ``MAX_STRING_STAT`` is dropped rather than trusted, types without stats
+(binary) get none, and a row group without min/max leaves the file's unknown."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CorruptTableError, SchemaMismatchError
+from ..expressions import ColumnStats
+from ..format.manifest import DataFile
+from ..format.stats import MAX_STRING_STAT, has_stats, merge_stats
+from ..storage import FileIO
+from ..write import MAX_FILE_ROWS
+
+
+def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None) -> DataFile:
+    """The manifest entry of the Parquet file at ``key`` (recorded under ``as_key``, its
+    final name, when given). The file must have exactly the table's (flat) schema."""
+    with io.open(key) as source:
+        size = source.size()
+        meta = pq.ParquetFile(source).metadata
+    found = meta.schema.to_arrow_schema()
+    if not found.remove_metadata().equals(schema.remove_metadata()):
+        raise SchemaMismatchError(f"{key} was written with schema {found}, the table has {schema}")
+    if meta.num_rows > MAX_FILE_ROWS:
+        raise CorruptTableError(f"{key} has {meta.num_rows} rows; a data file holds at most {MAX_FILE_ROWS}")
+    stats = {}
+    for index, field in enumerate(schema):
+        column: ColumnStats | None = None
+        for group in range(meta.num_row_groups):
+            piece = _row_group_stats(meta.row_group(group), index, field.type)
+            if piece is None:
+                column = None
+                break
+            column = piece if column is None else merge_stats(column, piece)
+        if column is not None:
+            stats[field.name] = column
+    return DataFile(as_key or key, meta.num_rows, size, stats)
+
+
+def _row_group_stats(group: pq.RowGroupMetaData, index: int, dtype: pa.DataType) -> ColumnStats | None:
+    """One column's stats in one row group, or None when the footer lacks its null count."""
+    footer = group.column(index).statistics
+    if footer is None or not footer.has_null_count:
+        return None
+    lo = hi = None
+    if has_stats(dtype) and footer.has_min_max:
+        lo, hi = footer.min, footer.max
+        if not (_exact(lo) and _exact(hi)):
+            lo = hi = None
+    return ColumnStats(lo, hi, footer.null_count, group.num_rows)
+
+
+def _exact(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isnan(value)
+    if isinstance(value, str):
+        return len(value) <= MAX_STRING_STAT
+    return True

@@ -1,0 +1,124 @@
+"""Reading a table with Spark's own Parquet reader: plan on the driver, read the live files
+natively, drop deleted rows by (file, row index).
+
+The driver reads the manifest of the version; the data files are plain Parquet, so
+``spark.read.schema(s).parquet(*files)`` reads them with Spark's vectorised reader, column
+pruning, filter pushdown and AQE. Deleted rows are removed by a broadcast anti-join on
+(``_metadata.file_name``, ``_metadata.row_index``) against a small DataFrame built from the
+deletion bitmaps, and only for the files that have deletes: the clean files are read plainly
+and the two reads are unioned, so a table without deletes costs exactly a Parquet read.
+
+Files are matched by name, not by ``_metadata.file_path``: Spark gives the path as a
+percent-encoded Hadoop URI (``file:/a%20b/...``), the manifest relative keys, and our writers
+name every data file ``<32 hex>.parquet``, which is unique and the same encoded or not."""
+
+from __future__ import annotations
+
+import re
+from functools import reduce
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..format.manifest import DataFile
+from ..scan import Snapshot
+from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
+from .options import TableLocation
+from .schema import native_readable, spark_schema
+
+FILE_COLUMN = "_mt_file"
+"""The data file a row came from (its name), when a read is asked for row positions."""
+ROW_COLUMN = "_mt_row"
+"""The row's position in its data file (``_metadata.row_index``)."""
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def read(spark: Any, uri: str, *, version: int | None = None, as_of: str | None = None,
+         storage_options: dict[str, str] | None = None) -> DataFrame:
+    """The live rows of ``version`` (or of the version current at ``as_of``, or the latest),
+    read by Spark's own Parquet reader. Where Spark cannot read the table natively, the
+    same rows come from the ``manifest_table`` Python data source (logged once)."""
+    location = TableLocation(uri, storage_options)
+    snapshot = location.open().scan(version=version, as_of=as_of).snapshot
+    if not native_readable_snapshot(spark, location, snapshot):
+        return data_source_read(spark, location, snapshot.version)
+    return live_rows(spark, location, snapshot.schema, snapshot.files, snapshot.deleted)
+
+
+def native_readable_snapshot(spark: Any, location: TableLocation, snapshot: Snapshot) -> bool:
+    """True when Spark can read every file of ``snapshot`` natively and name them uniquely."""
+    unreadable = [f.name for f in snapshot.schema if not native_readable(f.type)]
+    if unreadable:
+        report_fallback(location, "types", f"Spark's Parquet reader cannot read columns {unreadable}")
+        return False
+    names = [file_name(f) for f in snapshot.files]
+    if len(set(names)) != len(names) or not all(_SAFE_NAME.fullmatch(n) for n in names):
+        report_fallback(location, "names", "data file names are not unique plain names")
+        return False
+    return native_reachable(spark, location)
+
+
+def data_source_read(spark: Any, location: TableLocation, version: int) -> DataFrame:
+    """The same read through the Python data source (pinned to ``version``)."""
+    from . import register
+
+    register(spark)
+    reader = spark.read.format("manifest_table").option("version", version)
+    return reader.options(**(location.storage_options or {})).load(location.uri)
+
+
+def live_rows(spark: Any, location: TableLocation, schema: pa.Schema, files: Sequence[DataFile],
+              deleted: Callable[[DataFile], BitMap], *, with_positions: bool = False) -> DataFrame:
+    """The live rows of ``files`` (which must be natively readable), with the table's columns
+    and, if ``with_positions``, ``FILE_COLUMN`` and ``ROW_COLUMN``."""
+    files = [f for f in files if f.live_rows > 0]
+    if not files:
+        empty = spark.createDataFrame([], spark_schema(schema))
+        if with_positions:
+            empty = empty.select("*", F.lit(None).cast("string").alias(FILE_COLUMN),
+                                 F.lit(None).cast("long").alias(ROW_COLUMN))
+        return empty
+    parts = []
+    clean = [f for f in files if f.deletes is None]
+    if clean:
+        parts.append(_parquet(spark, location, schema, clean, with_positions))
+    dirty = [f for f in files if f.deletes is not None]
+    if dirty:
+        rows = _parquet(spark, location, schema, dirty, with_positions=True)
+        gone = F.broadcast(_deleted_rows(spark, dirty, deleted))
+        kept = rows.join(gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"])
+                         & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti")
+        parts.append(kept if with_positions else kept.drop(FILE_COLUMN, ROW_COLUMN))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def file_name(file: DataFile) -> str:
+    """The name Spark's ``_metadata.file_name`` gives ``file``."""
+    return file.path.rsplit("/", 1)[-1]
+
+
+def _parquet(spark: Any, location: TableLocation, schema: pa.Schema, files: Sequence[DataFile],
+             with_positions: bool) -> DataFrame:
+    reader = spark.read.schema(spark_schema(schema)).options(**hadoop_options(location))
+    frame = reader.parquet(*[hadoop_path(location, f.path) for f in files])
+    if with_positions:
+        frame = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
+                             F.col("_metadata.row_index").alias(ROW_COLUMN))
+    return frame
+
+
+def _deleted_rows(spark: Any, files: Sequence[DataFile], deleted: Callable[[DataFile], BitMap]) -> DataFrame:
+    """(file name, row index) of every deleted row of ``files``, built on the driver: the
+    bitmaps are the deletes, so this is as big as what was deleted, never the table."""
+    names, rows = [], []
+    for f in files:
+        positions = np.frombuffer(deleted(f).to_array(), dtype=np.uint32).astype(np.int64)
+        names.append(pa.array([file_name(f)] * len(positions), pa.string()))
+        rows.append(pa.array(positions))
+    table = pa.table({"_mt_dead_file": pa.concat_arrays(names), "_mt_dead_row": pa.concat_arrays(rows)})
+    return spark.createDataFrame(table)
