@@ -178,11 +178,14 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
     nested = create_table(f"{tmp_path}/nested", SCHEMA, store=_Nested(store, "data/nested/"))
     nested.append(rows(range(3)))
     orphan = put_object(t, "data/", ".parquet", b"orphan of a failed commit")
-    kept_before = {info.key: store.get(info.key) for info in store.list() if info.key != orphan}
+    staging = f"data/_spark-{uuid.uuid4().hex}/part-00000-c000.zstd.parquet"  # a Spark driver died
+    store.put_if_absent(staging, b"staged by a Spark job that never committed")
+    kept_before = {info.key: store.get(info.key) for info in store.list() if info.key not in (orphan, staging)}
 
     report = collect_garbage(t, retain_versions=1, retain_for=None, force=True,
                              now=datetime.now(timezone.utc) + timedelta(days=30))
     assert orphan in report.deleted_keys and store.head(orphan) is None
+    assert staging in report.deleted_keys and store.head(staging) is None
     nested_keys = [k for k in kept_before if k.startswith("data/nested/")]
     assert len(nested_keys) >= 2  # the nested table's data file and tombstone-free manifest
     assert set(foreign) | {k for k in nested_keys if k.startswith(("data/", "tombstones/"))} <= set(report.unknown_keys)

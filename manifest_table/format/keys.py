@@ -26,7 +26,10 @@ MANIFEST_PREFIX = "manifest/"
 # Prefix -> the exact shape of the names our writers create under it. A format version that
 # adds a kind of object (v2's ``segments/``) adds one line here.
 WRITER_SHAPES: dict[str, re.Pattern[str]] = {
-    DATA_PREFIX: re.compile(r"data/[0-9a-f]{32}\.parquet"),
+    # Data files, and the staging tree of a Spark job (``spark/native_write.py``), which a
+    # driver that died mid-job leaves behind: GC removes it after the grace period.
+    DATA_PREFIX: re.compile(r"data/(?:[0-9a-f]{32}\.parquet"
+                            r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"),
     TOMBSTONE_PREFIX: re.compile(r"tombstones/[0-9a-f]{32}\.roaring"),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
 }
