@@ -90,7 +90,8 @@ def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, o
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     moved: list[str] = []
     try:
-        writer = (frame.write.mode("errorifexists").options(**hadoop_options(location))
+        # "error", not its synonym "errorifexists", which Spark Connect's client rejects
+        writer = (frame.write.mode("error").options(**hadoop_options(location))
                   .option("compression", options.compression)
                   .option("maxRecordsPerFile", MAX_FILE_ROWS)
                   .option("parquet.block.size", options.row_group_size)
