@@ -3,8 +3,9 @@ from the file's footer, under the rules of ``format/stats.py``.
 
 The footer holds each row group's min / max / null count as Spark's Parquet writer
 (parquet-mr) computed them. They are taken only where they mean what ``table_stats`` would
-have computed from the rows: a float column holding NaN gets no min/max (parquet-mr orders
-NaN above every number, so its max is NaN exactly when a NaN is present), a string min or
+have computed from the rows: a float column holding NaN gets no max and keeps the min of its
+numbers (parquet-mr orders NaN above every number, so its max is NaN exactly when a NaN is
+present, as the SQL semantics of docs/expressions.md have it), a string min or
 max longer than ``MAX_STRING_STAT`` is dropped rather than trusted, types without stats
 (binary) get none, and a row group without min/max leaves the file's unknown."""
 
@@ -57,6 +58,8 @@ def _row_group_stats(group: pq.RowGroupMetaData, index: int, dtype: pa.DataType)
     lo = hi = None
     if has_stats(dtype) and footer.has_min_max:
         lo, hi = footer.min, footer.max
+        if isinstance(hi, float) and math.isnan(hi):
+            hi = None  # NaN is the max; the min of the numbers stands, as in table_stats
         if not (_exact(lo) and _exact(hi)):
             lo = hi = None
     return ColumnStats(lo, hi, footer.null_count, group.num_rows)

@@ -8,7 +8,10 @@ top-level AND, which only ever keeps more rows, never fewer."""
 
 from __future__ import annotations
 
+import functools
 import operator
+from decimal import Decimal
+
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -28,18 +31,18 @@ def quoted(name: str) -> Column:
 def narrowing(where: Expr, schema: pa.Schema) -> Column | None:
     """A Spark filter keeping every row ``where`` (bound to ``schema``) keeps, or None."""
     if isinstance(where, And):
-        parts = [p for p in (narrowing(where.left, schema), narrowing(where.right, schema)) if p is not None]
-        return parts[0] & parts[1] if len(parts) == 2 else (parts[0] if parts else None)
+        parts = [p for p in (narrowing(operand, schema) for operand in where.operands) if p is not None]
+        return functools.reduce(operator.and_, parts) if parts else None
     return exact(where, schema)
 
 
 def exact(where: Expr, schema: pa.Schema) -> Column | None:
     """A Spark filter keeping exactly the rows ``where`` keeps, or None."""
     if isinstance(where, (And, Or)):
-        left, right = exact(where.left, schema), exact(where.right, schema)
-        if left is None or right is None:
+        parts = [exact(operand, schema) for operand in where.operands]
+        if any(part is None for part in parts):
             return None
-        return left & right if isinstance(where, And) else left | right
+        return functools.reduce(operator.and_ if isinstance(where, And) else operator.or_, parts)
     if isinstance(where, Not):
         child = exact(where.child, schema)
         return None if child is None else ~child
@@ -48,13 +51,37 @@ def exact(where: Expr, schema: pa.Schema) -> Column | None:
         return column.isNotNull() if where.negated else column.isNull()
     if not isinstance(where, (Comparison, In)) or not _translatable(schema.field(where.column).type):
         return None
+    arrow_type = schema.field(where.column).type
+    values = (where.value,) if isinstance(where, Comparison) else where.values
+    if not all(_fits(value, arrow_type) for value in values):
+        return None
     column = quoted(where.column)
     if isinstance(where, Comparison):
         return _OPERATORS[where.op](column, F.lit(where.value))
-    if any(v is None for v in where.values):
-        return None
     matched = column.isin([F.lit(v) for v in where.values])
     return ~matched if where.negated else matched
+
+
+def _fits(value: object, arrow_type: pa.DataType) -> bool:
+    """A bound literal the column's own type holds exactly. Binding keeps literals a column
+    cannot hold (``i = 10**20``, ``i < 0.5``, a decimal finer than its scale), which our
+    evaluator compares exactly; Spark would cast them its own way, so they are left out."""
+    if value is None:
+        return False
+    if pa.types.is_integer(arrow_type):
+        if type(value) is not int:
+            return False
+        try:
+            pa.scalar(value, arrow_type)
+        except (pa.ArrowInvalid, OverflowError):
+            return False
+        return True
+    if pa.types.is_decimal(arrow_type):
+        return isinstance(value, Decimal) and -value.as_tuple().exponent <= arrow_type.scale \
+            and len(value.as_tuple().digits) <= arrow_type.precision
+    if pa.types.is_floating(arrow_type):
+        return type(value) is float
+    return True
 
 
 def _translatable(arrow_type: pa.DataType) -> bool:
