@@ -44,3 +44,20 @@ def sorted_rows(data: pa.Table | DataFrame, key: str = "id") -> list[dict[str, A
     table = data if isinstance(data, pa.Table) else data.toArrow()
     return [{name: "NaN" if value != value else value for name, value in row.items()}
             for row in table.sort_by(key).to_pylist()]
+
+
+FAILING_MARKER = 1777
+
+
+def failing_at_marker(df: DataFrame) -> DataFrame:
+    """``df`` whose task holding id ``FAILING_MARKER`` raises "injected failure": a job that
+    fails in one task while the others may have written their files."""
+    from pyspark.sql.functions import col, udf
+
+    @udf("long")
+    def fail_on_marker(value: int) -> int:
+        if value == FAILING_MARKER:
+            raise ValueError("injected failure on the marker row")
+        return value
+
+    return df.withColumn("id", fail_on_marker(col("id")))

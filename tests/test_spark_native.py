@@ -25,7 +25,7 @@ from manifest_table.spark import compact, delete, read, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
-from tests.spark_fixtures import sorted_rows
+from tests.spark_fixtures import failing_at_marker, sorted_rows
 
 pytest_plugins = ["tests.spark_fixtures"]
 
@@ -183,14 +183,7 @@ def test_native_write_failing_task_commits_nothing(spark, tmp_path: Path):
     uri = str(tmp_path / "t")
     write(frame(spark, 0, 10), uri)
     before = files_on_disk(uri)
-
-    @udf("long")
-    def fail_on_marker(value: int) -> int:
-        if value == 1777:
-            raise ValueError("injected failure on the marker row")
-        return value
-
-    df = frame(spark, 1000, 2000, partitions=4).withColumn("id", fail_on_marker(col("id")))
+    df = failing_at_marker(frame(spark, 1000, 2000, partitions=4))
     with pytest.raises(Exception, match="injected failure"):
         write(df, uri)
     t = mt.open_table(uri)

@@ -19,7 +19,7 @@ from manifest_table.spark import compact, delete
 from manifest_table.spark.options import SourceOptions
 from manifest_table.spark.schema import spark_schema
 from manifest_table.spark.writer import BatchWriter
-from tests.spark_fixtures import sorted_rows
+from tests.spark_fixtures import failing_at_marker, sorted_rows
 
 pytest_plugins = ["tests.spark_fixtures"]
 
@@ -101,14 +101,7 @@ def test_a_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path: Pat
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(rows(0, 10))
     before = data_files_on_disk(t.uri)
-
-    @udf("long")
-    def fail_on_marker(value: int) -> int:
-        if value == 1777:
-            raise ValueError("injected failure on the marker row")
-        return value
-
-    df = frame(spark, 1000, 2000, partitions=4).withColumn("id", fail_on_marker(col("id")))
+    df = failing_at_marker(frame(spark, 1000, 2000, partitions=4))
     with pytest.raises(Exception, match="injected failure"):
         df.write.format("manifest_table").options(**SMALL_FILES).mode("append").save(t.uri)
     assert t.version == 1 and ids_of(t) == list(range(10))
