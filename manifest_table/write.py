@@ -4,8 +4,9 @@ its writer produced."""
 
 from __future__ import annotations
 
+import collections
+import itertools
 import os
-import queue
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .arguments import check_int
@@ -104,14 +106,25 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     encode the files on ``workers`` threads."""
     flow = _Flow(MAX_BUFFERED)
     futures: list[Future[DataFile]] = []
+    dictionary: list[str] | bool = True
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
-        def start_file() -> queue.SimpleQueue:
+        def start_file() -> _Jobs:
             keys.append(new_data_key())
-            jobs: queue.SimpleQueue = queue.SimpleQueue()
-            futures.append(pool.submit(_write_file, io, keys[-1], schema, options, jobs, flow))
+            jobs = _Jobs()
+            futures.append(pool.submit(_write_file, io, keys[-1], schema, options, dictionary, jobs, flow))
             return jobs
         try:
-            _cut(_row_groups(batches, schema, options.row_group_size), options.target_file_size, flow, start_file)
+            groups = _row_groups(batches, schema, options.row_group_size)
+            first = next(groups, None)
+            if first is not None:
+                dictionary = dictionary_columns(first)
+                last = _cut(itertools.chain([first], groups), options.target_file_size, flow, start_file)
+                # The input has ended: while a thread would stay idle, the second half of the
+                # last file's unencoded row groups becomes a file of its own (an append of one
+                # file's worth or less uses every core too).
+                while sum(not f.done() for f in futures) < workers and (tail := last.split_tail()):
+                    last = start_file()
+                    last.put_all(tail)
         except _Aborted:
             pass  # an encoding thread failed: its error is raised below
         except BaseException:
@@ -123,11 +136,12 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     return [f.result() for f in futures]
 
 
-def _cut(groups: Iterator[pa.Table], target: int, flow: "_Flow", start_file: Callable[[], queue.SimpleQueue]) -> None:
-    """Queue each row group to its file, in order. A file ends once its estimated Parquet
-    size reaches ``target``: its Arrow bytes times the compression ratio measured so far."""
-    group = next(groups, None)
-    while group is not None:
+def _cut(groups: Iterator[pa.Table], target: int, flow: "_Flow", start_file: Callable[[], "_Jobs"]) -> "_Jobs":
+    """Queue each row group to its file, in order; return the last file's queue. A file ends
+    once its estimated Parquet size reaches ``target``: its Arrow bytes times the
+    compression ratio measured so far."""
+    group = next(groups)
+    while True:
         jobs = start_file()
         try:
             rows = arrow_bytes = 0
@@ -139,10 +153,49 @@ def _cut(groups: Iterator[pa.Table], target: int, flow: "_Flow", start_file: Cal
                 arrow_bytes += group.nbytes
                 group = next(groups, None)
         finally:
-            jobs.put(_END)  # on failure too: the file's thread then sees the abort and stops
+            jobs.close()  # on failure too: the file's thread then sees the abort and stops
+        if group is None:
+            return jobs
 
 
-_END = None
+class _Jobs:
+    """The row groups queued for one file, in order. Once the input has ended, the groups
+    not yet taken by the file's thread can move to a new file: they hold the last rows."""
+
+    def __init__(self) -> None:
+        self._groups: collections.deque[pa.Table] = collections.deque()
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def put(self, group: pa.Table) -> None:
+        with self._cond:
+            self._groups.append(group)
+            self._cond.notify()
+
+    def put_all(self, groups: list[pa.Table]) -> None:
+        with self._cond:
+            self._groups.extend(groups)
+            self._closed = True
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def get(self) -> pa.Table | None:
+        """The next group, or None once the file is complete."""
+        with self._cond:
+            while not self._groups and not self._closed:
+                self._cond.wait()
+            return self._groups.popleft() if self._groups else None
+
+    def split_tail(self) -> list[pa.Table]:
+        """Remove and return the second half of the groups not yet taken (of a closed queue)."""
+        with self._cond:
+            return [self._groups.pop() for _ in range(len(self._groups) // 2)][::-1]
+
+
 MAX_BUFFERED = 512 * 1024 * 1024
 """Arrow bytes cut from the input but not yet encoded. Enough for a second file to start
 while the first is still being encoded (both cores busy), small enough that a streamed
@@ -200,14 +253,15 @@ class _Flow:
             raise _Aborted()
 
 
-def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, jobs: queue.SimpleQueue,
-                flow: _Flow) -> DataFile:
+def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, dictionary: list[str] | bool,
+                jobs: _Jobs, flow: _Flow) -> DataFile:
     """Encode the row groups queued for one file; its stats come from the footer written."""
     rows, gaps = 0, FooterGaps(schema)
     try:
         with io.create(key) as sink:
-            with pq.ParquetWriter(sink, schema, compression=options.compression, write_statistics=True) as writer:
-                while (group := jobs.get()) is not _END:
+            with pq.ParquetWriter(sink, schema, compression=options.compression, use_dictionary=dictionary,
+                                  write_statistics=True) as writer:
+                while (group := jobs.get()) is not None:
                     flow.check()
                     before = sink.tell()
                     try:
@@ -222,6 +276,21 @@ def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, 
         flow.abort()
         raise
     return DataFile(key, rows, size, stats_from_parquet(writer.writer.metadata, schema, gaps))
+
+
+def dictionary_columns(group: pa.Table, sample_rows: int = 10_000) -> list[str] | bool:
+    """The columns worth dictionary-encoding, judged on a sample of the first row group:
+    those whose values repeat (at most half distinct). pyarrow's writer otherwise tries a
+    dictionary for every column of every row group and falls back to plain encoding past
+    1 MiB of dictionary; for high-cardinality columns that attempt doubled the CPU time of
+    an append (10 mixed columns, 16 MiB row groups: 1.42 s -> 0.60 s per 2M rows, the same
+    encodings where it fits; docs/benchmarks.md, "Writing"). Nested columns (whose leaves
+    the list would have to name) keep pyarrow's default: True, every column."""
+    if any(pa.types.is_nested(f.type) for f in group.schema):
+        return True
+    sample = group.slice(0, sample_rows)
+    return [f.name for f, column in zip(sample.schema, sample.columns)
+            if pa.types.is_dictionary(f.type) or pc.count_distinct(column).as_py() * 2 <= len(column)]
 
 
 def _row_groups(batches: Iterable[pa.RecordBatch], schema: pa.Schema, group_bytes: int) -> Iterator[pa.Table]:

@@ -43,12 +43,39 @@ def test_files_written_at_once_keep_the_input_order(tmp_path: Path) -> None:
     data = pa.Table.from_batches(list(batches(50_000)))
     files = write_data_files(FileIO(store), data.to_batches(), SCHEMA,
                              WriteOptions(target_file_size=40_000, row_group_size=20_000), max_workers=3)
-    assert len(files) > 3
+    assert len(files) >= 3
     assert read_back(store, files).equals(data)
     for f in files:
         rows = pq.read_table(os.path.join(store.root, f.path))
         assert (f.rows, f.size) == (rows.num_rows, os.path.getsize(os.path.join(store.root, f.path)))
         assert dict(f.stats) == table_stats(rows)
+
+
+def test_one_file_worth_is_split_so_every_thread_encodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the input has ended, the tail of the last file's row groups not yet encoded goes
+    to a new file while a thread would stay idle (here the first file's thread is held until
+    another thread writes)."""
+    real = pq.ParquetWriter.write_table
+    threads: list[str] = []
+    second = threading.Event()
+
+    def write_table(self: pq.ParquetWriter, table: pa.Table, *args: Any, **kwargs: Any) -> None:
+        threads.append(threading.current_thread().name)
+        if threads[-1] != threads[0]:
+            second.set()
+        second.wait(timeout=10)
+        real(self, table, *args, **kwargs)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
+    store = LocalStore(tmp_path / "t")
+    data = pa.Table.from_batches(list(batches(20_000)))
+    files = write_data_files(FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000),
+                             max_workers=2)
+    assert len(files) == 2 and len(set(threads)) == 2 and second.is_set()
+    assert files[0].rows > files[1].rows > 0
+    assert read_back(store, files).equals(data)
+    one = write_data_files(FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000),
+                           max_workers=1)
+    assert len(one) == 1
 
 
 def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path,
