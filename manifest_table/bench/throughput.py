@@ -25,7 +25,7 @@ from . import _peers
 from ._common import (WIDE_SCHEMA, Timing, clone_dir, compare, data_paths, machine, make_wide_data, parser,
                       print_table, ratio, scratch, seconds, size)
 
-OURS, PYARROW = "manifest_table", "pyarrow"
+OURS, PYARROW, PYARROW_OWN = "manifest_table", "pyarrow", "pyarrow, own file"
 CODEC = "zstd"
 PROJECTION = ["price", "name"]
 
@@ -37,30 +37,43 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--selectivity", type=float, default=0.01, help="fraction of the id range the filter keeps")
     p.add_argument("--pylist-rows", type=int, default=500_000, help="rows of the list-of-dicts ingestion")
+    p.add_argument("--row-group-mb", type=float, help="table option row_group_size in MiB (default: the library's)")
+    p.add_argument("--file-mb", type=float, help="table option target_file_size in MiB (default: the library's)")
+    p.add_argument("--compression", help="table option compression (default: the library's)")
+    p.add_argument("--only", default="append,scan,delete,ingest,memory", help="parts to run, comma-separated")
     args = p.parse_args()
+    options = {k: v for k, v in (("row_group_size", args.row_group_mb and int(args.row_group_mb * 2**20)),
+                                 ("target_file_size", args.file_mb and int(args.file_mb * 2**20)),
+                                 ("compression", args.compression)) if v}
+    parts = set(args.only.split(","))
     print(f"machine: {machine()}; rows: {args.rows:,} x {len(WIDE_SCHEMA)} columns; repeat: {args.repeat}; "
           f"load average at start: {os.getloadavg()[0]:.1f}")
     peers = _peers.selected(args.peers)
     data = make_wide_data(args.rows)
     summary: dict[str, dict[str, Timing]] = {}
     with scratch(args) as work:
-        summary["write / append"] = appends(work, data, peers, args.repeat)
+        if "append" in parts:
+            summary["write / append"] = appends(work, data, peers, args.repeat, options)
         root = os.path.join(work, "ours")
-        mt.create_table(root, WIDE_SCHEMA).append(data)
-        summary.update(scans(work, root, args, peers))
-        deletes(work, root, args.repeat)
-        ingestion(work, data, args)
-        memory(work, args.rows)
-    print_summary(summary, [PYARROW, OURS, *(cls.name for cls in peers)])
+        mt.create_table(root, WIDE_SCHEMA, **options).append(data)
+        if "scan" in parts:
+            summary.update(scans(work, root, data, args, peers))
+        if "delete" in parts:
+            deletes(work, root, args.repeat)
+        if "ingest" in parts:
+            ingestion(work, data, args, options)
+        if "memory" in parts:
+            memory(work, args.rows, options)
+    print_summary(summary, [PYARROW, PYARROW_OWN, OURS, *(cls.name for cls in peers)])
 
 
-def appends(work: str, data: pa.Table, peers: list[Any], repeat: int) -> dict[str, Timing]:
+def appends(work: str, data: pa.Table, peers: list[Any], repeat: int, options: dict[str, Any]) -> dict[str, Timing]:
     """Each engine writes the rows into a fresh directory (cleared untimed before each call)."""
     def at(name: str) -> str:
         return os.path.join(work, f"append-{name}")
     writers: dict[str, Callable[[], Any]] = {
         PYARROW: lambda: pq.write_table(data, os.path.join(at(PYARROW), "data.parquet"), compression=CODEC),
-        OURS: lambda: mt.create_table(at(OURS), WIDE_SCHEMA).append(data),
+        OURS: lambda: mt.create_table(at(OURS), WIDE_SCHEMA, **options).append(data),
         **{cls.name: (lambda cls=cls: cls.create(at(cls.name), data)) for cls in peers},
     }
 
@@ -83,9 +96,13 @@ def appends(work: str, data: pa.Table, peers: list[Any], repeat: int) -> dict[st
     return results
 
 
-def scans(work: str, root: str, args: Any, peers: list[Any]) -> dict[str, dict[str, Timing]]:
-    """Every engine reads the files our append wrote (peers through hard links)."""
+def scans(work: str, root: str, data: pa.Table, args: Any, peers: list[Any]) -> dict[str, dict[str, Timing]]:
+    """Every engine reads the files our append wrote (peers through hard links); "pyarrow,
+    own file" reads the one file ``write_table`` made of the same rows (its default row
+    groups of 1Mi rows), the single-file layout a plain pyarrow user gets."""
     paths = data_paths(mt.open_table(root))
+    own = os.path.join(work, "pyarrow-own.parquet")
+    pq.write_table(data, own, compression=CODEC)
     handles = [(cls.name, cls.from_files(os.path.join(work, f"scan-{cls.name}"), paths)) for cls in peers]
     lo = args.rows // 2
     ids = (lo, lo + max(1, int(args.rows * args.selectivity)))
@@ -94,6 +111,7 @@ def scans(work: str, root: str, args: Any, peers: list[Any]) -> dict[str, dict[s
              f"{args.selectivity:.0%} selective scan (sorted key)": (None, ids)}
     engines: dict[str, Callable[[list[str] | None, tuple[int, int] | None], pa.Table]] = {
         PYARROW: lambda cols, r: pq.read_table(paths, columns=cols, filters=_dnf(r)),
+        PYARROW_OWN: lambda cols, r: pq.read_table(own, columns=cols, filters=_dnf(r)),
         OURS: lambda cols, r: _ours(root, cols, r),
         **dict((name, handle.read) for name, handle in handles),
     }
@@ -134,7 +152,7 @@ def deletes(work: str, root: str, repeat: int) -> None:
                  for name, t in results.items()])
 
 
-def ingestion(work: str, data: pa.Table, args: Any) -> None:
+def ingestion(work: str, data: pa.Table, args: Any, options: dict[str, Any]) -> None:
     """Appending a pandas DataFrame and a list of dicts vs pyarrow converting them
     (``from_pandas`` / ``from_pylist``) and writing one file."""
     frame = data.to_pandas()
@@ -148,7 +166,7 @@ def ingestion(work: str, data: pa.Table, args: Any) -> None:
     for label, source, convert in (("pandas DataFrame", frame, lambda: pa.Table.from_pandas(frame, preserve_index=False)),
                                    ("list of dicts", pylist, lambda: pa.Table.from_pylist(pylist, schema=WIDE_SCHEMA))):
         results = compare({PYARROW: lambda: pq.write_table(convert(), path, compression=CODEC),
-                           OURS: lambda: mt.create_table(os.path.dirname(path), WIDE_SCHEMA).append(source)},
+                           OURS: lambda: mt.create_table(os.path.dirname(path), WIDE_SCHEMA, **options).append(source)},
                           args.repeat, before=clear)
         ours, theirs = results[OURS], results[PYARROW]
         rows.append([f"{label}, {len(source):,} rows", seconds(theirs.median), seconds(ours.median),
@@ -162,7 +180,7 @@ _STREAM = textwrap.dedent("""
     import pyarrow as pa, pyarrow.parquet as pq
     import manifest_table as mt
     from manifest_table.bench._common import WIDE_SCHEMA, make_wide_data
-    engine, root, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    engine, root, rows, options = sys.argv[1], sys.argv[2], int(sys.argv[3]), eval(sys.argv[4])
     def batches():
         for start in range(0, rows, 100_000):
             yield from make_wide_data(min(100_000, rows - start), start).to_batches()
@@ -172,7 +190,7 @@ _STREAM = textwrap.dedent("""
     reader = pa.RecordBatchReader.from_batches(WIDE_SCHEMA, batches())
     base = peak()
     if engine == "manifest_table":
-        mt.create_table(root, WIDE_SCHEMA).append(reader)
+        mt.create_table(root, WIDE_SCHEMA, **options).append(reader)
     else:
         with pq.ParquetWriter(root + ".parquet", WIDE_SCHEMA, compression="zstd") as writer:
             for batch in reader:
@@ -181,14 +199,14 @@ _STREAM = textwrap.dedent("""
 """)
 
 
-def memory(work: str, rows: int) -> None:
+def memory(work: str, rows: int, options: dict[str, Any]) -> None:
     """Peak RSS of appending ``rows`` rows from a RecordBatchReader whose source generates
     them 100,000 at a time, in a fresh process (Linux VmHWM), next to pyarrow streaming the
     same batches into one file with ParquetWriter."""
     out = []
     for engine in (PYARROW, OURS):
         done = subprocess.run([sys.executable, "-c", _STREAM, engine, os.path.join(work, f"stream-{engine}"),
-                               str(rows)], capture_output=True, text=True, check=True)
+                               str(rows), repr(options)], capture_output=True, text=True, check=True)
         base, peak = map(int, done.stdout.split())
         out.append([engine, size(peak), size(base)])
     print_table(f"Peak memory of a streamed append of {rows:,} rows (RecordBatchReader, 100,000-row batches)",
@@ -202,7 +220,8 @@ def print_summary(summary: dict[str, dict[str, Timing]], names: list[str]) -> No
     for operation, results in summary.items():
         rows.append([operation, *(seconds(results[n].median) if n in results else "-" for n in names),
                      *(ratio(results[OURS].median, results[n].median) if n in results else "-" for n in others)])
-    print_table("Summary (wall medians, engines interleaved within each operation)", ["operation", *names, *(f"ours/{n}" for n in others)], rows)
+    print_table("Summary (wall medians, engines interleaved within each operation; \"pyarrow\" reads our "
+                "files, \"pyarrow, own file\" the one file write_table made)", ["operation", *names, *(f"ours/{n}" for n in others)], rows)
 
 
 def _ours(root: str, columns: list[str] | None, ids: tuple[int, int] | None) -> pa.Table:
