@@ -272,8 +272,10 @@ def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, 
                     rows += group.num_rows
                 flow.check()
             size = sink.tell()
-    except BaseException:
+    except BaseException as exc:
         flow.abort()
+        if isinstance(exc, OSError):  # (the caller's stream is read on another thread)
+            raise StoreError(f"writing data file {key} failed: {exc}") from exc
         raise
     return DataFile(key, rows, size, stats_from_parquet(writer.writer.metadata, schema, gaps))
 
