@@ -87,7 +87,7 @@ class _Source:
         self._batches = iter(batches)
         self.failed = False
 
-    def __iter__(self) -> "_Source":
+    def __iter__(self) -> _Source:
         return self
 
     def __next__(self) -> pa.RecordBatch:
@@ -136,7 +136,7 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     return [f.result() for f in futures]
 
 
-def _cut(groups: Iterator[pa.Table], target: int, flow: "_Flow", start_file: Callable[[], "_Jobs"]) -> "_Jobs":
+def _cut(groups: Iterator[pa.Table], target: int, flow: _Flow, start_file: Callable[[], _Jobs]) -> _Jobs:
     """Queue each row group to its file, in order; return the last file's queue. A file ends
     once its estimated Parquet size reaches ``target``: its Arrow bytes times the
     compression ratio measured so far."""

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import manifest_table.write as write
+from manifest_table import write
 from manifest_table.errors import StoreError
 from manifest_table.format.stats import FooterGaps, encode_stats, stats_from_parquet, table_stats
 from manifest_table.storage import FileIO, LocalStore, MemoryStore

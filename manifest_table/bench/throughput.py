@@ -113,13 +113,14 @@ def scans(work: str, root: str, data: pa.Table, args: Any, peers: list[Any]) -> 
         PYARROW: lambda cols, r: pq.read_table(paths, columns=cols, filters=_dnf(r)),
         PYARROW_OWN: lambda cols, r: pq.read_table(own, columns=cols, filters=_dnf(r)),
         OURS: lambda cols, r: _ours(root, cols, r),
-        **dict((name, handle.read) for name, handle in handles),
+        **{name: handle.read for name, handle in handles},
     }
     out, rows = {}, []
     for label, (columns, id_range) in cases.items():
         counts: dict[str, int] = {}
 
-        def run(name: str, columns: Any = columns, id_range: Any = id_range) -> Callable[[], None]:
+        def run(name: str, columns: Any = columns, id_range: Any = id_range,
+                counts: dict[str, int] = counts) -> Callable[[], None]:
             return lambda: counts.__setitem__(name, engines[name](columns, id_range).num_rows)
         out[label] = results = compare({name: run(name) for name in engines}, args.repeat)
         for name, timing in results.items():
@@ -163,14 +164,19 @@ def ingestion(work: str, data: pa.Table, args: Any, options: dict[str, Any]) -> 
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         os.makedirs(os.path.dirname(path))
     rows = []
-    for label, source, convert in (("pandas DataFrame", frame, lambda: pa.Table.from_pandas(frame, preserve_index=False)),
-                                   ("list of dicts", pylist, lambda: pa.Table.from_pylist(pylist, schema=WIDE_SCHEMA))):
-        results = compare({PYARROW: lambda: pq.write_table(convert(), path, compression=CODEC),
-                           OURS: lambda: mt.create_table(os.path.dirname(path), WIDE_SCHEMA, **options).append(source)},
-                          args.repeat, before=clear)
-        ours, theirs = results[OURS], results[PYARROW]
-        rows.append([f"{label}, {len(source):,} rows", seconds(theirs.median), seconds(ours.median),
-                     f"{ratio(ours.median, theirs.median)} / {ratio(ours.cpu_median, theirs.cpu_median)}"])
+    inputs: list[tuple[str, Any, Callable[[], pa.Table]]] = [
+        ("pandas DataFrame", frame, lambda: pa.Table.from_pandas(frame, preserve_index=False)),
+        ("list of dicts", pylist, lambda: pa.Table.from_pylist(pylist, schema=WIDE_SCHEMA))]
+    for label, source, convert in inputs:
+        def theirs(convert: Callable[[], pa.Table] = convert) -> None:
+            pq.write_table(convert(), path, compression=CODEC)
+
+        def ours(source: Any = source) -> None:
+            mt.create_table(os.path.dirname(path), WIDE_SCHEMA, **options).append(source)
+        results = compare({PYARROW: theirs, OURS: ours}, args.repeat, before=clear)
+        mine, base = results[OURS], results[PYARROW]
+        rows.append([f"{label}, {len(source):,} rows", seconds(base.median), seconds(mine.median),
+                     f"{ratio(mine.median, base.median)} / {ratio(mine.cpu_median, base.cpu_median)}"])
     print_table("Ingestion (pyarrow: convert + write_table, one file)",
                 ["input", "pyarrow", OURS, "ours/pyarrow wall / CPU"], rows)
 
@@ -221,7 +227,8 @@ def print_summary(summary: dict[str, dict[str, Timing]], names: list[str]) -> No
         rows.append([operation, *(seconds(results[n].median) if n in results else "-" for n in names),
                      *(ratio(results[OURS].median, results[n].median) if n in results else "-" for n in others)])
     print_table("Summary (wall medians, engines interleaved within each operation; \"pyarrow\" reads our "
-                "files, \"pyarrow, own file\" the one file write_table made)", ["operation", *names, *(f"ours/{n}" for n in others)], rows)
+                "files, \"pyarrow, own file\" the one file write_table made)",
+                ["operation", *names, *(f"ours/{n}" for n in others)], rows)
 
 
 def _ours(root: str, columns: list[str] | None, ids: tuple[int, int] | None) -> pa.Table:
