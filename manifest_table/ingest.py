@@ -8,6 +8,7 @@ truncates floats to integers and datetimes to dates."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import numbers
 from decimal import Decimal
 from typing import Any, Iterator
@@ -91,19 +92,33 @@ def _floats_for_integers(source: pa.DataType, target: pa.DataType) -> bool:
 def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
     if not all(isinstance(row, dict) for row in rows):
         raise SchemaMismatchError("a list passed to append must hold dicts, one per row")
-    extra = sorted({key for row in rows for key in row if key not in schema.names}, key=repr)
+    extra = sorted(set().union(*rows) - set(schema.names), key=repr)
     if extra:
         raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}")
     arrays = []
     for field in schema:
-        values = [row.get(field.name) for row in rows]
-        for number, value in enumerate(values):
-            _check_kind(field.name, number, value, field.type)
+        values = list(map(dict.get, rows, itertools.repeat(field.name)))  # (2x a comprehension)
+        _check_column(field.name, values, field.type)
         try:
             arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise SchemaMismatchError(f"column {field.name!r} ({field.type}): {exc}") from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _check_column(column: str, values: list[Any], arrow_type: pa.DataType) -> None:
+    """``_check_kind`` of every value. For a column of scalars the verdict depends only on
+    each value's type, so each distinct type is judged once: checking value by value made
+    ingesting a list of dicts ~25x slower than ``pa.Table.from_pylist`` (10 columns)."""
+    t = pa.types
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_struct(arrow_type):
+        for number, value in enumerate(values):
+            _check_kind(column, number, value, arrow_type)
+        return
+    wrong = {kind for kind in set(map(type, values)) if kind is not type(None) and _wrong_kind(kind, arrow_type)}
+    if wrong:
+        number = next(i for i, value in enumerate(values) if type(value) in wrong)
+        _check_kind(column, number, values[number], arrow_type)
 
 
 def _kinds(arrow_type: pa.DataType) -> tuple[type, ...] | None:
@@ -148,10 +163,15 @@ def _check_kind(column: str, row: int, value: Any, arrow_type: pa.DataType) -> N
             for field in arrow_type:
                 _check_kind(f"{column}.{field.name}", row, value.get(field.name), field.type)
         return
-    kinds = _kinds(arrow_type)
-    wrong = kinds is not None and not isinstance(value, kinds)
-    wrong |= isinstance(value, bool) and not t.is_boolean(arrow_type)
-    wrong |= isinstance(value, dt.datetime) and t.is_date(arrow_type)
-    if wrong:
+    if _wrong_kind(type(value), arrow_type):
         raise SchemaMismatchError(f"column {column!r} has type {arrow_type} but row {row} holds "
                                   f"{value!r} ({type(value).__name__}), which would not convert exactly")
+
+
+def _wrong_kind(kind: type, arrow_type: pa.DataType) -> bool:
+    """Whether values of Python type ``kind`` would not convert exactly to a scalar ``arrow_type``."""
+    t = pa.types
+    kinds = _kinds(arrow_type)
+    return ((kinds is not None and not issubclass(kind, kinds))
+            or (issubclass(kind, bool) and not t.is_boolean(arrow_type))
+            or (issubclass(kind, dt.datetime) and t.is_date(arrow_type)))

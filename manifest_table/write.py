@@ -1,21 +1,27 @@
 """Writing Parquet data files: rolled at a target size, row groups sized for range reads,
-and column statistics collected on the way for the manifest."""
+several files encoded at once, and each file's column statistics taken from the footer
+its writer produced."""
 
 from __future__ import annotations
 
+import collections
+import itertools
+import os
+import threading
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .arguments import check_int
 from .errors import InvalidArgumentError, StoreError
-from .expressions import ColumnStats
 from .format.manifest import DataFile
 from .format.schema import check_schema
-from .format.stats import merge_stats, table_stats
+from .format.stats import FooterGaps, stats_from_parquet
 from .storage import FileIO
 
 DATA_PREFIX = "data/"
@@ -51,17 +57,21 @@ def new_data_key() -> str:
 
 
 def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
-                     options: WriteOptions = WriteOptions()) -> list[DataFile]:
-    """Write ``batches`` (already conforming to ``schema``) into new data files. If anything
-    fails (a stream that raises midway, a full disk), every file this call wrote, the
-    partial one included, is removed before the error propagates; local I/O errors
+                     options: WriteOptions = WriteOptions(), max_workers: int | None = None) -> list[DataFile]:
+    """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
+    rows keep their input order across the returned files. Up to ``max_workers`` files
+    (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
+    on one thread; at most ``MAX_BUFFERED`` bytes of input wait for a writer.
+
+    If anything fails (a stream that raises midway, a full disk), every file this call
+    started, partial ones included, is removed before the error propagates; local I/O errors
     become ``StoreError``. A schema no file could be written in (a table made by another
     writer with a float16 column) fails before any file is started."""
     check_schema(schema)
     keys: list[str] = []
     source = _Source(batches)
     try:
-        return list(_write(io, source, schema, options, keys))
+        return _write(io, source, schema, options, keys, max_workers or max(1, os.cpu_count() or 1))
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
         if isinstance(exc, OSError) and not source.failed:
@@ -77,7 +87,7 @@ class _Source:
         self._batches = iter(batches)
         self.failed = False
 
-    def __iter__(self) -> "_Source":
+    def __iter__(self) -> _Source:
         return self
 
     def __next__(self) -> pa.RecordBatch:
@@ -91,24 +101,198 @@ class _Source:
 
 
 def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, options: WriteOptions,
-           keys: list[str]) -> Iterator[DataFile]:
-    """Yield each data file once complete; ``keys`` names every file started."""
-    groups = _row_groups(batches, schema, options.row_group_size)
-    group = next(groups, None)
-    while group is not None:
-        keys.append(new_data_key())
-        rows, stats = 0, {}
-        with io.create(keys[-1]) as sink:
-            with pq.ParquetWriter(sink, schema, compression=options.compression,
+           keys: list[str], workers: int) -> list[DataFile]:
+    """Cut the row groups into files on this thread (where the caller's stream is read) and
+    encode the files on ``workers`` threads."""
+    flow = _Flow(MAX_BUFFERED)
+    futures: list[Future[DataFile]] = []
+    dictionary: list[str] | bool = True
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
+        def start_file() -> _Jobs:
+            keys.append(new_data_key())
+            jobs = _Jobs()
+            futures.append(pool.submit(_write_file, io, keys[-1], schema, options, dictionary, jobs, flow))
+            return jobs
+        try:
+            groups = _row_groups(batches, schema, options.row_group_size)
+            first = next(groups, None)
+            if first is not None:
+                dictionary = dictionary_columns(first)
+                last = _cut(itertools.chain([first], groups), options.target_file_size, flow, start_file)
+                # The input has ended: while a thread would stay idle, the second half of the
+                # last file's unencoded row groups becomes a file of its own (an append of one
+                # file's worth or less uses every core too).
+                while sum(not f.done() for f in futures) < workers and (tail := last.split_tail()):
+                    last = start_file()
+                    last.put_all(tail)
+        except _Aborted:
+            pass  # an encoding thread failed: its error is raised below
+        except BaseException:
+            flow.abort()
+            raise
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
+    return [f.result() for f in futures]
+
+
+def _cut(groups: Iterator[pa.Table], target: int, flow: _Flow, start_file: Callable[[], _Jobs]) -> _Jobs:
+    """Queue each row group to its file, in order; return the last file's queue. A file ends
+    once its estimated Parquet size reaches ``target``: its Arrow bytes times the
+    compression ratio measured so far."""
+    group = next(groups)
+    while True:
+        jobs = start_file()
+        try:
+            rows = arrow_bytes = 0
+            while group is not None and (rows == 0 or (
+                    flow.estimate(arrow_bytes, target) < target and rows + group.num_rows <= MAX_FILE_ROWS)):
+                flow.take(group.nbytes)
+                jobs.put(group)
+                rows += group.num_rows
+                arrow_bytes += group.nbytes
+                group = next(groups, None)
+        finally:
+            jobs.close()  # on failure too: the file's thread then sees the abort and stops
+        if group is None:
+            return jobs
+
+
+class _Jobs:
+    """The row groups queued for one file, in order. Once the input has ended, the groups
+    not yet taken by the file's thread can move to a new file: they hold the last rows."""
+
+    def __init__(self) -> None:
+        self._groups: collections.deque[pa.Table] = collections.deque()
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def put(self, group: pa.Table) -> None:
+        with self._cond:
+            self._groups.append(group)
+            self._cond.notify()
+
+    def put_all(self, groups: list[pa.Table]) -> None:
+        with self._cond:
+            self._groups.extend(groups)
+            self._closed = True
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def get(self) -> pa.Table | None:
+        """The next group, or None once the file is complete."""
+        with self._cond:
+            while not self._groups and not self._closed:
+                self._cond.wait()
+            return self._groups.popleft() if self._groups else None
+
+    def split_tail(self) -> list[pa.Table]:
+        """Remove and return the second half of the groups not yet taken (of a closed queue)."""
+        with self._cond:
+            return [self._groups.pop() for _ in range(len(self._groups) // 2)][::-1]
+
+
+MAX_BUFFERED = 512 * 1024 * 1024
+"""Arrow bytes cut from the input but not yet encoded. Enough for a second file to start
+while the first is still being encoded (both cores busy), small enough that a streamed
+10M-row append peaks well under 1 GiB (docs/benchmarks.md, "Writing")."""
+
+
+class _Aborted(Exception):
+    """Another thread of the same write failed: stop, the file will be removed."""
+
+
+class _Flow:
+    """What the cutting thread and the encoding threads share: the bytes in flight (the
+    cutter waits while they exceed the budget) and the compression ratio measured so far."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._arrow = self._parquet = 0
+        self._failed = False
+
+    def take(self, nbytes: int) -> None:
+        with self._cond:
+            while self._in_flight and self._in_flight + nbytes > self._budget and not self._failed:
+                self._cond.wait()
+            if self._failed:
+                raise _Aborted()
+            self._in_flight += nbytes
+
+    def written(self, arrow_bytes: int, parquet_bytes: int) -> None:
+        with self._cond:
+            self._in_flight -= arrow_bytes
+            self._arrow += arrow_bytes
+            self._parquet += parquet_bytes
+            self._cond.notify_all()
+
+    def estimate(self, arrow_bytes: int, target: int) -> float:
+        """Parquet bytes that ``arrow_bytes`` of input will take. Below the target in Arrow
+        bytes no ratio is needed (encoding rarely grows data); above, the cutter waits for
+        the first row group to be measured."""
+        with self._cond:
+            while not self._arrow and arrow_bytes >= target and self._in_flight and not self._failed:
+                self._cond.wait()
+            if self._failed:
+                raise _Aborted()
+            return arrow_bytes * (self._parquet / self._arrow if self._arrow else 1.0)
+
+    def abort(self) -> None:
+        with self._cond:
+            self._failed = True
+            self._cond.notify_all()
+
+    def check(self) -> None:
+        if self._failed:
+            raise _Aborted()
+
+
+def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, dictionary: list[str] | bool,
+                jobs: _Jobs, flow: _Flow) -> DataFile:
+    """Encode the row groups queued for one file; its stats come from the footer written."""
+    rows, gaps = 0, FooterGaps(schema)
+    try:
+        with io.create(key) as sink:
+            with pq.ParquetWriter(sink, schema, compression=options.compression, use_dictionary=dictionary,
                                   write_statistics=True) as writer:
-                while group is not None and (rows == 0 or (
-                        sink.tell() < options.target_file_size and rows + group.num_rows <= MAX_FILE_ROWS)):
-                    writer.write_table(group, row_group_size=group.num_rows)
-                    stats = _merge(stats, table_stats(group))
+                while (group := jobs.get()) is not None:
+                    flow.check()
+                    before = sink.tell()
+                    try:
+                        writer.write_table(group, row_group_size=group.num_rows)
+                        gaps.add(group)
+                    finally:
+                        flow.written(group.nbytes, sink.tell() - before)
                     rows += group.num_rows
-                    group = next(groups, None)
+                flow.check()
             size = sink.tell()
-        yield DataFile(keys[-1], rows, size, stats)
+    except BaseException as exc:
+        flow.abort()
+        if isinstance(exc, OSError):  # (the caller's stream is read on another thread)
+            raise StoreError(f"writing data file {key} failed: {exc}") from exc
+        raise
+    return DataFile(key, rows, size, stats_from_parquet(writer.writer.metadata, schema, gaps))
+
+
+def dictionary_columns(group: pa.Table, sample_rows: int = 10_000) -> list[str] | bool:
+    """The columns worth dictionary-encoding, judged on a sample of the first row group:
+    those whose values repeat (at most half distinct). pyarrow's writer otherwise tries a
+    dictionary for every column of every row group and falls back to plain encoding past
+    1 MiB of dictionary; for high-cardinality columns that attempt doubled the CPU time of
+    an append (10 mixed columns, 16 MiB row groups: 1.42 s -> 0.60 s per 2M rows, the same
+    encodings where it fits; docs/benchmarks.md, "Writing"). Nested columns (whose leaves
+    the list would have to name) keep pyarrow's default: True, every column."""
+    if any(pa.types.is_nested(f.type) for f in group.schema):
+        return True
+    sample = group.slice(0, sample_rows)
+    return [f.name for f, column in zip(sample.schema, sample.columns)
+            if pa.types.is_dictionary(f.type) or pc.count_distinct(column).as_py() * 2 <= len(column)]
 
 
 def _row_groups(batches: Iterable[pa.RecordBatch], schema: pa.Schema, group_bytes: int) -> Iterator[pa.Table]:
@@ -129,7 +313,3 @@ def _row_groups(batches: Iterable[pa.RecordBatch], schema: pa.Schema, group_byte
             pending_bytes = rest.nbytes if rest.num_rows else 0
     if pending:
         yield pa.Table.from_batches(pending, schema)
-
-
-def _merge(a: dict[str, ColumnStats], b: dict[str, ColumnStats]) -> dict[str, ColumnStats]:
-    return {name: merge_stats(a[name], s) if name in a else s for name, s in b.items()}

@@ -13,6 +13,7 @@ RUNS = {
     "commit": ["--commits", "3", "--sizes", "1", "--procs", "2", "--per-proc", "2", "--table-files", "3",
                "--peers", ""],
     "delete": ["--rows", "20000", "--repeat", "1", "--files", "5", "--peers", ""],
+    "throughput": ["--rows", "20000", "--repeat", "1", "--pylist-rows", "1000", "--peers", ""],
 }
 
 

@@ -49,6 +49,24 @@ def make_data(rows: int, start: int = 0, seed: int = 0) -> pa.Table:
     ], schema=SCHEMA)
 
 
+WIDE_SCHEMA = pa.schema(list(SCHEMA) + [
+    ("score", pa.float32()),
+    ("active", pa.bool_()),
+    ("day", pa.date32()),          # 100,000 rows per day
+    ("amount", pa.int64()),        # random in [0, 10^6): mostly distinct
+])
+
+
+def make_wide_data(rows: int, start: int = 0, seed: int = 0) -> pa.Table:
+    """``make_data`` with four more columns: ``WIDE_SCHEMA``, 10 mixed columns."""
+    rng = np.random.default_rng(seed + start + 1)
+    base = make_data(rows, start, seed)
+    days = 20_000 + np.arange(start, start + rows) // 100_000
+    extra = [pa.array(rng.random(rows, dtype=np.float32)), pa.array(rng.random(rows) < 0.5),
+             pa.array(days.astype(np.int32), pa.date32()), pa.array(rng.integers(0, 10**6, rows))]
+    return pa.table(base.columns + extra, schema=WIDE_SCHEMA)
+
+
 def write_ours(root: str, data: pa.Table, **options: Any) -> mt.Table:
     table = mt.create_table(root, SCHEMA, **options)
     table.append(data)
@@ -91,16 +109,22 @@ def measure(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> Timing:
     return compare({"": fn}, repeat, warmup)[""]
 
 
-def compare(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1) -> dict[str, Timing]:
+def compare(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1,
+            before: Callable[[str], Any] | None = None) -> dict[str, Timing]:
     """Time each function ``repeat`` times, round-robin, so that load from elsewhere on the
-    machine (a shared box, a noisy neighbour) falls on all of them alike."""
-    for fn in fns.values():
+    machine (a shared box, a noisy neighbour) falls on all of them alike. ``before(name)``
+    runs untimed before every call (clearing what the previous call wrote)."""
+    for name, fn in fns.items():
         for _ in range(warmup):
+            if before:
+                before(name)
             fn()
     wall: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
+            if before:
+                before(name)
             w, c = time.perf_counter(), time.process_time()
             fn()
             wall[name].append(time.perf_counter() - w)

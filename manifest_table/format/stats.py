@@ -15,10 +15,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import json
 from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pyarrow.types as pat
 
 from ..expressions import ColumnStats
@@ -49,6 +51,99 @@ def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
                 lo = hi = None
         stats[field.name] = ColumnStats(lo, hi, column.null_count, len(column))
     return stats
+
+
+class FooterGaps:
+    """What a Parquet footer cannot tell, gathered from the rows as they are written: which
+    float columns hold NaN (writers leave NaN out of min/max), min/max of strings in row
+    groups holding long values (writers drop a row group's string stats past a size limit,
+    4 KiB in pyarrow, where a shorter file-wide min/max may still exist), and the top-level
+    null counts of nested columns (the footer counts nulls per leaf)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.nan: set[str] = set()
+        self.long_strings: dict[str, tuple[str, str]] = {}
+        self.nested_nulls = {f.name: 0 for f in schema if pat.is_nested(f.type)}
+
+    def add(self, table: pa.Table | pa.RecordBatch) -> None:
+        for field, column in zip(table.schema, table.columns):
+            if field.name in self.nested_nulls:
+                self.nested_nulls[field.name] += column.null_count
+            elif column.null_count == len(column):
+                continue
+            elif pat.is_floating(field.type) and field.name not in self.nan and pc.any(pc.is_nan(column)).as_py():
+                self.nan.add(field.name)
+            elif (pat.is_string(field.type) or pat.is_large_string(field.type)) and \
+                    pc.max(pc.binary_length(column)).as_py() > MAX_STRING_STAT:
+                minmax = pc.min_max(column)
+                lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
+                seen = self.long_strings.get(field.name)
+                self.long_strings[field.name] = (min(lo, seen[0]), max(hi, seen[1])) if seen else (lo, hi)
+
+
+def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: FooterGaps) -> dict[str, ColumnStats]:
+    """What ``table_stats`` of all the rows of a file gives, read from the footer its writer
+    produced (``gaps``: what the footer cannot tell, gathered from the same rows).
+    Recomputing min/max cost ~11% of an append (profile of a 5M-row append, issue 14).
+    Per row group, Parquet min/max are exact for every type ``has_stats`` accepts: strings
+    compare as UTF-8 bytes (code point order, as Arrow does) and timestamps are read as raw
+    integers in the file's unit."""
+    stats, leaf = {}, 0
+    for field in schema:
+        if pat.is_nested(field.type):
+            leaf += _nested_leaves(field.type)
+            stats[field.name] = ColumnStats(None, None, gaps.nested_nulls[field.name], metadata.num_rows)
+            continue
+        pieces = [_footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
+                  for i in range(metadata.num_row_groups) if metadata.row_group(i).num_rows]
+        leaf += 1
+        if any(p is None for p in pieces):  # a writer that wrote no stats
+            stats[field.name] = ColumnStats(None, None, None, metadata.num_rows)
+            continue
+        covered = gaps.long_strings.get(field.name)
+        extremes = [(p.min, p.max) for p in pieces if p.null_count < p.row_count and p.min is not None]
+        known = field.name not in gaps.nan and has_stats(field.type) and all(
+            p.null_count == p.row_count or p.min is not None or covered for p in pieces)
+        lo = hi = None
+        if known and (extremes or covered):
+            extremes += [covered] if covered else []
+            lo = pa.scalar(min(e[0] for e in extremes), field.type).as_py()
+            hi = pa.scalar(max(e[1] for e in extremes), field.type).as_py()
+            if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
+                lo = hi = None
+        stats[field.name] = ColumnStats(lo, hi, sum(p.null_count for p in pieces), metadata.num_rows)
+    return stats
+
+
+def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> ColumnStats | None:
+    """One row group's stats of one flat column, min/max as values ``pa.scalar(v, field.type)``
+    takes; None when the writer wrote no stats."""
+    s = chunk.statistics
+    if s is None or not s.has_null_count:
+        return None
+    lo = hi = None
+    if s.has_min_max and has_stats(field.type):
+        if pat.is_timestamp(field.type):  # seconds are stored as milliseconds
+            scale = _UNITS[json.loads(s.logical_type.to_json())["timeUnit"]] // _UNITS[field.type.unit]
+            lo, hi = s.min_raw // scale, s.max_raw // scale
+        else:
+            lo, hi = s.min, s.max
+    return ColumnStats(lo, hi, s.null_count, rows)
+
+
+_UNITS = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9,
+          "milliseconds": 1000, "microseconds": 10**6, "nanoseconds": 10**9}
+
+
+def _nested_leaves(dtype: pa.DataType) -> int:
+    """How many Parquet leaf columns a nested Arrow type becomes."""
+    if pat.is_struct(dtype):
+        return sum(_nested_leaves(f.type) for f in dtype)
+    if pat.is_map(dtype):
+        return _nested_leaves(dtype.key_type) + _nested_leaves(dtype.item_type)
+    if pat.is_nested(dtype):
+        return _nested_leaves(dtype.value_type)
+    return 1
 
 
 def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
