@@ -220,7 +220,7 @@ class Piece:
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[mt.Table, pa.Table, list[Piece]]:
     rng = random.Random(SEED)
     root: Path = tmp_path_factory.mktemp("duck") / "table"
-    table = mt.create_table(str(root), SCHEMA, row_group_size=1024)
+    table = mt.create_table(str(root), SCHEMA, row_group_size=512)
     for batch in batches(rng):
         table.append(batch)
     table.delete("id IN (" + ", ".join(str(rng.randrange(600)) for _ in range(60)) + ")")

@@ -40,8 +40,7 @@ def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
     for field, column in zip(table.schema, table.columns):
         lo = hi = None
         if has_stats(field.type) and len(column) > column.null_count:
-            if pat.is_timestamp(field.type) and field.type.tz is not None:
-                column = column.cast(pa.timestamp(field.type.unit, "UTC"))  # instants, not wall clocks
+            column = column.cast(_instant_type(field.type))  # zoned: instants, not wall clocks
             minmax = pc.min_max(column)  # skips NaN
             lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
             if pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py():
@@ -101,18 +100,28 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
             stats[field.name] = ColumnStats(None, None, None, metadata.num_rows)
             continue
         covered = gaps.long_strings.get(field.name)
+        nan = field.name in gaps.nan  # a row group of NaN alone has no min/max in the footer
         extremes = [(p.min, p.max) for p in pieces if p.null_count < p.row_count and p.min is not None]
-        known = field.name not in gaps.nan and has_stats(field.type) and all(
-            p.null_count == p.row_count or p.min is not None or covered for p in pieces)
+        known = has_stats(field.type) and all(
+            p.null_count == p.row_count or p.min is not None or covered or nan for p in pieces)
         lo = hi = None
         if known and (extremes or covered):
             extremes += [covered] if covered else []
-            lo = pa.scalar(min(e[0] for e in extremes), field.type).as_py()
-            hi = pa.scalar(max(e[1] for e in extremes), field.type).as_py()
+            value_type = _instant_type(field.type)
+            lo = pa.scalar(min(e[0] for e in extremes), value_type).as_py()
+            hi = None if nan else pa.scalar(max(e[1] for e in extremes), value_type).as_py()
             if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
                 lo = hi = None
         stats[field.name] = ColumnStats(lo, hi, sum(p.null_count for p in pieces), metadata.num_rows)
     return stats
+
+
+def _instant_type(dtype: pa.DataType) -> pa.DataType:
+    """Zoned timestamps as UTC instants, as ``table_stats`` records them: wall clocks of a
+    repeated daylight-saving hour do not order like the instants they name."""
+    if pat.is_timestamp(dtype) and dtype.tz is not None:
+        return pa.timestamp(dtype.unit, "UTC")
+    return dtype
 
 
 def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> ColumnStats | None:
