@@ -27,6 +27,13 @@ from .transaction import Transaction
 from .write import DATA_PREFIX, WriteOptions
 
 
+def retrying(store: ObjectStore) -> RetryingStore:
+    """``store`` as every part of the library uses it: transient failures of the calls that
+    are safe to repeat are retried (storage/retry.py), creates of uniquely named objects
+    (data files, tombstones) included."""
+    return store if isinstance(store, RetryingStore) else RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX))
+
+
 class Table:
     """A handle on a table location. It holds no snapshot: every read starts from the
     pointer, so a long-lived handle always sees the latest version."""
@@ -34,10 +41,7 @@ class Table:
     def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
                  commit_options: CommitOptions | None = None) -> None:
         self.uri = uri
-        # Every request the library makes goes through here: transient failures of the calls
-        # that are safe to repeat are retried (storage/retry.py).
-        self.store = store if isinstance(store, RetryingStore) else RetryingStore(
-            store, (DATA_PREFIX, TOMBSTONE_PREFIX))
+        self.store = retrying(store)
         self.io = FileIO(self.store)
         self.write_options = write_options or WriteOptions()
         self.commit_options = commit_options or CommitOptions()

@@ -12,7 +12,7 @@ from typing import Mapping
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
 from ..storage import ObjectStore, store_for_uri
-from ..table import Table, open_table
+from ..table import Table, open_table, retrying
 from ..write import WriteOptions
 
 STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
@@ -37,7 +37,9 @@ class TableLocation:
     storage_options: dict[str, str] | None = None
 
     def store(self) -> ObjectStore:
-        return store_for_uri(self.uri, self.storage_options)
+        """The location's store, with safe calls retried as a table handle's are (this is
+        what executors write data files and read footers through)."""
+        return retrying(store_for_uri(self.uri, self.storage_options))
 
     def open(self, write_options: WriteOptions | None = None) -> Table:
         """The table; raises ``TableNotFoundError`` when there is none."""
