@@ -1,0 +1,72 @@
+"""Formats are forever: a table written by release 0.1.0 (format version 1, before stricter
+validation, SQL-exact filter semantics and footer stats) reads and writes with today's code.
+
+`tests/data/table_written_by_0.1.0/` was made by 0.1.0's own code: appends, a delete, an
+overwrite with a condition, a compaction and another delete, over an int, a string with nulls,
+a float column holding NaN (0.1.0 stored no min/max for it), a decimal and a timestamp zoned
+in Europe/Berlin across the repeated hour of 2024-10-27. `...expected/v{N}.parquet` holds
+what 0.1.0 read at each version, sorted by id."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import manifest_table as mt
+from manifest_table.expressions import parse
+
+DATA = Path(__file__).parent / "data"
+WRITTEN = DATA / "table_written_by_0.1.0"
+EXPECTED = DATA / "table_written_by_0.1.0.expected"
+FILTERS = [
+    "score > 5", "score < 5", "score != 2.5e0", "score IS NULL", "amount = 0.30", "amount >= 1.05",
+    "ts >= TIMESTAMP '2024-10-27 01:10:00+00:00'", "ts < TIMESTAMP '2024-10-27 02:30:00+01:00'",
+    "name LIKE 'n1%'", "name IS NULL OR id > 100", "NOT (id IN (1, 2, 3, 207))",
+]
+
+
+def rows(table: pa.Table) -> list[dict]:
+    """Rows sorted by id, NaN made comparable (NaN != NaN would fail every equality)."""
+    return [{k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in table.sort_by("id").to_pylist()]
+
+
+@pytest.fixture
+def old_table(tmp_path: Path) -> mt.Table:
+    """A copy, so tests can write to it."""
+    root = tmp_path / "t"
+    shutil.copytree(WRITTEN, root)
+    return mt.open_table(str(root))
+
+
+def test_every_version_reads_as_the_release_that_wrote_it(old_table: mt.Table) -> None:
+    assert old_table.version == 7
+    for version in range(old_table.version + 1):
+        expected = pq.read_table(EXPECTED / f"v{version}.parquet")
+        assert rows(old_table.scan(version=version).to_arrow()) == rows(expected), version
+        assert old_table.scan(version=version).count() == expected.num_rows
+
+
+@pytest.mark.parametrize("where", FILTERS)
+def test_old_stats_never_prune_a_matching_row(old_table: mt.Table, where: str) -> None:
+    """Pruning by the stats 0.1.0 stored must keep every row today's row filter selects."""
+    everything = pq.read_table(EXPECTED / "v7.parquet")
+    mask = parse(where).evaluate(everything)
+    assert rows(old_table.scan(where=where).to_arrow()) == rows(everything.filter(mask))
+
+
+def test_an_old_table_takes_new_commits_and_maintenance(old_table: mt.Table) -> None:
+    before = pq.read_table(EXPECTED / "v7.parquet")
+    old_table.append(before.slice(0, 3).set_column(0, "id", [[1000, 1001, 1002]]))
+    old_table.delete("id = 1001")
+    old_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
+    report = old_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert report.versions_expired and not report.unknown_keys
+    assert old_table.scan().count() == before.num_rows + 2
+    assert sorted(old_table.scan(where="id >= 1000").to_arrow().column("id").to_pylist()) == [1000, 1002]
