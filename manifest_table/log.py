@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from .errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError, TableNotFoundError,
                      VersionExpiredError, VersionNotFoundError)
 from .format.manifest import Manifest, manifest_key
+from .format.segment import SegmentReader
 from .format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
 from .storage import ObjectStore
 from .storage.retry import RetryPolicy
@@ -25,6 +26,8 @@ class VersionLog:
         self.location = location
         self._cache: OrderedDict[int, Manifest] = OrderedDict()
         self._lock = threading.Lock()
+        self.segments = SegmentReader(store)
+        """Every version read through this log reads its segments through this one cache."""
 
     # --- the pointer -------------------------------------------------------------------
     def pointer(self) -> Pointer:
@@ -109,7 +112,7 @@ class VersionLog:
                 return self._cache[version]
         key = manifest_key(version)
         try:
-            manifest = Manifest.from_json(self.store.get(key), key)
+            manifest = Manifest.from_json(self.store.get(key), key, self.segments)
         except NotFound:
             return None
         if manifest.version != version:

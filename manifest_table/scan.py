@@ -19,6 +19,7 @@ from .arguments import check_columns
 from .errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from .expressions import ColumnStats, Expr
 from .format.manifest import DataFile
+from .listing import FileSet, ListedFiles
 from .storage import FileIO
 
 POSITION_COLUMN = "__row_position"
@@ -34,11 +35,33 @@ class Snapshot:
 
     version: int
     schema: pa.Schema
-    files: Sequence[DataFile]
+    file_set: FileSet | Sequence[DataFile]
+    """The state's files (listing.py); a plain list is taken as it is."""
     load_deletes: Callable[[DataFile], BitMap]
     """The committed bitmap of a file (what its manifest entry references)."""
     staged_deletes: Mapping[str, BitMap] = field(default_factory=dict)
     """Positions deleted by an uncommitted transaction, per file path."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_set, Sequence):
+            object.__setattr__(self, "file_set", ListedFiles(self.file_set))
+
+    @property
+    def files(self) -> Sequence[DataFile]:
+        """Every file (a v2 version reads all its segments: prefer ``plan``)."""
+        return self.file_set.all()  # type: ignore[union-attr]
+
+    def plan(self, where: Expr | None) -> Sequence[DataFile]:
+        """Files with live rows whose stats may match the bound ``where``."""
+        planned = self.file_set.plan(where)  # type: ignore[union-attr]
+        if not any(self.staged_deletes.values()):
+            return planned
+        return [f for f in planned if self.live_rows(f) > 0]
+
+    def total_live_rows(self) -> int:
+        if not any(self.staged_deletes.values()):
+            return self.file_set.live_rows()  # type: ignore[union-attr]
+        return sum(self.live_rows(f) for f in self.files)
 
     def deleted(self, file: DataFile) -> BitMap:
         staged = self.staged_deletes.get(file.path)
@@ -73,10 +96,9 @@ class Scan:
     def schema(self) -> pa.Schema:
         return pa.schema([self.snapshot.schema.field(c) for c in self.columns])
 
-    def plan_files(self) -> list[DataFile]:
+    def plan_files(self) -> Sequence[DataFile]:
         """Files that may hold matching live rows, judged by manifest stats alone."""
-        return [f for f in self.snapshot.files if self.snapshot.live_rows(f) > 0 and (
-            self.where is None or self.where.may_match(f.stats.get))]
+        return self.snapshot.plan(self.where)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         for table in self._tables(self.columns, with_positions=False):
@@ -110,7 +132,7 @@ class Scan:
     def count(self) -> int:
         """Live rows; without a filter this reads no data, only the manifest and bitmaps' sizes."""
         if self.where is None:
-            return sum(self.snapshot.live_rows(f) for f in self.snapshot.files)
+            return self.snapshot.total_live_rows()
         return sum(t.num_rows for t in self._tables([], with_positions=False))
 
     def matching_positions(self) -> Iterator[tuple[DataFile, BitMap]]:

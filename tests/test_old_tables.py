@@ -70,3 +70,26 @@ def test_an_old_table_takes_new_commits_and_maintenance(old_table: mt.Table) -> 
     assert report.versions_expired and not report.unknown_keys
     assert old_table.scan().count() == before.num_rows + 2
     assert sorted(old_table.scan(where="id >= 1000").to_arrow().column("id").to_pylist()) == [1000, 1002]
+
+
+def test_an_old_table_upgrades_to_format_v2_and_keeps_its_history(old_table: mt.Table) -> None:
+    """Upgrade moves the 0.1.0 files (and newer v1 ones) into segments; their stats (no max
+    for NaN, decimals, zoned timestamps) become typed segment columns and still never prune
+    a matching row."""
+    v7 = pq.read_table(EXPECTED / "v7.parquet")
+    for i in range(3):
+        old_table.append(v7.slice(i, 1).set_column(0, "id", [[1000 + i]]))
+    everything = old_table.to_arrow()  # read as format v1
+    info = old_table.upgrade({"segment_target_files": 2})
+    assert info.committed and old_table.manifest().format_version == 2
+    assert [s.files for s in old_table.manifest().index.segments] == [2, 2]
+    for version in range(8):
+        expected = pq.read_table(EXPECTED / f"v{version}.parquet")
+        assert rows(old_table.scan(version=version).to_arrow()) == rows(expected), version
+    for where in FILTERS:
+        mask = parse(where).evaluate(everything)
+        assert rows(old_table.scan(where=where).to_arrow()) == rows(everything.filter(mask)), where
+    old_table.delete("id = 1001")
+    old_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
+    old_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert old_table.scan().count() == everything.num_rows - 1
