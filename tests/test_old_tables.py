@@ -5,7 +5,8 @@ validation, SQL-exact filter semantics and footer stats) reads and writes with t
 overwrite with a condition, a compaction and another delete, over an int, a string with nulls,
 a float column holding NaN (0.1.0 stored no min/max for it), a decimal and a timestamp zoned
 in Europe/Berlin across the repeated hour of 2024-10-27. `...expected/v{N}.parquet` holds
-what 0.1.0 read at each version, sorted by id."""
+what 0.1.0 read at each version, sorted by id. `table_written_by_0.2.0/` is the same for the
+first release of format version 2 (its script: `tests/data/write_table_0.2.0.py`)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,33 @@ def test_an_old_table_upgrades_to_format_v2_and_keeps_its_history(old_table: mt.
     old_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
     old_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
     assert old_table.scan().count() == everything.num_rows - 1
+
+
+V2_WRITTEN = DATA / "table_written_by_0.2.0"
+V2_EXPECTED = DATA / "table_written_by_0.2.0.expected"
+
+
+@pytest.fixture
+def v2_table(tmp_path: Path) -> mt.Table:
+    root = tmp_path / "t2"
+    shutil.copytree(V2_WRITTEN, root)
+    return mt.open_table(str(root))
+
+
+def test_a_format_v2_table_of_0_2_0_reads_at_every_version_and_takes_commits(v2_table: mt.Table) -> None:
+    """Written by tests/data/write_table_0.2.0.py: segments, merges, a deletes map, a
+    compaction and an overwrite."""
+    index = v2_table.manifest().index
+    assert index is not None and index.segments and index.deletes
+    for version in range(v2_table.version + 1):
+        expected = pq.read_table(V2_EXPECTED / f"v{version}.parquet")
+        assert rows(v2_table.scan(version=version).to_arrow()) == rows(expected), version
+        assert v2_table.scan(version=version).count() == expected.num_rows
+    latest = pq.read_table(V2_EXPECTED / f"v{v2_table.version}.parquet")
+    for where in ("id = 42", "id >= 100", "score > 20", "name IS NULL", "amount < 0.30"):
+        mask = parse(where).evaluate(latest)
+        assert rows(v2_table.scan(where=where).to_arrow()) == rows(latest.filter(mask)), where
+    v2_table.delete("id = 42")
+    v2_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
+    v2_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert v2_table.scan().count() == latest.num_rows - 1
