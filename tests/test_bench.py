@@ -33,10 +33,12 @@ def test_benchmark_runs(name, tmp_path):
 
 
 def test_scale_json(tmp_path):
-    """``--json``: one entry per size, peers at their sizes (when installed), every target judged."""
+    """``--json PATH``: one entry per size, peers at their sizes (when installed), every target judged."""
     peers = [p for p in ("deltalake", "pyiceberg") if importlib.util.find_spec(p)]
-    out = json.loads(run("scale", tmp_path, "--sizes", "10,30", "--repeat", "1", "--peers", ",".join(peers),
-                         "--peer-sizes", "10", "--json"))
+    path = tmp_path / "scale.json"
+    run("scale", tmp_path / "work", "--sizes", "10,30", "--repeat", "1", "--peers", ",".join(peers),
+        "--peer-sizes", "10", "--json", str(path))
+    out = json.loads(path.read_text())
     assert [r["files"] for r in out["sizes"]] == [10, 30]
     for r in out["sizes"]:
         for op in ("append", "delete"):

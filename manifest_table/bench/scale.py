@@ -1,7 +1,7 @@
 """Scale (issue 9): what a small commit and a new reader cost as a table grows to 1M live files.
 
     python -m manifest_table.bench.scale [--sizes 10,1000,10000,100000,1000000] [--repeat 5]
-        [--peers deltalake,pyiceberg] [--peer-sizes 10000,100000] [--json]
+        [--peers deltalake,pyiceberg] [--peer-sizes 10000,100000] [--json results.json]
 
 A table of N live files, 10 columns of stats each (``_common.WIDE_SCHEMA``), in a local
 directory: 3 real Parquet files of 1,000 rows written by ``Table.append`` (ids 0-2999), and
@@ -37,7 +37,7 @@ import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import manifest_table as mt
 from manifest_table.expressions import ColumnStats
@@ -45,13 +45,14 @@ from manifest_table.format.manifest import DataFile
 from manifest_table.storage import LocalStore
 
 from . import _peers
-from ._common import (WIDE_SCHEMA, CountingStore, bytes_written, describe, files_of, machine, make_wide_data,
-                      measure, parser, print_table, ratio, scratch, seconds, size, synthetic_files)
+from ._common import (WIDE_SCHEMA, CountingStore, Timing, bytes_written, compare, describe, files_of, machine,
+                      make_wide_data, measure, parser, print_table, ratio, scratch, seconds, size, synthetic_files)
 
 REAL_FILES, REAL_ROWS = 3, 1_000
 SYNTHETIC_ROWS, FIRST_SYNTHETIC_ID = 1_000, 10**9
 APPEND_ID = 3 * 10**9
 KIB = 1024
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,26 +90,28 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.set_defaults(peers="deltalake,pyiceberg")
     p.add_argument("--sizes", default="10,1000,10000,100000,1000000", help="live files, comma-separated")
-    p.add_argument("--peer-sizes", default="10000,100000", help="live files for the peers' appends")
+    p.add_argument("--peer-sizes", default="10000,100000",
+                   help="sizes (of --sizes) at which the peers' appends are measured, interleaved with ours")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per measure (after one warm-up)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    p.add_argument("--json", metavar="PATH", help="also write the results to PATH as JSON")
     args = p.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if sizes[0] < REAL_FILES:
         raise SystemExit(f"--sizes: at least {REAL_FILES} files (the real ones)")
     peers = [cls for cls in _peers.selected(args.peers) if hasattr(cls, "with_synthetic")]
+    peer_sizes = {int(s) for s in args.peer_sizes.split(",") if s}
+    load = os.getloadavg()[0]
     with scratch(args) as work:
-        ours = [run_size(os.path.join(work, f"ours-{n}"), n, args.repeat, args.keep) for n in sizes]
-        theirs = [run_peer(os.path.join(work, f"{cls.name}-{n}"), cls, n, args.repeat)
-                  for n in (int(s) for s in args.peer_sizes.split(",") if s) for cls in peers]
+        runs = [run_size(work, n, args.repeat, peers if n in peer_sizes else [], args.keep) for n in sizes]
+    ours, theirs = [r for r, _ in runs], [p for _, ps in runs for p in ps]
     targets = check_targets(ours, theirs)
+    print(f"machine: {machine()}; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    report(ours, theirs, targets, args.repeat)
     if args.json:
-        json.dump({"machine": machine(), "repeat": args.repeat, "sizes": [asdict(r) for r in ours],
-                   "peers": [asdict(r) for r in theirs],
-                   "targets": [dict(zip(("target", "figure", "met"), t)) for t in targets]}, sys.stdout, indent=2)
-        print()
-    else:
-        report(ours, theirs, targets, args.repeat)
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "repeat": args.repeat, "sizes": [asdict(r) for r in ours],
+                       "peers": [asdict(r) for r in theirs],
+                       "targets": [dict(zip(("target", "figure", "met"), t)) for t in targets]}, out, indent=2)
 
 
 def progress(message: str) -> None:
@@ -136,11 +139,11 @@ def point_id(files: int) -> int:
 
 
 # --- measuring -------------------------------------------------------------------------
-def run_size(root: str, files: int, repeat: int, keep: bool) -> SizeResult:
+def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool) -> tuple[SizeResult, list[PeerResult]]:
+    """Ours at ``files``; the peers' appends, if any, timed round-robin with ours."""
+    root = os.path.join(work, f"ours-{files}")
     progress(f"{files:,} files: building")
-    start = time.perf_counter()
-    build(root, files)
-    build_s = time.perf_counter() - start
+    build_s, _ = timed(lambda: build(root, files))
     progress(f"{files:,} files: built in {seconds(build_s)}; measuring reads")
 
     def planned(where: str | None, expected: int) -> None:
@@ -151,12 +154,37 @@ def run_size(root: str, files: int, repeat: int, keep: bool) -> SizeResult:
     count = measure(lambda: mt.open_table(root).scan().count(), repeat)
     point = measure(lambda: planned(f"id = {point_id(files)}", 1), repeat)
     full = measure(lambda: planned(None, files), repeat)
+    rivals = {cls.name: build_peer(os.path.join(work, f"{cls.name}-{files}"), cls, files) for cls in peers}
     progress(f"{files:,} files: measuring commits")
-    append = measure_write(root, lambda table, k: table.append(make_wide_data(1, start=APPEND_ID + k)), repeat)
-    delete = measure_write(root, _delete_one, repeat)
-    if not keep:
-        shutil.rmtree(root)
-    return SizeResult(files, build_s, append, delete, count.median, point.median, full.median)
+    appends = {name: (lambda peer=peer: peer.append(make_wide_data(1, start=APPEND_ID))) for name, (_, peer) in
+               rivals.items()}
+    append, timings = measure_write(root, lambda table, k: table.append(make_wide_data(1, start=APPEND_ID + k)),
+                                    repeat, appends)
+    delete, _ = measure_write(root, _delete_one, repeat)
+    theirs = []
+    for name, (peer_build_s, peer) in rivals.items():
+        after = peer.file_count()
+        assert after == files + repeat + 1, f"{name}: {after} files after {repeat + 1} appends to {files}"
+        theirs.append(PeerResult(files, name, peer_build_s, timings[name].median, after))
+    if not keep:  # a big table takes GiBs
+        for path in [root] + [os.path.join(work, f"{name}-{files}") for name in rivals]:
+            shutil.rmtree(path)
+    return SizeResult(files, build_s, append, delete, count.median, point.median, full.median), theirs
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def build_peer(root: str, cls: Any, files: int) -> tuple[float, Any]:
+    """(seconds, peer): a peer table of ``files`` files, 1 real and the rest synthetic."""
+    progress(f"{cls.name}, {files:,} files: building")
+    build_s, peer = timed(lambda: cls.with_synthetic(root, make_wide_data(REAL_ROWS),
+                                                     synthetic_files(files - 1, SYNTHETIC_ROWS, FIRST_SYNTHETIC_ID)))
+    assert peer.file_count() == files, f"{cls.name}: {peer.file_count()} files, expected {files}"
+    return build_s, peer
 
 
 def _delete_one(table: mt.Table, k: int) -> None:
@@ -166,12 +194,15 @@ def _delete_one(table: mt.Table, k: int) -> None:
     assert deleted == 1, f"id = {target}: deleted {deleted} rows"
 
 
-def measure_write(root: str, op: Callable[[mt.Table, int], Any], repeat: int) -> Write:
-    """``op(handle, k)`` timed on one long-lived handle, then once more to count what it writes."""
+def measure_write(root: str, op: Callable[[mt.Table, int], Any], repeat: int,
+                  rivals: dict[str, Callable[[], Any]] | None = None) -> tuple[Write, dict[str, Timing]]:
+    """``op(handle, k)`` timed on one long-lived handle (round-robin with ``rivals``, timed
+    too), then once more to count what it writes."""
     store = CountingStore(LocalStore(root))
     table = mt.open_table(root, store=store)
     calls = itertools.count()
-    timing = measure(lambda: op(table, next(calls)), repeat)
+    timings = compare({"": lambda: op(table, next(calls)), **(rivals or {})}, repeat)
+    timing = timings.pop("")
     store.take()
     store.take_put_bytes()
     data_dir = os.path.join(root, "data")
@@ -179,23 +210,7 @@ def measure_write(root: str, op: Callable[[mt.Table, int], Any], repeat: int) ->
     op(table, next(calls))
     put = store.take_put_bytes()
     return Write(timing.median, timing.p95, sum(n for kind, n in put.items() if kind != "data"),
-                 put["data"] + bytes_written(before, data_dir)[1], describe(store.take()))
-
-
-def run_peer(root: str, cls: Any, files: int, repeat: int) -> PeerResult:
-    progress(f"{cls.name}, {files:,} files: building")
-    start = time.perf_counter()
-    peer = cls.with_synthetic(root, make_wide_data(REAL_ROWS),
-                              synthetic_files(files - 1, SYNTHETIC_ROWS, FIRST_SYNTHETIC_ID))
-    build_s = time.perf_counter() - start
-    assert peer.file_count() == files, f"{cls.name}: {peer.file_count()} files, expected {files}"
-    progress(f"{cls.name}, {files:,} files: built in {seconds(build_s)}; appending")
-    calls = itertools.count()
-    timing = measure(lambda: peer.append(make_wide_data(1, start=APPEND_ID + next(calls))), repeat)
-    after = peer.file_count()
-    assert after == files + next(calls), f"{cls.name}: {after} files after the appends"
-    shutil.rmtree(root)
-    return PeerResult(files, cls.name, build_s, timing.median, after)
+                 put["data"] + bytes_written(before, data_dir)[1], describe(store.take())), timings
 
 
 # --- reporting -------------------------------------------------------------------------
@@ -234,7 +249,6 @@ def check_targets(ours: list[SizeResult], theirs: list[PeerResult]) -> list[Targ
 
 
 def report(ours: list[SizeResult], theirs: list[PeerResult], targets: list[Target], repeat: int) -> None:
-    print(f"machine: {machine()}")
     print_table(f"Scale: 1-row commits and cold reads vs live files (local directory, median of {repeat}; "
                 "bytes = PUT through the store, without the data file)",
                 ["files", "build", "append", "append bytes", "delete", "delete bytes", "cold open + count()",
