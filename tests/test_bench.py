@@ -42,7 +42,7 @@ def test_scale_json(tmp_path):
     assert [r["files"] for r in out["sizes"]] == [10, 30]
     for r in out["sizes"]:
         for op in ("append", "delete"):
-            assert r[op]["control_bytes"] > 0 and r[op]["median"] > 0
+            assert r[op]["control_bytes"] > 0 and r[op]["time"]["wall"] > 0
         assert r["append"]["data_bytes"] > 0  # the new data file, counted apart
     assert [(p["engine"], p["files"], p["files_after"]) for p in out["peers"]] == [(p, 10, 12) for p in peers]
     assert len(out["targets"]) == 9 + len(peers)
