@@ -80,16 +80,13 @@ class SyntheticFiles:
     lows: pa.Table
     highs: pa.Table
 
-    def __len__(self) -> int:
-        return self.lows.num_rows
-
     def bounds(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """(minima, maxima) of each file, as Python values of the column types."""
-        lows, highs = self.lows.to_pylist(), self.highs.to_pylist()
-        return zip(lows, highs)
+        return zip(self.lows.to_pylist(), self.highs.to_pylist())
 
 
 def synthetic_files(count: int, rows: int, first_id: int, seed: int = 0) -> SyntheticFiles:
+    """``count`` files of ``rows`` rows each, the first holding ids from ``first_id``."""
     rng = np.random.default_rng(seed)
     lo_ids = first_id + np.arange(count, dtype=np.int64) * rows
     hi_ids = lo_ids + rows - 1
