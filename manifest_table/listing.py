@@ -65,10 +65,8 @@ class VersionFiles:
         if index is None:
             return _may_match(manifest.tail, where)
         parts: list[Sequence[DataFile]] = []
-        for summary in index.segments:
-            if where is not None and not where.may_match(summary.stats.get):
-                continue
-            segment = manifest.segment(summary.path)
+        summaries = [s for s in index.segments if where is None or where.may_match(s.stats.get)]
+        for segment in manifest.segments(summaries):
             chosen = segment.candidates(where, index.deletes)
             if where is None:
                 parts.append(_Entries(segment, chosen, index.deletes))

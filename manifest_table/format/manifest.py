@@ -1,10 +1,10 @@
-"""The immutable manifest of one table version: the whole list of live data files.
+"""The immutable manifest of one table version, in either format.
 
-A manifest is self-contained: reading one object gives a reader everything it needs to
-plan a scan of that version (schema, files, statistics, deletion vectors). Decoding it is
-the trust boundary for everything it holds: every field is checked for its JSON type and
-range, every key it names goes through ``keys.stored_key``, and column stats are checked
-when first used (see ``_CheckedStats``)."""
+Format v1 lists every live data file (``files``). A format-v2 root lists its newest entries
+(``tail``) and the others through write-once segments (root.py, segment.py), so its size does
+not grow with the table. Decoding is the trust boundary for everything a manifest holds:
+every field is checked for its JSON type and range, every key it names goes through
+``keys.stored_key``, and column stats are checked when first used (see ``_CheckedStats``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import decimal
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -24,11 +25,12 @@ from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES,
 from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
 from .schema import decode_schema, encode_schema
-from .segment import Segment, SegmentReader
+from .segment import Segment, SegmentReader, SegmentSummary
 from .stats import StoredStats, encode_stats
 
 FORMAT_VERSION = 2
 """The newest manifest format this library reads and writes (new tables get it)."""
+_SEGMENT_READERS = 4
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
@@ -77,8 +79,8 @@ class Manifest:
         if self.index is None:
             return self.tail
         out: list[DataFile] = []
-        for summary in self.index.segments:
-            out.extend(self.segment(summary.path).files(None, self.index.deletes))
+        for segment in self.segments(self.index.segments):
+            out.extend(segment.files(None, self.index.deletes))
         out.extend(self.tail)
         return out
 
@@ -86,6 +88,15 @@ class Manifest:
         if self.reader is None or self.index is None:
             raise ValueError(f"version {self.version} has no segment reader")
         return self.reader.read(key, self.schema, self.index.field_ids)
+
+    def segments(self, summaries: Sequence[SegmentSummary]) -> Iterator[Segment]:
+        """The segments of ``summaries`` in order, read a few at a time in parallel: fetching
+        and decoding them releases the GIL, and a full scan of a big table needs them all."""
+        if len(summaries) <= 1:
+            yield from (self.segment(s.path) for s in summaries)
+            return
+        with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
+            yield from pool.map(lambda s: self.segment(s.path), summaries)
 
     @property
     def totals(self) -> Totals:

@@ -33,8 +33,8 @@ from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .stats import has_stats, instant_type
 
 _DV_FIELDS = ("dv_path", "dv_offset", "dv_length", "dv_cardinality")
-# The common key shapes, checked vectorised (RE2 syntax); any other key goes through stored_key.
-_DATA_FILE = r"^data/[0-9a-f]{32}\.parquet$"
+# Writer-shaped keys, checked vectorised (RE2 syntax); any other key goes through stored_key.
+_DATA_KEY = r"^data/[0-9a-f]{32}\.parquet$"
 _TOMBSTONE = "^" + WRITER_SHAPES[TOMBSTONE_PREFIX].pattern + "$"
 _CACHED_ENTRIES = 1 << 20
 """Decoded segment entries kept per reader (about 300 bytes each): a table's hot segments."""
@@ -227,7 +227,9 @@ def with_deletes(table: pa.Table, deletes: Mapping[str, DeletionVector]) -> pa.T
 
 def encode_segment(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", write_statistics=False)
+    # LZ4: decoding a 16,384-entry segment takes 5 ms instead of zstd's 8 ms, for twice the
+    # bytes (~800 KiB); every cold plan of a big table decodes dozens of them.
+    pq.write_table(table, sink, compression="lz4", write_statistics=False)
     return sink.getvalue().to_pybytes()
 
 
@@ -280,10 +282,10 @@ def _check_entries(table: pa.Table, key: str) -> None:
     if not _within(table.column("size"), 0, MAX_INT64):
         raise fail("size", "an integer >= 0")
     paths = table.column("path")
-    canonical = pc.match_substring_regex(paths, _DATA_FILE)
-    for i in np.flatnonzero(~canonical.to_numpy(zero_copy_only=False)):
+    plain = pc.match_substring_regex(paths, _DATA_KEY).to_numpy(zero_copy_only=False)
+    for i in np.flatnonzero(~plain):
         stored_key(paths[int(i)].as_py(), DATA_PREFIX, key, "path")
-    if pc.count_distinct(paths).as_py() != len(paths):
+    if len(pc.unique(paths)) != len(paths):
         raise CorruptTableError(f"{key} lists a data file more than once")
     dv = [table.column(name) for name in _DV_FIELDS]
     unset = [pc.is_null(c) for c in dv]
