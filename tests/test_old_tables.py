@@ -38,12 +38,16 @@ def rows(table: pa.Table) -> list[dict]:
             for row in table.sort_by("id").to_pylist()]
 
 
+def copy_of(written: Path, tmp_path: Path) -> mt.Table:
+    """A copy, so tests can write to it."""
+    root = tmp_path / written.name
+    shutil.copytree(written, root)
+    return mt.open_table(str(root))
+
+
 @pytest.fixture
 def old_table(tmp_path: Path) -> mt.Table:
-    """A copy, so tests can write to it."""
-    root = tmp_path / "t"
-    shutil.copytree(WRITTEN, root)
-    return mt.open_table(str(root))
+    return copy_of(WRITTEN, tmp_path)
 
 
 def test_every_version_reads_as_the_release_that_wrote_it(old_table: mt.Table) -> None:
@@ -87,13 +91,19 @@ def test_an_old_table_upgrades_to_format_v2_and_keeps_its_history(old_table: mt.
     for version in range(8):
         expected = pq.read_table(EXPECTED / f"v{version}.parquet")
         assert rows(old_table.scan(version=version).to_arrow()) == rows(expected), version
-    for where in FILTERS:
+    filters_and_maintenance_work(old_table, everything, FILTERS, 1001)
+
+
+def filters_and_maintenance_work(table: mt.Table, everything: pa.Table, filters: list[str], row_id: int) -> None:
+    """Each filter selects what pyarrow selects from ``everything`` (the table's rows); then
+    deleting row ``row_id``, compaction and gc leave the rest."""
+    for where in filters:
         mask = parse(where).evaluate(everything)
-        assert rows(old_table.scan(where=where).to_arrow()) == rows(everything.filter(mask)), where
-    old_table.delete("id = 1001")
-    old_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
-    old_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
-    assert old_table.scan().count() == everything.num_rows - 1
+        assert rows(table.scan(where=where).to_arrow()) == rows(everything.filter(mask)), where
+    table.delete(f"id = {row_id}")
+    table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
+    table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert table.scan().count() == everything.num_rows - 1
 
 
 V2_WRITTEN = DATA / "table_written_by_0.2.0"
@@ -102,9 +112,7 @@ V2_EXPECTED = DATA / "table_written_by_0.2.0.expected"
 
 @pytest.fixture
 def v2_table(tmp_path: Path) -> mt.Table:
-    root = tmp_path / "t2"
-    shutil.copytree(V2_WRITTEN, root)
-    return mt.open_table(str(root))
+    return copy_of(V2_WRITTEN, tmp_path)
 
 
 def test_a_format_v2_table_of_0_2_0_reads_at_every_version_and_takes_commits(v2_table: mt.Table) -> None:
@@ -117,10 +125,5 @@ def test_a_format_v2_table_of_0_2_0_reads_at_every_version_and_takes_commits(v2_
         assert rows(v2_table.scan(version=version).to_arrow()) == rows(expected), version
         assert v2_table.scan(version=version).count() == expected.num_rows
     latest = pq.read_table(V2_EXPECTED / f"v{v2_table.version}.parquet")
-    for where in ("id = 42", "id >= 100", "score > 20", "name IS NULL", "amount < 0.30"):
-        mask = parse(where).evaluate(latest)
-        assert rows(v2_table.scan(where=where).to_arrow()) == rows(latest.filter(mask)), where
-    v2_table.delete("id = 42")
-    v2_table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
-    v2_table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
-    assert v2_table.scan().count() == latest.num_rows - 1
+    filters_and_maintenance_work(v2_table, latest, ["id = 42", "id >= 100", "score > 20", "name IS NULL",
+                                                    "amount < 0.30"], 42)

@@ -1,6 +1,6 @@
 """Pruning many files at once: a filter as an Arrow expression over columns of per-file
-min / max, so that planning over a segment of 16,384 file entries is one vectorised filter
-instead of 16,384 calls of ``may_match``.
+min / max, so that planning over a segment of 32,768 file entries is one vectorised filter
+instead of 32,768 calls of ``may_match``.
 
 The expression is a coarse pre-filter: it only ever says "may match" where ``may_match``
 could, and the entries it keeps are checked by ``may_match`` afterwards. So it handles the

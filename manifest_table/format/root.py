@@ -31,7 +31,7 @@ class Properties:
     deletes_limit: int = 64
     """Segment files whose new deletion vectors the root carries before the segments holding
     them are rewritten."""
-    segment_target_files: int = 16_384
+    segment_target_files: int = 32_768
     """Entries a segment grows to by merging; below it a segment is small."""
     max_small_segments: int = 8
     """Small segments allowed before a commit merges two adjacent ones."""
