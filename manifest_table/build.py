@@ -47,6 +47,8 @@ class ManifestBuilder:
 
     def build(self, prev: Manifest, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
+        if changes.schema is not None:
+            prev = prev.with_fields(changes.schema.fields, changes.schema.last_field_id)
         files, newly_deleted, index = self._files(prev, changes)
         metrics = dict(changes.metrics)
         if changes.deletes:
@@ -197,7 +199,7 @@ class ManifestBuilder:
         self._segments.append(key)
         self._attempt.append(key)
         if prev.reader is not None:
-            prev.reader.remember(Segment(key, table, prev.schema, field_ids), field_ids)
+            prev.reader.remember(Segment(key, table, prev.schema, field_ids))
         return summarize(key, table, prev.schema, field_ids)
 
 

@@ -15,6 +15,7 @@ from pyroaring import BitMap
 from .expressions import Expr
 from .format.manifest import DataFile, DeletionVector
 from .format.root import Properties
+from .schema_evolution import SchemaChange
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,12 @@ class Changes:
     """(application id, its monotonically increasing batch id): commit each batch once."""
     upgrade: Properties | None = None
     """Set by ``Table.upgrade()``: move a v1 table to format v2 with these properties."""
+    schema: SchemaChange | None = None
+    """A schema change (schema_evolution.py), applied before the files this commit adds."""
 
     def is_empty(self) -> bool:
         return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction
-                    or self.upgrade)
+                    or self.upgrade or self.schema)
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
         if positions:

@@ -15,6 +15,7 @@ from .changes import Changes, Rewrite, rewrites_from_json
 from .errors import CommitConflictError
 from .format.manifest import Manifest
 from .listing import diff
+from .schema_evolution import carry_files
 from .tombstones import DeletionVectors
 
 
@@ -40,6 +41,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
     check_app_transaction(changes, winner)
     if changes.upgrade is not None and winner.index is not None:
         raise AlreadyCommitted(winner)  # another upgrade won: there is nothing left to do
+    if prev.fields != winner.fields:
+        _schema_changed(changes, prev, winner)
     changed = diff(prev, winner)
     gone, touched, new_files = changed.gone, changed.touched, changed.new_files
     own = changes.added_paths()
@@ -69,6 +72,18 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
         rw, i = theirs[path]
         changes.delete_rows(rw.output, remap(changes.deletes.pop(path), rw, i, dvs))
     return changes
+
+
+def _schema_changed(changes: Changes, prev: Manifest, winner: Manifest) -> None:
+    """The winner changed the schema: only files written under the old one that read the
+    same under the new one carry over (schema_evolution.carry_files)."""
+    who = f"version {winner.version} ({winner.operation}, commit {winner.commit_id})"
+    if changes.schema is not None:
+        raise CommitConflictError(f"{who} changed the schema concurrently with this schema change; "
+                                  "retry it against the new schema")
+    if changes.serializable:
+        raise CommitConflictError(f"{who} changed the schema this commit read and wrote with; retry it")
+    changes.added = carry_files(changes.added, prev.fields, winner.fields, who)
 
 
 def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> BitMap:

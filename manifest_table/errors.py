@@ -64,3 +64,12 @@ class InputFileError(ManifestTableError):
 
 class InvalidArgumentError(ManifestTableError, ValueError):
     """An argument has a value that makes no sense (negative size, retention below grace, ...)."""
+
+
+class SchemaEvolutionError(ManifestTableError, ValueError):
+    """A schema change that cannot be made (a rename onto an existing name, a narrowing, ...);
+    nothing was committed."""
+
+
+class UpgradeRequiredError(SchemaEvolutionError):
+    """The change needs format version 2 (field ids): run ``Table.upgrade()`` first."""

@@ -161,7 +161,7 @@ def locate(manifest: Manifest, paths: Iterable[str]) -> dict[str, tuple[DataFile
     index, reader = manifest.index, manifest.reader
     if not wanted or index is None or reader is None:
         return found
-    segments = sorted(index.segments, key=lambda s: reader.cached(s.path, index.field_ids) is None)
+    segments = sorted(index.segments, key=lambda s: reader.cached(s.path, manifest.schema, index.field_ids) is None)
     for summary in segments:
         segment = manifest.segment(summary.path)
         hits = {path: i for path in wanted if (i := segment.index_of(path)) is not None}

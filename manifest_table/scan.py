@@ -18,6 +18,7 @@ from pyroaring import BitMap
 from .arguments import check_columns
 from .errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from .expressions import ColumnStats, Expr
+from .format.field_ids import FieldIds, plain
 from .format.manifest import DataFile
 from .listing import FileSet, ListedFiles
 from .storage import FileIO
@@ -41,10 +42,14 @@ class Snapshot:
     """The committed bitmap of a file (what its manifest entry references)."""
     staged_deletes: Mapping[str, BitMap] = field(default_factory=dict)
     """Positions deleted by an uncommitted transaction, per file path."""
+    fields: FieldIds | None = None
+    """How files map onto ``schema`` by field id (None: by name, as for a v1 table)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.file_set, Sequence):
             object.__setattr__(self, "file_set", ListedFiles(self.file_set))
+        if self.fields is None:
+            object.__setattr__(self, "fields", plain(self.schema))
 
     @property
     def files(self) -> Sequence[DataFile]:
@@ -181,10 +186,13 @@ class Scan:
         where = self.where
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
+        fields = self.snapshot.fields
+        assert fields is not None
         with self._io.open(file.path) as source:
             fragment = _PARQUET.make_fragment(source)
             try:
                 meta = fragment.metadata
+                sources = fields.sources(fragment.physical_schema, needed)
             except pa.ArrowInvalid as exc:
                 raise CorruptTableError(f"{file.path} is not a readable Parquet file: {exc}") from None
             if meta.num_rows != file.rows:
@@ -193,17 +201,17 @@ class Scan:
             starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
             groups = [i for i in range(meta.num_row_groups)
                       if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-                      and (where is None or where.may_match(_row_group_stats(meta, i, file)))]
+                      and (where is None or where.may_match(_row_group_stats(meta, i, file, sources)))]
             if not groups:
                 return None
             if len(groups) < meta.num_row_groups:
                 fragment = fragment.subset(row_group_ids=groups)
             spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
             keep = _kept_rows(deleted, int(starts[-1]), spans) if deleted else None
-            scanner = fragment.scanner(columns=needed, use_threads=True)
+            scanner = fragment.scanner(columns=[sources[c] for c in needed if c in sources], use_threads=True)
             batches = scanner.to_batches()
-            table = pa.Table.from_batches(_drop_deleted(batches, keep) if keep is not None else batches,
-                                          scanner.projected_schema)
+            table = fields.conform(pa.Table.from_batches(_drop_deleted(batches, keep) if keep is not None else batches,
+                                                         scanner.projected_schema), sources, needed)
         if with_positions:
             # Physical row positions of what was read: row-group start + index within it.
             positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
@@ -235,8 +243,10 @@ def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterat
         offset = end
 
 
-def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Callable[[str], ColumnStats | None]:
-    """Parquet footer stats of one row group, as ``ColumnStats`` keyed by column name.
+def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile,
+                     sources: Mapping[str, str]) -> Callable[[str], ColumnStats | None]:
+    """Parquet footer stats of one row group, as ``ColumnStats`` keyed by table column name
+    (``sources``: table column -> the file's column; one the file lacks is unknown).
     Each bound is trusted only where the file's own stats have it: Parquet writers leave NaN
     out of a float max (SQL sorts NaN above every number), and our file stats record NaN by
     having no max; they also drop long strings, whose footer bounds may be truncated.
@@ -248,7 +258,7 @@ def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile) -> Calla
         by_name[column.path_in_schema] = column
 
     def lookup(name: str) -> ColumnStats | None:
-        column = by_name.get(name)
+        column = by_name.get(sources.get(name, ""))
         stats = column.statistics if column is not None else None
         if stats is None:
             return None

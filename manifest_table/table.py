@@ -25,6 +25,7 @@ from .listing import VersionFiles
 from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
+from .schema_evolution import SchemaChange, SchemaUpdate
 from .storage import FileIO, ObjectStore, store_for_uri
 from .storage.retry import RetryingStore
 from .tombstones import TOMBSTONE_PREFIX, DeletionVectors
@@ -89,7 +90,8 @@ class Table:
         else:
             manifest = self._log.latest()[0]
         dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of)
+        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of,
+                            fields=manifest.fields)
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
@@ -115,12 +117,26 @@ class Table:
     def transaction(self) -> Transaction:
         return Transaction(self)
 
-    def append(self, data: Any) -> CommitInfo:
+    def append(self, data: Any, schema_mode: str | None = None) -> CommitInfo:
         """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, a pandas DataFrame or a
-        list of dicts. Nothing to add commits nothing."""
+        list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
+        columns of ``data`` the table lacks (nullable) in the same commit; without it they
+        are a ``SchemaMismatchError``."""
         with self.transaction() as tx:
-            tx.append(data)
+            tx.append(data, schema_mode=schema_mode)
             return tx.commit()
+
+    def update_schema(self) -> SchemaUpdate:
+        """``with table.update_schema() as s: s.add_column(...)``: the block's changes commit
+        as one version on a clean exit (docs/schema-evolution.md). Format v2 only."""
+        base, pointer = self._log.latest()
+        started = time.monotonic()
+
+        def commit_change(change: SchemaChange) -> CommitInfo:
+            changes = Changes(operation="update_schema", schema=change,
+                              parameters={"schema_changes": list(change.steps)})
+            return commit(self._log, base, pointer, changes, self.commit_options, started)
+        return SchemaUpdate(base, commit_change)
 
     def delete(self, where: str | Expr) -> CommitInfo:
         """Delete the rows matching ``where`` by writing a tombstone; data is never rewritten."""

@@ -20,7 +20,9 @@ from .format.keys import DATA_PREFIX, caller_key, is_writer_key
 from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
 from .listing import StagedFiles, VersionFiles, locate
+from .format.field_ids import FieldIds
 from .scan import Scan, Snapshot
+from .schema_evolution import SchemaUpdate, schema_of
 from .tombstones import DeletionVectors
 from .write import write_data_files
 
@@ -91,10 +93,17 @@ class Transaction:
 
     # --- operations ---------------------------------------------------------------------
     @_all_or_nothing
-    def append(self, data: Any) -> int:
-        """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
-        files = write_data_files(self._table.io, batches_of(data, self._base.schema),
-                                 self._base.schema, self._table.write_options)
+    def append(self, data: Any, schema_mode: str | None = None) -> int:
+        """Stage ``data`` (see ``Table.append``); returns the number of rows staged.
+        ``schema_mode="merge"`` first stages adding the columns of ``data`` the table lacks
+        (nullable), in this same commit."""
+        if schema_mode == "merge":
+            self._merge_schema(data)
+        elif schema_mode is not None:
+            raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
+        fields = self._fields()
+        files = write_data_files(self._table.io, batches_of(data, fields.schema), fields.schema,
+                                 self._table.write_options, field_ids=fields.ids)
         self._stage_files(files)
         return sum(f.rows for f in files)
 
@@ -196,6 +205,23 @@ class Transaction:
             self.commit()
 
     # --- helpers ------------------------------------------------------------------------
+    def _fields(self) -> FieldIds:
+        """The schema this transaction writes with: the base's, or the one it changes to."""
+        change = self._changes.schema
+        return change.fields if change is not None else self._base.fields
+
+    def _merge_schema(self, data: Any) -> None:
+        current = self._fields().schema
+        new = [f for f in schema_of(data) if f.name not in current.names]
+        if not new:
+            return
+        update = SchemaUpdate(self._base, staged=self._changes.schema)
+        for f in new:
+            update.add_column(f.name, f.type)
+        change = update.change()
+        self._changes.schema = change
+        self._changes.parameters["schema_changes"] = list(change.steps) if change else []
+
     def _stage_files(self, files: Sequence[DataFile]) -> None:
         self._changes.added.extend(files)
         rows = sum(f.rows for f in files)
@@ -224,7 +250,8 @@ class Transaction:
         changes = self._changes
         files = StagedFiles(VersionFiles(self._base), frozenset(changes.removed), tuple(changes.added))
         staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
-        return Snapshot(self._base.version, self._base.schema, files, self._dvs.of, staged)
+        fields = self._fields()
+        return Snapshot(self._base.version, fields.schema, files, self._dvs.of, staged, fields)
 
     def _files_named(self, paths: Iterable[str]) -> dict[str, DataFile]:
         """The files of this transaction's view among ``paths``."""

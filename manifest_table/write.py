@@ -11,7 +11,7 @@ import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from .arguments import check_int
 from .errors import InvalidArgumentError, StoreError
 from .format.manifest import DataFile
+from .format.root import with_field_ids
 from .format.schema import check_schema
 from .format.stats import FooterGaps, stats_from_parquet
 from .storage import FileIO
@@ -57,7 +58,8 @@ def new_data_key() -> str:
 
 
 def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
-                     options: WriteOptions = WriteOptions(), max_workers: int | None = None) -> list[DataFile]:
+                     options: WriteOptions = WriteOptions(), max_workers: int | None = None,
+                     field_ids: Sequence[int] | None = None) -> list[DataFile]:
     """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
     rows keep their input order across the returned files. Up to ``max_workers`` files
     (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
@@ -71,7 +73,7 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     keys: list[str] = []
     source = _Source(batches)
     try:
-        return _write(io, source, schema, options, keys, max_workers or max(1, os.cpu_count() or 1))
+        return _write(io, source, schema, options, keys, max_workers or max(1, os.cpu_count() or 1), field_ids)
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
         if isinstance(exc, OSError) and not source.failed:
@@ -101,17 +103,19 @@ class _Source:
 
 
 def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, options: WriteOptions,
-           keys: list[str], workers: int) -> list[DataFile]:
+           keys: list[str], workers: int, field_ids: Sequence[int] | None) -> list[DataFile]:
     """Cut the row groups into files on this thread (where the caller's stream is read) and
     encode the files on ``workers`` threads."""
     flow = _Flow(MAX_BUFFERED)
     futures: list[Future[DataFile]] = []
     dictionary: list[str] | bool = True
+    file_schema = schema if field_ids is None else with_field_ids(schema, field_ids)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
         def start_file() -> _Jobs:
             keys.append(new_data_key())
             jobs = _Jobs()
-            futures.append(pool.submit(_write_file, io, keys[-1], schema, options, dictionary, jobs, flow))
+            futures.append(pool.submit(_write_file, io, keys[-1], schema, file_schema, options, dictionary, jobs,
+                                       flow))
             return jobs
         try:
             groups = _row_groups(batches, schema, options.row_group_size)
@@ -253,13 +257,14 @@ class _Flow:
             raise _Aborted()
 
 
-def _write_file(io: FileIO, key: str, schema: pa.Schema, options: WriteOptions, dictionary: list[str] | bool,
-                jobs: _Jobs, flow: _Flow) -> DataFile:
-    """Encode the row groups queued for one file; its stats come from the footer written."""
+def _write_file(io: FileIO, key: str, schema: pa.Schema, file_schema: pa.Schema, options: WriteOptions,
+                dictionary: list[str] | bool, jobs: _Jobs, flow: _Flow) -> DataFile:
+    """Encode the row groups queued for one file; its stats come from the footer written.
+    ``file_schema`` is ``schema`` with the columns' field ids, when the table has them."""
     rows, gaps = 0, FooterGaps(schema)
     try:
         with io.create(key) as sink:
-            with pq.ParquetWriter(sink, schema, compression=options.compression, use_dictionary=dictionary,
+            with pq.ParquetWriter(sink, file_schema, compression=options.compression, use_dictionary=dictionary,
                                   write_statistics=True) as writer:
                 while (group := jobs.get()) is not None:
                     flow.check()

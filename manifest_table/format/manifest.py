@@ -20,6 +20,7 @@ import pyarrow.types as pat
 
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
+from .field_ids import FieldIds, plain
 from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
@@ -97,6 +98,26 @@ class Manifest:
             return
         with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
             yield from pool.map(lambda s: self.segment(s.path), summaries)
+
+    @property
+    def fields(self) -> FieldIds:
+        """How this version's data files map onto its schema (format/field_ids.py)."""
+        if self.index is None:
+            return plain(self.schema)
+        return FieldIds(self.schema, self.index.field_ids, self.index.name_mapping)
+
+    def with_fields(self, fields: FieldIds, last_field_id: int) -> "Manifest":
+        """This v2 version under another schema (what a schema change commits on top of).
+        Stored stats are keyed by field id, so encoding under the old schema and decoding
+        under the new one carries each column's stats to its new name and type, and drops
+        those of dropped columns."""
+        if self.index is None:
+            raise ValueError("a format-v1 version has no field ids")
+        doc = json.loads(self.to_json())
+        doc["schema"] = encode_schema(with_field_ids(fields.schema, fields.ids))
+        doc["last_field_id"] = last_field_id
+        doc["name_mapping"] = dict(fields.name_mapping or {})
+        return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version), self.reader)
 
     @property
     def totals(self) -> Totals:

@@ -76,6 +76,9 @@ class FileIndex:
     segments: tuple[SegmentSummary, ...] = ()
     deletes: Mapping[str, Any] = field(default_factory=dict)
     """Data file path -> its current ``DeletionVector``."""
+    name_mapping: Mapping[str, int] | None = None
+    """Set by the first schema change: the column names files without field ids were written
+    with -> their field ids (format/field_ids.py)."""
 
     def stats_by_id(self, stats: Mapping[str, ColumnStats], schema: pa.Schema) -> dict[str, Any]:
         return names_to_ids(encode_stats(stats, schema), schema, self.field_ids)
@@ -119,7 +122,8 @@ def ids_to_names(stats: dict[str, Any], schema: pa.Schema, field_ids: Sequence[i
 
 
 def encode_index(index: FileIndex, schema: pa.Schema) -> dict[str, Any]:
-    return {
+    mapping = {} if index.name_mapping is None else {"name_mapping": dict(index.name_mapping)}
+    return {**mapping,
         "last_field_id": index.last_field_id,
         "properties": {f.name: getattr(index.properties, f.name) for f in fields(Properties)},
         "totals": vars(index.totals),
@@ -163,4 +167,15 @@ def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tu
         stored_key(path, DATA_PREFIX, key, "deletes")
         # The file's rows are in its segment: the cardinality is checked against them there.
         deletes[path] = decode_deletes(raw, MAX_INT64 - 2, f"deletes[{path!r}]")
-    return FileIndex(field_ids, last, properties, totals, tuple(segments), deletes)
+    return FileIndex(field_ids, last, properties, totals, tuple(segments), deletes,
+                     _name_mapping(doc, key, last))
+
+
+def _name_mapping(doc: dict[str, Any], key: str, last: int) -> dict[str, int] | None:
+    raw = of_type(doc, "name_mapping", key, dict, default=None)
+    if raw is not None:
+        for name in raw:
+            integer(raw, name, key, 1, last + 1, "name_mapping")
+        if len(set(raw.values())) != len(raw):
+            raise corrupt(key, "name_mapping", raw, "one name per field id")
+    return raw

@@ -12,6 +12,7 @@ is range-checked (vectorised) before any entry is used."""
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -75,6 +76,7 @@ class Segment:
 
     def __init__(self, key: str, table: pa.Table, schema: pa.Schema, field_ids: Sequence[int]) -> None:
         self.key, self.table = key, table
+        self.shape = shape(schema, field_ids)
         self._names = {column.name: fid for column, fid in zip(schema, field_ids)}
         self._types = {column.name: column.type for column in schema}
         self._index: dict[str, int] | None = None
@@ -263,11 +265,37 @@ def decode_segment(data: bytes, key: str, schema: pa.Schema, field_ids: Sequence
         raise CorruptTableError(f"{key} is not a readable Parquet segment: {exc}") from None
     expected = entries_schema(schema, field_ids)
     if not table.schema.equals(expected):
-        raise CorruptTableError(f"{key}: its columns {table.schema.names} with types "
-                                f"{[str(t) for t in table.schema.types]} are not the segment columns of the "
-                                f"table schema ({expected.names}, {[str(t) for t in expected.types]})")
+        table = _evolved(table, expected, key)
     _check_entries(table, key)
     return Segment(key, table, schema, field_ids)
+
+
+def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
+    """A segment written under an earlier schema, as the current schema's segment: stats of
+    dropped columns left out, those of added columns unknown (null), those of widened
+    columns cast. Anything else is not a segment of this table."""
+    names = set(table.schema.names)
+    stray = [n for n in names - set(expected.names) if not _STATS_COLUMN.fullmatch(n)]
+    missing = [n for n in expected.names if n not in names and not _STATS_COLUMN.fullmatch(n)]
+    if stray or missing:
+        raise CorruptTableError(f"{key}: its columns {table.schema.names} are not the segment columns of the "
+                                f"table schema ({expected.names})")
+    columns = []
+    for f in expected:
+        if f.name not in names:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        if column.type != f.type:
+            try:
+                column = column.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise CorruptTableError(f"{key}: column {f.name} is {column.type}; expected {f.type}") from None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=expected)
+
+
+_STATS_COLUMN = re.compile(r"(min|max|nulls)_[0-9]+")
 
 
 def _check_entries(table: pa.Table, key: str) -> None:
@@ -313,34 +341,40 @@ def _within(column: pa.ChunkedArray, lo: int, hi: int) -> bool:
     return lo <= minmax["min"].as_py() and minmax["max"].as_py() < hi
 
 
+def shape(schema: pa.Schema, field_ids: Sequence[int]) -> tuple[tuple[int, str, str], ...]:
+    """What a decoded segment depends on besides its bytes: each column's id, name and type
+    (a rename or a widening decodes the same object differently)."""
+    return tuple(zip(field_ids, schema.names, map(str, schema.types)))
+
+
 class SegmentReader:
     """Reads and caches decoded segments: they are write-once, so a cached one never goes
     stale, and consecutive commits and plans of one table share most of theirs."""
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self._cache: OrderedDict[tuple[str, tuple[int, ...]], Segment] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, tuple], Segment] = OrderedDict()
         self._entries = 0
         self._lock = threading.Lock()
 
     def read(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment:
-        cache_key = (key, tuple(field_ids))
+        cache_key = (key, shape(schema, field_ids))
         with self._lock:
             found = self._cache.get(cache_key)
             if found is not None:
                 self._cache.move_to_end(cache_key)
                 return found
         segment = decode_segment(self.store.get(key), key, schema, field_ids)
-        self.remember(segment, field_ids)
+        self.remember(segment)
         return segment
 
-    def cached(self, key: str, field_ids: Sequence[int]) -> Segment | None:
+    def cached(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment | None:
         with self._lock:
-            return self._cache.get((key, tuple(field_ids)))
+            return self._cache.get((key, shape(schema, field_ids)))
 
-    def remember(self, segment: Segment, field_ids: Sequence[int]) -> None:
+    def remember(self, segment: Segment) -> None:
         with self._lock:
-            cache_key = (segment.key, tuple(field_ids))
+            cache_key = (segment.key, segment.shape)
             if cache_key not in self._cache:
                 self._entries += len(segment)
             self._cache[cache_key] = segment

@@ -21,6 +21,7 @@ from ..arguments import check_int, check_number
 from ..changes import Changes, Rewrite, RewriteSource
 from ..commit import CommitInfo, commit
 from ..errors import CorruptTableError, InvalidArgumentError
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, Manifest
 from ..format.pointer import Pointer
 from ..listing import locate
@@ -43,8 +44,13 @@ class CompactionGroup:
     Their ``deletes`` references are the bitmaps the rewrite drops rows by."""
 
     files: tuple[DataFile, ...]
-    schema: pa.Schema = field(compare=False)
+    fields: FieldIds = field(compare=False)
+    """The version's schema and field ids: outputs are written in the current schema."""
     version: int
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.fields.schema
 
     @property
     def live_rows(self) -> int:
@@ -84,7 +90,7 @@ def plan_compaction(manifest: Manifest, target_file_size: int,
         bins[-1].append(f)
         size += live_bytes(f)
         rows += f.live_rows
-    return [CompactionGroup(tuple(b), manifest.schema, manifest.version)
+    return [CompactionGroup(tuple(b), manifest.fields, manifest.version)
             for b in bins if len(b) > 1 or heavy(b[0])]
 
 
@@ -93,10 +99,11 @@ def rewrite_group(table: "Table", group: CompactionGroup,
     """Write the group's live rows, in order, into one new data file (None when no row is
     live) and describe how its positions map back to the sources. Only ``table.io`` and
     ``table.write_options`` are used, so this runs wherever a table handle can be opened."""
-    snapshot = Snapshot(group.version, group.schema, group.files, dvs.of)
+    snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
     # A target no file reaches: one output per group is what keeps the mapping arithmetic.
     options = replace(table.write_options, target_file_size=sys.maxsize)
-    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options)
+    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options,
+                               field_ids=group.fields.ids)
     written = sum(f.rows for f in outputs)
     if len(outputs) > 1 or written != group.live_rows:
         table.store.delete_unreferenced(f.path for f in outputs)
