@@ -37,8 +37,11 @@ def info(args: argparse.Namespace) -> None:
         "deleted_rows": manifest.totals.deleted,
         "data_bytes": manifest.totals.bytes,
         "segments": len(manifest.index.segments) if manifest.index else 0,
-        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in manifest.schema],
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable, "field_id": fid}
+                   for f, fid in zip(manifest.schema, manifest.fields.ids)],
     }
+    if manifest.index is not None:
+        facts["last_field_id"] = manifest.index.last_field_id
     if args.json:
         print(json.dumps(facts, indent=2))
         return
@@ -53,8 +56,9 @@ def info(args: argparse.Namespace) -> None:
     for name, value in lines.items():
         print(f"{name + ':':<{width}} {value}")
     print("schema:")
-    for field in manifest.schema:
-        print(f"  {field.name}: {field.type}{'' if field.nullable else ' not null'}")
+    for field, fid in zip(manifest.schema, manifest.fields.ids):
+        print(f"  {field.name}: {field.type}{'' if field.nullable else ' not null'}"
+              + (f" (field id {fid})" if manifest.index is not None else ""))
 
 
 def history(args: argparse.Namespace) -> None:

@@ -11,8 +11,9 @@
    extensions apply deletion vectors; rows of files without deletes never meet the join.
 
 A location DuckDB cannot read by path (an in-memory or custom store, S3 without the httpfs
-extension or without credentials DuckDB accepts) is registered as an Arrow table instead:
-the same rows, read by us and held in memory. See docs/interop.md.
+extension or without credentials DuckDB accepts), and a table whose schema has changed
+(whose files are resolved by field id), is registered as an Arrow table instead: the same
+rows, read by us and held in memory. See docs/interop.md.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
     files = [f for f in snapshot.files if f.live_rows > 0]
     # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
     clash = set(_VIRTUAL) & set(snapshot.schema.names) and any(f.deletes for f in files)
-    root = _native_root(con, io.store) if files and not clash else None
+    # Once the schema has changed, files differ from it (renamed, added, dropped, widened
+    # columns): they are resolved by field id on our side (format/field_ids.py).
+    evolved = snapshot.fields is not None and snapshot.fields.evolved
+    root = _native_root(con, io.store) if files and not clash and not evolved else None
     if root is not None:
         paths = [f"{root}/{f.path}" for f in files]
         columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)

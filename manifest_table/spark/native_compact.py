@@ -48,7 +48,7 @@ def rewrite_groups(spark: Any, location: TableLocation, groups: Sequence[Compact
     ordered = (tagged.repartition(len(groups), _GROUP)
                .sortWithinPartitions(_GROUP, _PLACE, ROW_COLUMN)
                .select(*[quoted(name) for name in schema.names], _GROUP))
-    written = write_staged(ordered, location, schema, options, partition_by=_GROUP)
+    written = write_staged(ordered, location, schema, groups[0].fields.ids, options, partition_by=_GROUP)
     outputs: dict[int, list[DataFile]] = {}
     for directory, file in written:
         outputs.setdefault(int(directory.removeprefix(f"{_GROUP}=")), []).append(file)

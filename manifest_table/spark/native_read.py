@@ -51,7 +51,13 @@ def read(spark: Any, uri: str, *, version: int | None = None, as_of: str | None 
 
 
 def native_readable_snapshot(spark: Any, location: TableLocation, snapshot: Snapshot) -> bool:
-    """True when Spark can read every file of ``snapshot`` natively and name them uniquely."""
+    """True when Spark can read every file of ``snapshot`` natively and name them uniquely,
+    and they all have the table's schema: once it has changed, files are resolved by field
+    id (format/field_ids.py), which the Python data source does per file."""
+    if snapshot.fields is not None and snapshot.fields.evolved:
+        report_fallback(location, "evolved", "the table's schema has changed since some of its files were "
+                        "written (columns renamed, added, dropped or widened)")
+        return False
     unreadable = [f.name for f in snapshot.schema if not native_readable(f.type)]
     if unreadable:
         report_fallback(location, "types", f"Spark's Parquet reader cannot read columns {unreadable}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -71,7 +71,7 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         return _data_source_write(df, location, mode, where)
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
-    files = [file for _, file in write_staged(frame, location, target.table_schema, options)]
+    files = [file for _, file in write_staged(frame, location, target.table_schema, target.field_ids, options)]
     try:
         return target.commit(files)
     except BaseException:
@@ -79,12 +79,14 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         raise
 
 
-def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, options: WriteOptions,
-                 partition_by: str | None = None) -> list[tuple[str, DataFile]]:
+def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, field_ids: Sequence[int],
+                 options: WriteOptions, partition_by: str | None = None) -> list[tuple[str, DataFile]]:
     """Steps 2 and 3: Spark writes ``frame`` (already conformed to ``schema``), the driver
     gathers and renames its files. Returns each file with the staging subdirectory it was
     written to (``<partition_by>=<value>``, or "" without ``partition_by``). Files without
-    rows are dropped. Nothing is left behind on failure."""
+    rows are dropped. Nothing is left behind on failure. The files carry ``field_ids``
+    (Spark writes a column's ``parquet.field.id`` metadata as its Parquet field id)."""
+    frame = _with_field_ids(frame, schema, field_ids)
     store = location.store()
     fs, root = _filesystem(store)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
@@ -134,6 +136,15 @@ def conform(df: DataFrame, schema: pa.Schema) -> DataFrame:
         if not field.nullable:
             column = F.when(F.spark_partition_id() >= 0, column).alias(field.name)
         columns.append(column)
+    return frame.select(*columns)
+
+
+def _with_field_ids(frame: DataFrame, schema: pa.Schema, field_ids: Sequence[int]) -> DataFrame:
+    ids = dict(zip(schema.names, field_ids))
+    columns = []
+    for name in frame.columns:
+        column = F.col("`" + name.replace("`", "``") + "`")
+        columns.append(column.alias(name, metadata={"parquet.field.id": ids[name]}) if name in ids else column)
     return frame.select(*columns)
 
 

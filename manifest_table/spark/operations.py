@@ -51,7 +51,7 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
         if native_readable_snapshot(spark, location, scan.snapshot):
             found = matching_positions(spark, location, scan.snapshot, scan.plan_files(), scan.where)
         else:
-            task = partial(_matching_positions, location, scan.version, scan.snapshot.schema, scan.where)
+            task = partial(_matching_positions, location, scan.version, scan.snapshot.fields, scan.where)
             groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
                                  DEFAULT_MAX_PARTITION_BYTES)
             found = {path: BitMap.deserialize(blob) for path, blob in run_tasks(spark, groups, task)}
@@ -59,9 +59,9 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
         return tx.commit()
 
 
-def _matching_positions(location: TableLocation, version: int, schema: Any, where: Expr,
+def _matching_positions(location: TableLocation, version: int, fields: Any, where: Expr,
                         files: Sequence[DataFile]) -> Iterator[tuple[str, bytes]]:
-    scan = scan_files(location, version, schema, files, [], where)
+    scan = scan_files(location, version, fields, files, [], where)
     for file, positions in scan.matching_positions():
         yield file.path, positions.serialize()
 
@@ -78,7 +78,8 @@ def compact(spark: Any, uri: str, target_file_size: int | None = None, min_delet
     target = table.write_options.target_file_size if target_file_size is None else target_file_size
     base, pointer = table._log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
-    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of)
+    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of,
+                        fields=base.fields)
     if not groups:
         results = []
     elif native_writable(base.schema) and native_readable_snapshot(spark, location, snapshot):

@@ -25,6 +25,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import InvalidArgumentError, SchemaMismatchError
+from ..format.field_ids import FieldIds
 from ..expressions import And, Expr
 from ..format.manifest import DataFile
 from ..scan import Scan, Snapshot
@@ -89,6 +90,7 @@ class TableReader(DataSourceReader):
         snapshot = options.location.open().scan(version=options.version, as_of=options.as_of).snapshot
         self._version = snapshot.version
         self._table_schema = snapshot.schema
+        self._fields = snapshot.fields
         self._columns = _read_columns(schema, self._table_schema)
         self._output = exchange_schema(schema)
         self._where: Expr | None = None
@@ -101,7 +103,7 @@ class TableReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
-        scan = scan_files(self._options.location, self._version, self._table_schema,
+        scan = scan_files(self._options.location, self._version, self._fields,
                           partition.files, self._columns, self._where)
         for batch in scan.to_batches():
             # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
@@ -123,11 +125,12 @@ class FilteringTableReader(TableReader):
         self._where = reduce(And, accepted) if accepted else None
 
 
-def scan_files(location: TableLocation, version: int, schema: pa.Schema, files: Iterable[DataFile],
+def scan_files(location: TableLocation, version: int, fields: FieldIds, files: Iterable[DataFile],
                columns: list[str] | None, where: Expr | None) -> Scan:
-    """A scan of just ``files`` of one version, as run on an executor."""
+    """A scan of just ``files`` of one version (``fields``: its schema and field ids), as
+    run on an executor."""
     store = location.store()
-    snapshot = Snapshot(version, schema, tuple(files), DeletionVectors(store).of)
+    snapshot = Snapshot(version, fields.schema, tuple(files), DeletionVectors(store).of, fields=fields)
     return Scan(snapshot, FileIO(store), columns, where)
 
 

@@ -40,10 +40,13 @@ class TableCommit:
             # NULL is often an accident of how it was built (range(), literals).
             self.table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
             self.base_version: int | None = None
+            self.field_ids: tuple[int, ...] = tuple(range(1, len(self.table_schema) + 1))
         else:
-            check_write_schema(frame, table.schema, table.uri)
-            self.table_schema = table.schema
-            self.base_version = table.version
+            base = table.manifest()
+            check_write_schema(frame, base.schema, table.uri)
+            self.table_schema = base.schema
+            self.base_version = base.version
+            self.field_ids = base.fields.ids  # written into the job's files
         if where is not None:
             where.bind(self.table_schema)  # an unknown column fails now, not after the job
 

@@ -38,7 +38,7 @@ class WrittenFiles(WriterCommitMessage):
     files: list[DataFile]
 
 
-def write_task(location: TableLocation, schema: pa.Schema, options: WriteOptions,
+def write_task(location: TableLocation, schema: pa.Schema, field_ids: tuple[int, ...], options: WriteOptions,
                batches: Iterator[pa.RecordBatch]) -> WrittenFiles:
     """Executor side: write one task's batches, conformed to the table schema, as data files.
     On failure the files written so far are removed before the error propagates."""
@@ -48,7 +48,8 @@ def write_task(location: TableLocation, schema: pa.Schema, options: WriteOptions
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_data_files(io, batches_of(stream, schema), schema, options))
+        return WrittenFiles(write_data_files(io, batches_of(stream, schema), schema, options,
+                                                     field_ids=field_ids))
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -64,7 +65,8 @@ class _TableWrite:
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._target.table_schema, self._options.write, iterator)
+        return write_task(self._options.location, self._target.table_schema, self._target.field_ids,
+                          self._options.write, iterator)
 
     def _commit(self, messages: Iterable[Optional[WriterCommitMessage]],
                 app_transaction: tuple[str, int] | None = None) -> CommitInfo:
