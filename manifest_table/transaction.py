@@ -221,6 +221,7 @@ class Transaction:
         change = update.change()
         self._changes.schema = change
         self._changes.parameters["schema_changes"] = list(change.steps) if change else []
+        self._record("update_schema")
 
     def _stage_files(self, files: Sequence[DataFile]) -> None:
         self._changes.added.extend(files)
@@ -283,6 +284,8 @@ class Transaction:
         kinds = set(self._kinds)
         if "overwrite" in kinds:
             return "overwrite"
+        if len(kinds) > 1:
+            kinds.discard("update_schema")  # an append that adds columns stays an append
         return kinds.pop() if len(kinds) == 1 else "transaction"
 
     def _check_open(self) -> None:

@@ -177,6 +177,9 @@ def test_append_merge_adds_new_columns_in_the_same_commit(table: mt.Table) -> No
     assert table.schema.names[-1] == "more" and table.to_arrow().column("more").to_pylist() == [None, None, "m"]
     with pytest.raises(InvalidArgumentError):
         table.append([], schema_mode="overwrite")
+    empty = table.schema.empty_table().append_column("only", pa.array([], pa.string()))
+    info = table.append(empty, schema_mode="merge")
+    assert info.committed and info.operation == "update_schema" and table.schema.names[-1] == "only"
 
 
 @pytest.mark.parametrize("change, error, match", [
