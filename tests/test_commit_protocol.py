@@ -140,11 +140,11 @@ def test_request_counts():
     assert sum(n for (op, _), n in counts.items() if op in ("put", "get")) == 5
     assert sum(n for (op, _), n in counts.items() if op in ("head", "list", "delete")) == 0
 
-    reader = mt.open_table("mem://t", store=store)
-    store.reset()
+    reader = mt.open_table("mem://t", store=store)  # its first read uses the pointer it read
     assert reader.scan().to_arrow().num_rows == 2
     counts = store.reset()
     assert counts == {("get", "pointer"): 1, ("get", "manifest"): 1, ("get", "data"): 2}
+    assert reader.scan().count() == 2 and store.reset() == {("get", "pointer"): 1}
 
 
 def test_a_commit_older_than_retention_does_not_resurrect_a_collected_version():
