@@ -24,9 +24,6 @@ from .listing import FileSet, ListedFiles
 from .storage import FileIO
 
 POSITION_COLUMN = "__row_position"
-# Coalesced range reads; a fragment scan decodes row groups in parallel, where
-# ParquetFile.read_row_groups parallelises only across columns (one column: one thread).
-_PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
 
 
 @dataclass(frozen=True)
@@ -186,32 +183,11 @@ class Scan:
         where = self.where
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
-        fields = self.snapshot.fields
-        assert fields is not None
-        with self._io.open(file.path) as source:
-            fragment = _PARQUET.make_fragment(source)
-            try:
-                meta = fragment.metadata
-                sources = fields.sources(fragment.physical_schema, needed)
-            except pa.ArrowInvalid as exc:
-                raise CorruptTableError(f"{file.path} is not a readable Parquet file: {exc}") from None
-            if meta.num_rows != file.rows:
-                raise CorruptTableError(f"{file.path}: its Parquet footer has {meta.num_rows} rows, the "
-                                        f"manifest's rows field says {file.rows}")
-            starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-            groups = [i for i in range(meta.num_row_groups)
-                      if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-                      and (where is None or where.may_match(_row_group_stats(meta, i, file, sources)))]
-            if not groups:
-                return None
-            if len(groups) < meta.num_row_groups:
-                fragment = fragment.subset(row_group_ids=groups)
-            spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
-            keep = _kept_rows(deleted, int(starts[-1]), spans) if deleted else None
-            scanner = fragment.scanner(columns=[sources[c] for c in needed if c in sources], use_threads=True)
-            batches = scanner.to_batches()
-            table = fields.conform(pa.Table.from_batches(_drop_deleted(batches, keep) if keep is not None else batches,
-                                                         scanner.projected_schema), sources, needed)
+        read = self._io.read_parquet(file.path, file.size,
+                                     lambda fragment, meta: self._read_groups(file, fragment, meta, deleted, needed))
+        if read is None:
+            return None
+        table, spans, keep = read
         if with_positions:
             # Physical row positions of what was read: row-group start + index within it.
             positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
@@ -219,6 +195,38 @@ class Scan:
         if where is not None:
             table = table.filter(where.to_arrow())
         return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
+
+    def _read_groups(self, file: DataFile, fragment: ds.ParquetFileFragment, meta: pq.FileMetaData,
+                     deleted: BitMap, needed: list[str]) -> tuple[pa.Table, list[tuple[int, int]],
+                                                                  np.ndarray | None] | None:
+        """The ``needed`` columns of the row groups that may hold live matching rows, deleted
+        rows dropped; with the row spans read and the kept-rows mask over them (None: all
+        kept). None when no row group qualifies."""
+        where = self.where
+        if meta.num_rows != file.rows:
+            raise CorruptTableError(f"{file.path}: its Parquet footer has {meta.num_rows} rows, the "
+                                    f"manifest's rows field says {file.rows}")
+        fields = self.snapshot.fields
+        assert fields is not None
+        sources = fields.sources(fragment.physical_schema, needed)
+        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        groups = [i for i in range(meta.num_row_groups)
+                  if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
+                  and (where is None or where.may_match(_row_group_stats(meta, i, file, sources)))]
+        if not groups:
+            return None
+        if len(groups) < meta.num_row_groups:
+            fragment = fragment.subset(row_group_ids=groups)
+        spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
+        keep = _kept_rows(deleted, int(starts[-1]), spans) if deleted else None
+        # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
+        # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
+        # same best; docs/benchmarks.md, "Deletes").
+        scanner = fragment.scanner(columns=[sources[c] for c in needed if c in sources], use_threads=len(groups) > 1)
+        batches = scanner.to_batches()
+        table = pa.Table.from_batches(_drop_deleted(batches, keep) if keep is not None else batches,
+                                      scanner.projected_schema)
+        return fields.conform(table, sources, needed), spans, keep
 
 
 def _kept_rows(deleted: BitMap, rows: int, spans: list[tuple[int, int]]) -> np.ndarray:

@@ -19,11 +19,10 @@ from types import TracebackType
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
-import pyarrow.types as pat
 
 from .errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
                      UpgradeRequiredError)
-from .format.field_ids import FieldIds
+from .format.field_ids import FieldIds, widens
 from .format.manifest import DataFile, Manifest
 from .format.schema import check_schema
 
@@ -147,19 +146,6 @@ class SchemaUpdate:
             raise SchemaEvolutionError(f"the table has no column {name!r}; its columns: "
                                        f"{[f.name for _, f in self._columns]}")
         return i
-
-
-def widens(old: pa.DataType, new: pa.DataType) -> bool:
-    """Whether every value of ``old`` is exactly a value of ``new`` (the same type included)."""
-    if old == new:
-        return True
-    if pat.is_signed_integer(old) and pat.is_signed_integer(new):
-        return new.bit_width > old.bit_width
-    if pat.is_float32(old) and pat.is_float64(new):
-        return True
-    if pat.is_decimal(old) and pat.is_decimal(new):
-        return new.scale == old.scale and new.precision >= old.precision and new.bit_width >= old.bit_width
-    return False
 
 
 def schema_of(data: Any) -> pa.Schema:

@@ -43,7 +43,8 @@ def retrying(store: ObjectStore) -> RetryingStore:
 
 class Table:
     """A handle on a table location. It holds no snapshot: every read starts from the
-    pointer, so a long-lived handle always sees the latest version."""
+    pointer, so a long-lived handle always sees the latest version. (The first read of a
+    handle from ``open_table`` uses the pointer ``open_table`` has just read.)"""
 
     def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
                  commit_options: CommitOptions | None = None) -> None:
@@ -61,15 +62,18 @@ class Table:
     @property
     def version(self) -> int:
         """The latest version (one GET of the pointer)."""
-        return self._log.pointer().version
+        return self._log.read_pointer().version
 
     @property
     def schema(self) -> pa.Schema:
-        return self._log.latest()[0].schema
+        return self._latest().schema
 
     def manifest(self, version: int | None = None) -> Manifest:
         """The manifest of ``version`` (default: the latest)."""
-        return self._log.latest()[0] if version is None else self._log.manifest(check_version(version))
+        return self._latest() if version is None else self._log.manifest(check_version(version))
+
+    def _latest(self) -> Manifest:
+        return self._log.manifest(self._log.read_pointer().version)
 
     def history(self, limit: int | None = None) -> list[CommitInfo]:
         """Retained versions, newest first."""
@@ -88,7 +92,7 @@ class Table:
         elif as_of is not None:
             manifest = self._log.as_of(check_time(as_of))
         else:
-            manifest = self._log.latest()[0]
+            manifest = self._latest()
         dvs = DeletionVectors(self.store)
         snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of,
                             fields=manifest.fields)
@@ -231,7 +235,7 @@ def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
                storage_options: dict[str, str] | None = None, **options: Any) -> Table:
     """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
     table = _table(uri, store, storage_options, options)
-    table.version  # noqa: B018 - fail now, not at the first read
+    table._log.open()  # fail now, not at the first read
     return table
 
 

@@ -29,13 +29,20 @@ from manifest_table import Table
 from manifest_table.errors import ManifestTableError, StoreError, TableNotFoundError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.maintenance import collect_garbage
-from manifest_table.storage import LocalStore, MemoryStore, ObjectStore
+from manifest_table.storage import LocalStore, MemoryStore, ObjectStore, files
 from manifest_table.testing import (CRASH_AFTER, CRASH_BEFORE, FAULTS, TIMEOUT, TRANSIENT, FaultPlan, FaultyStore,
                                     WriterCrashed)
 
 SCHEMA = pa.schema([("id", pa.int64())])
 UNREPEATABLE = {"fs_open_output"}
 """Calls the library cannot repeat: a transient failure of one surfaces (as StoreError)."""
+
+
+@pytest.fixture(autouse=True)
+def ranged_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Data files here are small; read them as big ones are (footer, then ranges, through the
+    filesystem the plan fails), not whole through ``get``, which the MemoryStore cells cover."""
+    monkeypatch.setattr(files, "WHOLE_READ_BYTES", 0)
 
 
 def rows(ids: list[int]) -> pa.Table:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.types as pat
 
-from .root import FIELD_ID
+FIELD_ID = b"PARQUET:field_id"
+"""The Arrow field metadata key of a Parquet field id (what pyarrow writes and reads back)."""
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,16 @@ class FieldIds:
 def plain(schema: pa.Schema) -> FieldIds:
     """Files of a v1 table: read by name (its schema never changes)."""
     return FieldIds(schema, tuple(range(1, len(schema) + 1)))
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether every value of ``old`` is exactly a value of ``new`` (the same type included)."""
+    if old == new:
+        return True
+    if pat.is_signed_integer(old) and pat.is_signed_integer(new):
+        return new.bit_width > old.bit_width
+    if pat.is_float32(old) and pat.is_float64(new):
+        return True
+    if pat.is_decimal(old) and pat.is_decimal(new):
+        return new.scale == old.scale and new.precision >= old.precision and new.bit_width >= old.bit_width
+    return False

@@ -28,6 +28,7 @@ from ..errors import CorruptTableError
 from ..expressions import ColumnStats, Expr
 from ..expressions.stats_arrow import stats_filter
 from ..storage import ObjectStore
+from .field_ids import widens
 from .fields import MAX_INT64
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
@@ -272,30 +273,29 @@ def decode_segment(data: bytes, key: str, schema: pa.Schema, field_ids: Sequence
 
 def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
     """A segment written under an earlier schema, as the current schema's segment: stats of
-    dropped columns left out, those of added columns unknown (null), those of widened
-    columns cast. Anything else is not a segment of this table."""
-    names = set(table.schema.names)
-    stray = [n for n in names - set(expected.names) if not _STATS_COLUMN.fullmatch(n)]
-    missing = [n for n in expected.names if n not in names and not _STATS_COLUMN.fullmatch(n)]
-    if stray or missing:
-        raise CorruptTableError(f"{key}: its columns {table.schema.names} are not the segment columns of the "
-                                f"table schema ({expected.names})")
+    dropped columns left out, those of added columns (all three absent) unknown, those of
+    widened columns cast. Anything else is not a segment of this table."""
+    have = {f.name: f for f in table.schema}
+    present = {m.group(2) for name in have if (m := _STATS_COLUMN.fullmatch(name))}
     columns = []
     for f in expected:
-        if f.name not in names:
+        found, stats = have.get(f.name), _STATS_COLUMN.fullmatch(f.name)
+        if found is None and stats and stats.group(2) not in present:
             columns.append(pa.nulls(table.num_rows, f.type))
-            continue
-        column = table.column(f.name)
-        if column.type != f.type:
-            try:
-                column = column.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                raise CorruptTableError(f"{key}: column {f.name} is {column.type}; expected {f.type}") from None
-        columns.append(column)
+        elif found is not None and (found.equals(f) or (stats and widens(found.type, f.type))):
+            columns.append(table.column(f.name).cast(f.type))
+        else:
+            columns = []
+            break
+    stray = [n for n in have if n not in expected.names and not _STATS_COLUMN.fullmatch(n)]
+    if len(columns) != len(expected) or stray:
+        raise CorruptTableError(f"{key}: its columns {table.schema.names} with types "
+                                f"{[str(t) for t in table.schema.types]} are not the segment columns of the "
+                                f"table schema ({expected.names}, {[str(t) for t in expected.types]})")
     return pa.Table.from_arrays(columns, schema=expected)
 
 
-_STATS_COLUMN = re.compile(r"(min|max|nulls)_[0-9]+")
+_STATS_COLUMN = re.compile(r"(min|max|nulls)_([0-9]+)")
 
 
 def _check_entries(table: pa.Table, key: str) -> None:
