@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 import manifest_table as mt
 from manifest_table.format.root import FIELD_ID
