@@ -111,7 +111,8 @@ def test_info(run: Run, uri: str):
         "format version": "2", "oldest retained version": "0", "data files": "2", "segments": "0",
         "live rows": "4", "deleted rows": "1"}
     assert int(facts["data bytes"]) > 0
-    assert out.splitlines()[-3:] == ["  id: int64", "  name: string", "  ts: timestamp[us, tz=UTC]"]
+    assert out.splitlines()[-3:] == ["  id: int64 (field id 1)", "  name: string (field id 2)",
+                                     "  ts: timestamp[us, tz=UTC] (field id 3)"]
 
 
 def test_history_text_and_json(run: Run, uri: str):
