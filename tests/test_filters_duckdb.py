@@ -243,7 +243,8 @@ def pieces(table: mt.Table) -> list[Piece]:
         start = 0
         for group in range(meta.num_row_groups):
             end = start + meta.row_group(group).num_rows
-            lookup = _row_group_stats(meta, group, file)  # read once: the same for every filter
+            # read once: the same for every filter (the files have the table's column names)
+            lookup = _row_group_stats(meta, group, file, {name: name for name in SCHEMA.names})
             found.append(Piece(f"{file.path} row group {group}", {name: lookup(name) for name in SCHEMA.names}.get,
                                set(ids[start:end][alive[start:end]].tolist())))
             start = end

@@ -340,7 +340,8 @@ def evolved(table: mt.Table) -> list[dict]:
         s.rename_column("name", "new_name")
         s.drop_column("tag")
         s.add_column("tag", pa.int64())
-    table.append(pa.table({"id": [4], "new_name": ["n4"], "score": pa.array([2.0], pa.float32()),
+        s.widen("score", pa.float64())
+    table.append(pa.table({"id": [4], "new_name": ["n4"], "score": [2.0],
                            "amount": [Decimal("0.04")], "tag": [40]}, schema=table.schema))
     return rows(table.to_arrow())
 
@@ -353,7 +354,11 @@ def test_duckdb_and_polars_over_renamed_and_dropped_columns(table: mt.Table) -> 
     con = duckdb.connect()
     got = table.to_duckdb(con, "t").order("id").arrow()
     assert rows(got.read_all() if hasattr(got, "read_all") else got) == want
+    # Read by DuckDB itself: one read_parquet per column plan (old files, new file).
+    sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 't'").fetchall()[0][0]
+    assert sql.count("read_parquet") == 3 and "CAST(NULL AS BIGINT)" in sql
     assert con.execute("SELECT id FROM t WHERE new_name = 'n3'").fetchall() == [(3,)]
+    assert con.execute("SELECT typeof(score), sum(score) FROM t").fetchall() == [("DOUBLE", 4.0)]
     old = table.to_duckdb(con, "old", version=2).order("id").arrow()
     assert "tag" in (old.read_all() if hasattr(old, "read_all") else old).schema.names
     assert rows(table.to_polars().collect().to_arrow()) == want

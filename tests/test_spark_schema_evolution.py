@@ -40,7 +40,9 @@ def test_spark_over_renamed_and_dropped_columns(spark, tmp_path: Path) -> None:
 
     expected = sorted_rows(t.to_arrow())
     assert [(r["id"], r["label"], r["tag"]) for r in expected] == [(1, "n1", None), (3, "n3", None), (4, "n4", 40)]
-    assert sorted_rows(read(spark, uri)) == expected
+    native = read(spark, uri)
+    assert "FileScan parquet" in native._jdf.queryExecution().executedPlan().toString()
+    assert sorted_rows(native) == expected
     assert sorted_rows(spark.read.format("manifest_table").load(uri)) == expected
     assert sorted_rows(read(spark, uri, version=before)) == sorted_rows(t.scan(version=before).to_arrow())
     assert read(spark, uri).filter("label = 'n3'").count() == 1
