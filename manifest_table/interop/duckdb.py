@@ -10,10 +10,13 @@
    projections and filters into its own scans, which is how its Delta and Iceberg
    extensions apply deletion vectors; rows of files without deletes never meet the join.
 
+Once the table's schema has changed, files differ from it: each file's footer is read and the
+files are grouped by the ``SELECT`` list that maps their columns by field id (renamed columns
+aliased, widened ones cast, added ones NULL), one ``read_parquet`` per group.
+
 A location DuckDB cannot read by path (an in-memory or custom store, S3 without the httpfs
-extension or without credentials DuckDB accepts), and a table whose schema has changed
-(whose files are resolved by field id), is registered as an Arrow table instead: the same
-rows, read by us and held in memory. See docs/interop.md.
+extension or without credentials DuckDB accepts) is registered as an Arrow table instead:
+the same rows, read by us and held in memory. See docs/interop.md.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidArgumentError
 from ..scan import Scan, Snapshot
 from ..storage import FileIO, ObjectStore
-from .files import deleted_rows, file_location
+from .files import by_column_plan, deleted_rows, file_location
 
 if TYPE_CHECKING:
     import duckdb
@@ -49,20 +52,23 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
     files = [f for f in snapshot.files if f.live_rows > 0]
     # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
     clash = set(_VIRTUAL) & set(snapshot.schema.names) and any(f.deletes for f in files)
-    # Once the schema has changed, files differ from it (renamed, added, dropped, widened
-    # columns): they are resolved by field id on our side (format/field_ids.py).
-    evolved = snapshot.fields is not None and snapshot.fields.evolved
-    root = _native_root(con, io.store) if files and not clash and not evolved else None
+    root = _native_root(con, io.store) if files and not clash else None
     if root is not None:
         paths = [f"{root}/{f.path}" for f in files]
-        columns = ", ".join(f"t.{_quote(c)}" for c in snapshot.schema.names)
-        clean = [p for f, p in zip(files, paths) if f.deletes is None]
         dirty = [(f, p) for f, p in zip(files, paths) if f.deletes is not None]
-        parts = [f"SELECT {columns} FROM read_parquet({_list(clean)}) AS t"] if clean else []
         if dirty:
             _load(con, hidden, deleted_rows(*zip(*dirty), snapshot.deleted))
-            parts.append(f"SELECT {columns} FROM read_parquet({_list([p for _, p in dirty])}, filename=true, "
-                         f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
+        parts = []
+        types = dict(zip(snapshot.schema.names, map(str, con.from_arrow(snapshot.schema.empty_table()).dtypes)))
+        for plan, group in by_column_plan(io, snapshot.fields, files).items():
+            columns = ", ".join(_column(name, source, cast is not None, types[name]) for name, source, cast in plan)
+            clean = [f"{root}/{f.path}" for f in group if f.deletes is None]
+            with_deletes = [f"{root}/{f.path}" for f in group if f.deletes is not None]
+            if clean:
+                parts.append(f"SELECT {columns} FROM read_parquet({_list(clean)}) AS t")
+            if with_deletes:
+                parts.append(f"SELECT {columns} FROM read_parquet({_list(with_deletes)}, filename=true, "
+                             f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
         source = " UNION ALL ".join(parts)
         try:
             con.execute(f"CREATE TEMP VIEW {view} AS {source}")
@@ -72,6 +78,15 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
             _drop(con, name, view, hidden)
     con.register(name, Scan(snapshot, io).to_arrow())
     return con.view(name)
+
+
+def _column(name: str, source: str | None, cast: bool, duck_type: str) -> str:
+    """Table column ``name`` read from file column ``source`` (None: the file has none)."""
+    if source is None:
+        return f"CAST(NULL AS {duck_type}) AS {_quote(name)}"
+    if cast:
+        return f"CAST(t.{_quote(source)} AS {duck_type}) AS {_quote(name)}"
+    return f"t.{_quote(source)} AS {_quote(name)}"
 
 
 def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | None:

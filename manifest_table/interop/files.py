@@ -1,9 +1,11 @@
-"""Where a snapshot's live data files are for an engine that reads Parquet itself, and which
-rows of them are deleted: the two things every native reader needs besides the paths."""
+"""Where a snapshot's live data files are for an engine that reads Parquet itself, which rows
+of them are deleted, and (once the schema has changed) how each file's columns map onto the
+table's: what every native reader needs besides the paths."""
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 import numpy as np
@@ -11,8 +13,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyroaring import BitMap
 
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..storage import ObjectStore
+from ..storage import FileIO, ObjectStore
+
+_FOOTER_THREADS = 8
+"""Footers read at once when an evolved table's files are mapped: object stores' latency is
+what the threads overlap."""
 
 
 def file_location(store: ObjectStore) -> tuple[str, str] | None:
@@ -44,3 +51,31 @@ def deleted_rows(files: Sequence[DataFile], paths: Sequence[str],
         positions.append(pa.array(rows))
     return pa.table({"filename": pa.chunked_array(names, pa.string()),
                      "file_row_number": pa.chunked_array(positions, pa.int64())})
+
+
+ColumnPlan = tuple[tuple[str, str | None, pa.DataType | None], ...]
+"""How one file is read as the table's columns: per column, its name, the file's column that
+holds it (None: added since the file was written) and, when the table widened it since, the
+file's type (None: the table's)."""
+
+
+def by_column_plan(io: FileIO, fields: FieldIds, files: Sequence[DataFile]) -> dict[ColumnPlan, list[DataFile]]:
+    """``files`` grouped by their column plan, in order of first appearance. Until the schema
+    changes every file has the table's columns: one group, and nothing is read. After, each
+    file's footer is read (a few at a time) and its columns resolved by field id
+    (format/field_ids.py), so that an engine reading Parquet itself can read each group with
+    one projection."""
+    names = fields.schema.names
+    if not fields.evolved:
+        return {tuple((n, n, None) for n in names): list(files)} if files else {}
+    with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
+        footers = list(pool.map(lambda f: io.read_parquet(f.path, f.size, lambda fragment, _: fragment.physical_schema),
+                                files))
+    groups: dict[ColumnPlan, list[DataFile]] = {}
+    for file, footer in zip(files, footers):
+        sources = fields.sources(footer, names)
+        plan = tuple((f.name, source, None if source is None or footer.field(source).type == f.type
+                      else footer.field(source).type)
+                     for f in fields.schema for source in [sources.get(f.name)])
+        groups.setdefault(plan, []).append(file)
+    return groups

@@ -43,7 +43,8 @@ def rewrite_groups(spark: Any, location: TableLocation, groups: Sequence[Compact
         _GROUP: [i for i, g in enumerate(groups) for _ in g.files],
         _PLACE: [j for g in groups for j in range(len(g.files))],
     }))
-    rows = live_rows(spark, location, schema, files, DeletionVectors(location.store()).of, with_positions=True)
+    rows = live_rows(spark, location, groups[0].fields, files, DeletionVectors(location.store()).of,
+                     with_positions=True)
     tagged = rows.join(F.broadcast(places), rows[FILE_COLUMN] == places["_mt_name"])
     ordered = (tagged.repartition(len(groups), _GROUP)
                .sortWithinPartitions(_GROUP, _PLACE, ROW_COLUMN)

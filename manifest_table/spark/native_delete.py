@@ -33,7 +33,7 @@ def matching_positions(spark: Any, location: TableLocation, snapshot: Snapshot, 
     if not files:
         return {}
     needed = sorted(where.columns())
-    rows = live_rows(spark, location, snapshot.schema, files, snapshot.deleted, with_positions=True)
+    rows = live_rows(spark, location, snapshot.fields, files, snapshot.deleted, with_positions=True)
     rows = rows.select(*[quoted(name) for name in needed], FILE_COLUMN, ROW_COLUMN)
     narrow = narrowing(where, snapshot.schema)
     if narrow is not None:

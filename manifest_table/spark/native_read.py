@@ -24,11 +24,15 @@ from pyroaring import BitMap
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
+from ..interop.files import ColumnPlan, by_column_plan
 from ..scan import Snapshot
+from ..storage import FileIO
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_readable, spark_schema
+from .spark_filter import quoted
 
 FILE_COLUMN = "_mt_file"
 """The data file a row came from (its name), when a read is asked for row positions."""
@@ -47,17 +51,11 @@ def read(spark: Any, uri: str, *, version: int | None = None, as_of: str | None 
     snapshot = location.open().scan(version=version, as_of=as_of).snapshot
     if not native_readable_snapshot(spark, location, snapshot):
         return data_source_read(spark, location, snapshot.version)
-    return live_rows(spark, location, snapshot.schema, snapshot.files, snapshot.deleted)
+    return live_rows(spark, location, snapshot.fields, snapshot.files, snapshot.deleted)
 
 
 def native_readable_snapshot(spark: Any, location: TableLocation, snapshot: Snapshot) -> bool:
-    """True when Spark can read every file of ``snapshot`` natively and name them uniquely,
-    and they all have the table's schema: once it has changed, files are resolved by field
-    id (format/field_ids.py), which the Python data source does per file."""
-    if snapshot.fields is not None and snapshot.fields.evolved:
-        report_fallback(location, "evolved", "the table's schema has changed since some of its files were "
-                        "written (columns renamed, added, dropped or widened)")
-        return False
+    """True when Spark can read every file of ``snapshot`` natively and name them uniquely."""
     unreadable = [f.name for f in snapshot.schema if not native_readable(f.type)]
     if unreadable:
         report_fallback(location, "types", f"Spark's Parquet reader cannot read columns {unreadable}")
@@ -78,10 +76,13 @@ def data_source_read(spark: Any, location: TableLocation, version: int) -> DataF
     return reader.options(**(location.storage_options or {})).load(location.uri)
 
 
-def live_rows(spark: Any, location: TableLocation, schema: pa.Schema, files: Sequence[DataFile],
+def live_rows(spark: Any, location: TableLocation, fields: FieldIds | None, files: Sequence[DataFile],
               deleted: Callable[[DataFile], BitMap], *, with_positions: bool = False) -> DataFrame:
-    """The live rows of ``files`` (which must be natively readable), with the table's columns
-    and, if ``with_positions``, ``FILE_COLUMN`` and ``ROW_COLUMN``."""
+    """The live rows of ``files`` (which must be natively readable), with the columns of
+    ``fields`` (the version's schema and field ids) and, if ``with_positions``,
+    ``FILE_COLUMN`` and ``ROW_COLUMN``."""
+    assert fields is not None
+    schema = fields.schema
     files = [f for f in files if f.live_rows > 0]
     if not files:
         empty = spark.createDataFrame([], spark_schema(schema))
@@ -90,12 +91,13 @@ def live_rows(spark: Any, location: TableLocation, schema: pa.Schema, files: Seq
                                  F.lit(None).cast("long").alias(ROW_COLUMN))
         return empty
     parts = []
+    plans = by_column_plan(FileIO(location.store()), fields, files)
     clean = [f for f in files if f.deletes is None]
     if clean:
-        parts.append(_parquet(spark, location, schema, clean, with_positions))
+        parts.append(_parquet(spark, location, schema, plans, clean, with_positions))
     dirty = [f for f in files if f.deletes is not None]
     if dirty:
-        rows = _parquet(spark, location, schema, dirty, with_positions=True)
+        rows = _parquet(spark, location, schema, plans, dirty, with_positions=True)
         gone = F.broadcast(_deleted_rows(spark, dirty, deleted))
         kept = rows.join(gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"])
                          & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti")
@@ -108,14 +110,37 @@ def file_name(file: DataFile) -> str:
     return file.path.rsplit("/", 1)[-1]
 
 
-def _parquet(spark: Any, location: TableLocation, schema: pa.Schema, files: Sequence[DataFile],
-             with_positions: bool) -> DataFrame:
-    reader = spark.read.schema(spark_schema(schema)).options(**hadoop_options(location))
-    frame = reader.parquet(*[hadoop_path(location, f.path) for f in files])
+def _parquet(spark: Any, location: TableLocation, schema: pa.Schema, plans: dict[ColumnPlan, list[DataFile]],
+             files: Sequence[DataFile], with_positions: bool) -> DataFrame:
+    """``files`` read as the table's columns: one Parquet read per column plan (one for all
+    until the schema changes), each projecting its files' columns onto the table's."""
+    chosen = {f.path for f in files}
+    parts = []
+    for plan, group in plans.items():
+        paths = [hadoop_path(location, f.path) for f in group if f.path in chosen]
+        if paths:
+            parts.append(_read_plan(spark, location, schema, plan, paths, with_positions))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def _read_plan(spark: Any, location: TableLocation, schema: pa.Schema, plan: ColumnPlan, paths: list[str],
+               with_positions: bool) -> DataFrame:
+    """Files of one column plan: their columns read by their own names and types, renamed,
+    cast where the table widened them, NULL where they lack one."""
+    target = spark_schema(schema)
+    stored = pa.schema([pa.field(source, file_type or schema.field(name).type)
+                        for name, source, file_type in plan if source is not None])
+    frame = spark.read.schema(spark_schema(stored)).options(**hadoop_options(location)).parquet(*paths)
+    columns = []
+    for (name, source, file_type), field in zip(plan, target.fields):
+        if source is None:
+            columns.append(F.lit(None).cast(field.dataType).alias(name))
+        else:
+            column = quoted(source)
+            columns.append((column.cast(field.dataType) if file_type is not None else column).alias(name))
     if with_positions:
-        frame = frame.select("*", F.col("_metadata.file_name").alias(FILE_COLUMN),
-                             F.col("_metadata.row_index").alias(ROW_COLUMN))
-    return frame
+        columns += [F.col("_metadata.file_name").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(ROW_COLUMN)]
+    return frame.select(*columns)
 
 
 def _deleted_rows(spark: Any, files: Sequence[DataFile], deleted: Callable[[DataFile], BitMap]) -> DataFrame:
