@@ -16,11 +16,11 @@ from .changes import Changes
 from .commit import CommitInfo, commit
 from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
 from .expressions import Expr, Or, to_expr
+from .format.field_ids import FieldIds
 from .format.keys import DATA_PREFIX, caller_key, is_writer_key
 from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
 from .listing import StagedFiles, VersionFiles, locate
-from .format.field_ids import FieldIds
 from .scan import Scan, Snapshot
 from .schema_evolution import SchemaUpdate, schema_of
 from .tombstones import DeletionVectors

@@ -40,6 +40,7 @@ from .footer_stats import data_file_from_footer
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_writable, spark_schema
+from .spark_filter import quoted
 from .table_commit import TableCommit
 
 MODES = ("append", "overwrite")
@@ -143,7 +144,7 @@ def _with_field_ids(frame: DataFrame, schema: pa.Schema, field_ids: Sequence[int
     ids = dict(zip(schema.names, field_ids))
     columns = []
     for name in frame.columns:
-        column = F.col("`" + name.replace("`", "``") + "`")
+        column = quoted(name)
         columns.append(column.alias(name, metadata={"parquet.field.id": ids[name]}) if name in ids else column)
     return frame.select(*columns)
 
