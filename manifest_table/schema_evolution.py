@@ -4,8 +4,8 @@
 1. Every column has a field id; data files carry them (or are resolved through the name
    mapping, format/field_ids.py), so no change rewrites data.
 2. A change is staged as a ``SchemaChange``: the schema, ids and name mapping the commit
-   moves the table to, and the version's ids it was staged on. ``build.py`` applies it
-   (``Manifest.with_fields``) before the commit's other changes.
+   moves the table to. ``build.py`` applies it (``Manifest.with_fields``) before the
+   commit's other changes.
 3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change; an
    append written under the old schema carries over when every column it wrote still
    exists with the same or a wider type and every added column is nullable
@@ -31,8 +31,6 @@ from .format.schema import check_schema
 class SchemaChange:
     """Where a commit moves the table's schema."""
 
-    base: FieldIds
-    """The schema it was staged on: a concurrent schema change is a conflict."""
     fields: FieldIds
     last_field_id: int
     steps: tuple[str, ...]
@@ -125,7 +123,7 @@ class SchemaUpdate:
         if ids == base.ids and schema.equals(base.schema):
             return None
         mapping = base.name_mapping if base.evolved else dict(zip(base.schema.names, base.ids))
-        return SchemaChange(base, FieldIds(schema, ids, mapping), self._last, tuple(self._steps))
+        return SchemaChange(FieldIds(schema, ids, mapping), self._last, tuple(self._steps))
 
     def __enter__(self) -> "SchemaUpdate":
         return self
