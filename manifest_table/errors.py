@@ -64,3 +64,7 @@ class InputFileError(ManifestTableError):
 
 class InvalidArgumentError(ManifestTableError, ValueError):
     """An argument has a value that makes no sense (negative size, retention below grace, ...)."""
+
+
+class DuplicateKeyError(InvalidArgumentError):
+    """An upsert's source holds the same key more than once: which row would win is undefined."""

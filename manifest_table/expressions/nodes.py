@@ -23,6 +23,7 @@ from .literals import (
     INVERSE, OPERATORS, Value, checked_text, convert, filter_error, is_string, literal, quote_name, render_literal,
 )
 from .pruning import ColumnStats, StatsLookup
+from .terms import Ref, Term, term
 
 MAX_DEPTH = 100
 """How deeply nodes may nest (NOT and alternating AND/OR). Every visitor recurses once per
@@ -412,6 +413,34 @@ class Column:
     def between(self, low: Any, high: Any) -> Expr:
         """Inclusive range, desugared so pruning and rendering need no extra node."""
         return And(Comparison(self.name, ">=", low), Comparison(self.name, "<=", high))
+
+    # In arithmetic a Column stands for the column's value: `col("qty") + 1` (terms.py).
+    def __add__(self, other: Any) -> Term:
+        return Ref(self.name) + other
+
+    def __radd__(self, other: Any) -> Term:
+        return term(other) + Ref(self.name)
+
+    def __sub__(self, other: Any) -> Term:
+        return Ref(self.name) - other
+
+    def __rsub__(self, other: Any) -> Term:
+        return term(other) - Ref(self.name)
+
+    def __mul__(self, other: Any) -> Term:
+        return Ref(self.name) * other
+
+    def __rmul__(self, other: Any) -> Term:
+        return term(other) * Ref(self.name)
+
+    def __truediv__(self, other: Any) -> Term:
+        return Ref(self.name) / other
+
+    def __rtruediv__(self, other: Any) -> Term:
+        return term(other) / Ref(self.name)
+
+    def __neg__(self) -> Term:
+        return -Ref(self.name)
 
 
 def col(name: str) -> Column:
