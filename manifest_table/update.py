@@ -75,6 +75,9 @@ def assigned(rows: pa.Table, terms: dict[str, Term], schema: pa.Schema) -> pa.Ta
     for field in schema:
         column = computed.column(field.name)
         if column.type != field.type:
+            if not _storable(column.type, field.type):
+                raise InvalidArgumentError(f"update cannot store {terms[field.name]} (of type {column.type}) "
+                                           f"in column {field.name!r} of type {field.type}")
             try:
                 column = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -82,3 +85,13 @@ def assigned(rows: pa.Table, terms: dict[str, Term], schema: pa.Schema) -> pa.Ta
                                            f"in column {field.name!r} of type {field.type}: {exc}") from None
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _storable(value: pa.DataType, column: pa.DataType) -> bool:
+    """Stored by a (checked) cast: a number into any number column, a null anywhere, a
+    string into a string column, a timestamp into a timestamp column; never a number into
+    a string column or a string parsed into a date, which SQL engines disagree on."""
+    t = pa.types
+    kinds = (lambda x: t.is_integer(x) or t.is_floating(x) or t.is_decimal(x),
+             lambda x: t.is_string(x) or t.is_large_string(x), t.is_timestamp, t.is_date)
+    return t.is_null(value) or any(kind(value) and kind(column) for kind in kinds)

@@ -163,23 +163,28 @@ class Arithmetic(Term):
                 raise filter_error(f"cannot apply {self.op} to {side} of type {side.arrow_type}: "
                                    "arithmetic takes integer, floating-point and decimal values")
         bound = dataclasses.replace(self, left=left, right=right)
-        empty = [pa.array([], left.arrow_type), pa.array([], right.arrow_type)]
-        if bound._double_division():
-            empty = [a.cast(pa.float64()) for a in empty]
+        empty = [pa.array([], t) for t in bound._operand_types()]
         result = pc.call_function(_KERNELS[self.op], empty)
         return dataclasses.replace(bound, arrow_type=result.type)
 
     def to_arrow(self) -> pc.Expression:
-        operands = [self.left.to_arrow(), self.right.to_arrow()]
-        if self._double_division():
-            operands = [o.cast(pa.float64()) for o in operands]
+        pairs = zip((self.left, self.right), self._operand_types())
+        operands = [side.to_arrow() if side.arrow_type == t else side.to_arrow().cast(t) for side, t in pairs]
         return pc.Expression._call(_KERNELS[self.op], operands)
 
-    def _double_division(self) -> bool:
-        """Integer / integer divides as doubles (Spark, DuckDB), not with truncation."""
-        types = (self.left.arrow_type, self.right.arrow_type)
-        return self.op == "/" and all(t is not None and (pa.types.is_integer(t) or pa.types.is_null(t))
-                                      for t in types)
+    def _operand_types(self) -> tuple[pa.DataType, pa.DataType]:
+        """The types the kernel gets. Integer / integer divides as doubles (Spark, DuckDB),
+        not with truncation; an integer meets a decimal as decimal(19, 0), which holds every
+        int64 (Arrow's own implicit cast picks a precision too small for the product)."""
+        left, right = self.left.arrow_type, self.right.arrow_type
+        integral = [t is not None and (pa.types.is_integer(t) or pa.types.is_null(t)) for t in (left, right)]
+        if self.op == "/" and all(integral):
+            return pa.float64(), pa.float64()
+        if pa.types.is_decimal(left) and integral[1]:
+            return left, pa.decimal128(19, 0)
+        if pa.types.is_decimal(right) and integral[0]:
+            return pa.decimal128(19, 0), right
+        return left, right
 
 
 @dataclass(frozen=True)
