@@ -95,12 +95,17 @@ def upsert(tx: "Transaction", data: Any, on: Sequence[str], when_matched: str,
         parts.append(source.filter(pa.array(unmatched)))
     new_rows = pa.concat_tables(parts) if parts else schema.empty_table()
     tx.append(new_rows)
-    if when_matched == "update":
-        tx._stage_deletes(positions.items())
+    return stage_replacements(tx, positions, where, keys, when_matched, when_not_matched, new_rows.num_rows)
+
+
+def stage_replacements(tx: "Transaction", positions: dict[str, BitMap], where: Expr | None, keys: list[str],
+                       when_matched: str, when_not_matched: str, rows_written: int) -> UpsertCounts:
+    """Step 4 once the new rows are staged (here, or written by Spark): delete the matched
+    positions, serialize against the key filter, record the counts."""
+    updated = tx._stage_deletes(positions.items()) if when_matched == "update" else 0
     if where is not None:
         tx._changes.serialize_against(where)
-    counts = UpsertCounts(len(matched_rows) if when_matched == "update" else 0,
-                          new_rows.num_rows - (len(matched_rows) if when_matched == "update" else 0))
+    counts = UpsertCounts(updated, rows_written - updated)
     tx._changes.parameters.setdefault("upserts", []).append(
         {"on": keys, "when_matched": when_matched, "when_not_matched": when_not_matched})
     tx._record("upsert", **counts._asdict())
@@ -119,8 +124,13 @@ def key_filter(keyed: pa.Table, keys: list[str], schema: pa.Schema) -> Expr | No
             parts.append(In(name, values.to_pylist()))
         else:
             low, high = pc.min_max(values).values()
-            parts.append(And(Comparison(name, ">=", low.as_py()), Comparison(name, "<=", high.as_py())))
+            parts.append(key_range(name, low.as_py(), high.as_py()))
     return (parts[0] if len(parts) == 1 else And(*parts)).bind(schema)
+
+
+def key_range(name: str, low: Any, high: Any) -> Expr:
+    """``low <= name <= high``: what a key filter keeps of a column with many keys."""
+    return And(Comparison(name, ">=", low), Comparison(name, "<=", high))
 
 
 def _all_valid(source: pa.Table, keys: list[str]) -> np.ndarray:
