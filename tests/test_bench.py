@@ -14,6 +14,7 @@ RUNS = {
                "--peers", ""],
     "delete": ["--rows", "20000", "--repeat", "1", "--files", "5", "--peers", ""],
     "throughput": ["--rows", "20000", "--repeat", "1", "--pylist-rows", "1000", "--peers", ""],
+    "upsert": ["--rows", "20000", "--source", "100", "--repeat", "1", "--peers", ""],
 }
 
 
