@@ -191,7 +191,7 @@ CASES: list[Case] = [
     ("update-bad-term-syntax", InvalidFilterError, lambda t: t.update({"id": "id +"}), "expected a column name"),
     ("update-null-into-not-null", SchemaMismatchError, lambda t: t.update({"id": None}, where="id = 7"), "not nullable"),
     ("update-fraction-into-integer", InvalidArgumentError, lambda t: t.update({"id": "id / 2"}), "cannot store"),
-    ("update-divide-by-zero", InvalidArgumentError, lambda t: t.update({"d": "d / 0"}), "divide by zero"),
+    ("update-divide-by-zero", InvalidArgumentError, lambda t: t.update({"d": "d / 0"}), "(?i)divide by zero"),
     ("update-number-into-string", InvalidArgumentError, lambda t: t.update({"name": 5}), "cannot store"),
     ("upsert-duplicate-key", DuplicateKeyError, lambda t: t.upsert(pa.concat_tables([_rows(7, 8), _rows(7, 8)]), ["id"]), "more than once"),
     ("upsert-no-keys", InvalidArgumentError, lambda t: t.upsert(_rows(0, 2), []), "at least one key"),
