@@ -23,6 +23,7 @@ def values(text: str) -> list:
 
 @pytest.mark.parametrize("text, expected", [
     ("a + 1", [8, None, -2]),
+    ("a * 1000000000", [7_000_000_000, None, -3_000_000_000]),  # a literal is int64: no int32 overflow
     ("a - 1", [6, None, -4]),
     ("a-1", [6, None, -4]),
     ("a * -2", [-14, None, 6]),

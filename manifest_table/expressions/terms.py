@@ -9,7 +9,9 @@ SQL's semantics, as Spark 4 (ANSI mode), DuckDB and PostgreSQL agree on them:
 - an integer result that leaves int64, and a division by zero, are errors, never a wrapped or
   infinite value (Arrow's ``*_checked`` kernels), so an update that would write one fails
   whole and commits nothing;
-- mixed types widen as SQL does (an integer with a double is a double).
+- mixed types widen as SQL does (an integer with a double is a double); an integer literal
+  is an int64, so ``small_int_column * 1000`` is computed in int64, while two int8 columns
+  add as int8 (an overflow is an error, as in Spark's ANSI mode).
 
 The result is then stored into its column by a safe cast (``assigned``): 2.0 goes into an
 integer column, 2.5 does not, and neither does a value outside the column's range.
@@ -168,7 +170,12 @@ class Arithmetic(Term):
         return dataclasses.replace(bound, arrow_type=result.type)
 
     def to_arrow(self) -> pc.Expression:
-        pairs = zip((self.left, self.right), self._operand_types())
+        types = self._operand_types()
+        if not any(pa.types.is_decimal(t) for t in types):
+            # Both sides as the result type bind() found for arrays: inside an expression
+            # Arrow would narrow a literal (int8 * 1000 computed as int16 overflows).
+            types = (self.arrow_type, self.arrow_type)
+        pairs = zip((self.left, self.right), types)
         operands = [side.to_arrow() if side.arrow_type == t else side.to_arrow().cast(t) for side, t in pairs]
         return pc.Expression._call(_KERNELS[self.op], operands)
 
