@@ -142,25 +142,20 @@ def stage_replacements(tx: "Transaction", positions: dict[str, BitMap], where: E
     return counts
 
 
-def key_filter(keyed: pa.Table, keys: list[str], schema: pa.Schema) -> Expr | None:
+def key_filter(keyed: pa.Table, keys: list[str], schema: pa.Schema, in_limit: int = IN_LIMIT) -> Expr | None:
     """A filter (bound) that every target row matching a key of ``keyed`` satisfies: per key
-    column, ``IN`` its distinct values or, past ``IN_LIMIT``, its range. None: no key."""
+    column, ``IN`` its distinct values or, past ``in_limit`` of them, their range. None: no key."""
     if not keyed.num_rows:
         return None
     parts: list[Expr] = []
     for name in keys:
         values = pc.unique(keyed.column(name))
-        if len(values) <= IN_LIMIT:
+        if len(values) <= in_limit:
             parts.append(In(name, values.to_pylist()))
         else:
             low, high = pc.min_max(values).values()
-            parts.append(key_range(name, low.as_py(), high.as_py()))
+            parts.append(And(Comparison(name, ">=", low.as_py()), Comparison(name, "<=", high.as_py())))
     return (parts[0] if len(parts) == 1 else And(*parts)).bind(schema)
-
-
-def key_range(name: str, low: Any, high: Any) -> Expr:
-    """``low <= name <= high``: what a key filter keeps of a column with many keys."""
-    return And(Comparison(name, ">=", low), Comparison(name, "<=", high))
 
 
 def _all_valid(source: pa.Table, keys: list[str]) -> np.ndarray:

@@ -3,6 +3,7 @@ a source with a key twice commits nothing. Few and small: each Spark job costs s
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,8 +36,13 @@ def twin_tables(tmp_path: Path) -> tuple[mt.Table, mt.Table]:
     return tables[0], tables[1]
 
 
-@pytest.mark.parametrize("when_matched, when_not_matched", [("update", "insert"), ("ignore", "insert")])
-def test_spark_upsert_equals_the_python_upsert(spark, tmp_path: Path, when_matched, when_not_matched):
+@pytest.mark.parametrize("when_matched, when_not_matched, in_limit", [
+    ("update", "insert", 1024), ("ignore", "insert", 1024), ("update", "insert", 2)],
+    ids=["update-insert", "ignore-insert", "key-range-filter"])
+def test_spark_upsert_equals_the_python_upsert(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               when_matched, when_not_matched, in_limit):
+    # Past IN_LIMIT distinct keys the filter is their range (the package's name `upsert` is the function).
+    monkeypatch.setattr(importlib.import_module("manifest_table.spark.upsert"), "IN_LIMIT", in_limit)
     ours, reference = twin_tables(tmp_path)
     source = pa.concat_tables([rows([3, 5, 45, 200, 201], 1.5, "new"),
                                pa.table({"id": [None], "name": ["null key"], "v": [2.0]}, schema=SCHEMA)])

@@ -3,8 +3,9 @@ written by Spark, and the driver commits once (manifest_table/upsert.py has the 
 
 1. On the driver: the source is checked against the table and conformed to its schema;
    Spark finds any key held twice (``DuplicateKeyError`` before anything is written) and
-   each key column's range, which becomes the key filter.
-2. The files whose stats may hold keys in that range are read natively (``live_rows``:
+   the keys, which become the key filter: ``IN`` of their values when there are at most
+   ``IN_LIMIT``, else each key column's range.
+2. The files whose stats may hold the keys are read natively (``live_rows``:
    key columns, file and row position, deleted rows dropped). An inner join with the source
    gives the matched target rows, with the source row that replaces each; a left anti join
    gives the source rows to insert. SQL's join never matches a null key, as the Python
@@ -32,8 +33,8 @@ from pyspark.sql import functions as F
 from ..arguments import check_choice
 from ..commit import CommitInfo
 from ..errors import DuplicateKeyError
-from ..expressions import And, Expr
-from ..upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_range, stage_replacements
+from ..expressions import Expr
+from ..upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
 from .native_delete import by_file
 from .native_location import report_fallback
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows, native_readable_snapshot
@@ -90,20 +91,22 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
 
 
 def _key_filter(source: DataFrame, keys: list[str], schema: pa.Schema) -> Expr | None:
-    """Fail on a key held twice; the range of each key column as a bound filter (None when
-    no source row has a whole key)."""
+    """Fail on a key held twice; the keys as a bound filter, as ``upsert.key_filter`` makes
+    it (None when no source row has a whole key)."""
     keyed = source.where(functools.reduce(operator.and_, [quoted(k).isNotNull() for k in keys]))
     repeated = keyed.groupBy(*[quoted(k) for k in keys]).count().where(F.col("count") > 1)
     shown = [row.asDict() for row in repeated.drop("count").limit(5).collect()]
     if shown:
         raise DuplicateKeyError(f"the source holds keys more than once, e.g. {shown}; each key of {keys} "
                                 "may appear once (nothing was written)")
-    bounds = keyed.agg(*[F.min(quoted(k)) for k in keys], *[F.max(quoted(k)) for k in keys]).toArrow()
-    if bounds.column(0)[0].as_py() is None:
-        return None
-    parts = [key_range(k, bounds.column(i)[0].as_py(), bounds.column(len(keys) + i)[0].as_py())
-             for i, k in enumerate(keys)]
-    return (parts[0] if len(parts) == 1 else And(*parts)).bind(schema)
+    few = keyed.select(*[quoted(k) for k in keys]).distinct().limit(IN_LIMIT + 1).toArrow()
+    if few.num_rows <= IN_LIMIT:
+        return key_filter(few, keys, schema)
+    bounds = keyed.agg(*[F.min(quoted(k)).alias(f"lo{i}") for i, k in enumerate(keys)],
+                       *[F.max(quoted(k)).alias(f"hi{i}") for i, k in enumerate(keys)]).toArrow()
+    ends = pa.table({k: pa.concat_arrays([bounds[f"lo{i}"].combine_chunks(), bounds[f"hi{i}"].combine_chunks()])
+                     for i, k in enumerate(keys)})
+    return key_filter(ends, keys, schema, in_limit=1)  # each column's range
 
 
 def _positions(matched: DataFrame, files: Sequence[Any]) -> dict[str, BitMap]:
