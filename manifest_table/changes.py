@@ -14,6 +14,7 @@ from pyroaring import BitMap
 
 from .expressions import Expr, Or
 from .format.manifest import DataFile, DeletionVector
+from .format.root import Properties
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,12 @@ class Changes:
     metrics: dict[str, Any] = field(default_factory=dict)
     app_transaction: tuple[str, int] | None = None
     """(application id, its monotonically increasing batch id): commit each batch once."""
+    upgrade: Properties | None = None
+    """Set by ``Table.upgrade()``: move a v1 table to format v2 with these properties."""
 
     def is_empty(self) -> bool:
-        return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction)
+        return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction
+                    or self.upgrade)
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
         if positions:

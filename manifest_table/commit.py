@@ -16,16 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pyroaring import BitMap, FrozenBitMap
-
 from .arguments import check_int, check_number
-from .changes import Changes, rewrites_to_json
+from .build import ManifestBuilder
+from .changes import Changes
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
 from .errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
-from .format.manifest import DataFile, DeletionVector, Manifest
+from .format.manifest import Manifest
 from .format.pointer import Pointer
 from .log import VersionLog
-from .tombstones import DeletionVectors, write_tombstone
+from .tombstones import DeletionVectors
 
 
 @dataclass(frozen=True)
@@ -85,11 +84,11 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     (nothing was committed; staged objects are removed) or ``CommitFailedError``.
     ``dvs``: the caller's tombstone cache (a delete already loaded the bitmaps it unions)."""
     dvs = dvs if dvs is not None else DeletionVectors(log.store)
-    stager = _TombstoneStager(log, dvs)
+    builder = ManifestBuilder(log, dvs)
     try:
         check_app_transaction(changes, base)
     except AlreadyCommitted as done:  # a replayed batch: what it staged will never be committed
-        _discard(log, changes, stager)
+        _discard(log, changes, builder)
         return CommitInfo.of(done.manifest, committed=False)
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
@@ -97,7 +96,7 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     try:
         for _ in range(options.max_attempts):
             if options.deadline is not None and time.monotonic() - began > options.deadline:
-                _discard(log, changes, stager)
+                _discard(log, changes, builder)
                 raise CommitFailedError(
                     f"commit {commit_id} to {log.location} gave up: more than its deadline of "
                     f"{options.deadline} s passed since its snapshot; the table is unchanged by this commit")
@@ -106,20 +105,21 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
                 # create-only write of a removed version would succeed and then be lost.
                 changes, prev = _rebase_to_pointer(log, changes, prev, dvs)
                 started = time.monotonic()
-            manifest = _build(prev, changes, commit_id, stager)
+            manifest = builder.build(prev, changes, commit_id)
             stored = _create(log, manifest)
             if stored is not None and stored.commit_id == commit_id:
                 break
             if stored is not None:
+                builder.lost()
                 changes, prev = _catch_up(log, changes, prev, stored, dvs)
             losses += 1
             time.sleep(_backoff(losses, options))
         else:
-            _discard(log, changes, stager)
+            _discard(log, changes, builder)
             raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
                                     f"{log.location}; the table is unchanged by this commit ({commit_id})")
     except AlreadyCommitted as done:
-        _discard(log, changes, stager)
+        _discard(log, changes, builder)
         log.advance_pointer(done.manifest.version)
         return CommitInfo.of(done.manifest, committed=False)
     except CommitFailedError:
@@ -127,7 +127,7 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
     except ManifestTableError:
         # A conflict, or a store or corruption error before our create landed (every earlier
         # attempt was resolved: nothing was committed). The staged objects are garbage.
-        _discard(log, changes, stager)
+        _discard(log, changes, builder)
         raise
     _acknowledge(log, stored, pointer)
     return CommitInfo.of(stored)
@@ -187,58 +187,6 @@ def _create(log: VersionLog, manifest: Manifest) -> Manifest | None:
     return existing
 
 
-def _build(prev: Manifest, changes: Changes, commit_id: str, stager: "_TombstoneStager") -> Manifest:
-    files = {f.path: f for f in prev.files if f.path not in changes.removed}
-    for f in changes.added:
-        files[f.path] = f
-    newly_deleted = 0
-    refs = stager.stage({p: files[p] for p, bm in changes.deletes.items() if bm}, changes.deletes)
-    for path, (ref, new_rows) in refs.items():
-        files[path] = files[path].with_deletes(ref)
-        newly_deleted += new_rows
-    metrics = dict(changes.metrics)
-    if changes.deletes:
-        metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
-    parameters = dict(changes.parameters)
-    if changes.rewrites:
-        parameters["rewrites"] = rewrites_to_json(changes.rewrites)
-    apps = dict(prev.app_transactions)
-    if changes.app_transaction:
-        apps[changes.app_transaction[0]] = changes.app_transaction[1]
-    return Manifest(
-        version=prev.version + 1, parent_version=prev.version,
-        timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
-        commit_id=commit_id, operation=changes.operation, schema=prev.schema,
-        files=tuple(files.values()), parameters=parameters, metrics=metrics, app_transactions=apps)
-
-
-class _TombstoneStager:
-    """Writes the tombstone object of an attempt, reusing the last one when neither the
-    files' existing bitmaps nor our new positions changed since (a retry that lost only to
-    appends). New positions do change when a rebase remaps a winner's deletes onto our
-    compaction outputs."""
-
-    def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
-        self._log, self._dvs = log, dvs
-        self._key: dict[str, tuple[DeletionVector | None, FrozenBitMap]] | None = None
-        self._refs: dict[str, tuple[DeletionVector, int]] = {}
-        self.written: list[str] = []
-
-    def stage(self, files: dict[str, DataFile], deletes: dict[str, BitMap]) -> dict[str, tuple[DeletionVector, int]]:
-        key = {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()}
-        if key == self._key:
-            return self._refs
-        unions, new_rows = {}, {}
-        for path, f in files.items():
-            existing = self._dvs.of(f)
-            unions[path] = existing | deletes[path]
-            new_rows[path] = len(unions[path]) - len(existing)
-        refs = write_tombstone(self._log.store, unions) if unions else {}
-        self.written.extend({ref.path for ref in refs.values()})
-        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in refs}
-        return self._refs
-
-
-def _discard(log: VersionLog, changes: Changes, stager: _TombstoneStager) -> None:
+def _discard(log: VersionLog, changes: Changes, builder: ManifestBuilder) -> None:
     """Remove the objects staged by a commit that definitely did not land."""
-    log.store.delete_unreferenced([f.path for f in changes.added] + stager.written)
+    log.store.delete_unreferenced([f.path for f in changes.added] + builder.written)

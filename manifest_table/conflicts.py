@@ -15,11 +15,13 @@ from pyroaring import BitMap
 from .changes import Changes, Rewrite, rewrites_from_json
 from .errors import CommitConflictError
 from .format.manifest import DataFile, Manifest
+from .listing import diff, locate
 from .tombstones import DeletionVectors
 
 
 class AlreadyCommitted(Exception):
-    """The winner already holds this commit's application transaction (a replayed batch)."""
+    """The winner already holds this commit's application transaction (a replayed batch), or
+    the format upgrade this commit makes."""
 
     def __init__(self, manifest: Manifest) -> None:
         super().__init__(manifest.version)
@@ -37,15 +39,19 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
     """Make ``changes`` (built on ``prev``) apply on top of ``winner`` (prev's successor),
     or raise ``CommitConflictError``. Mutates and returns ``changes``."""
     check_app_transaction(changes, winner)
-    before, after = prev.file_map(), winner.file_map()
-    gone = {p for p in before if p not in after}
-    touched = {p for p in before if p in after and after[p].deletes != before[p].deletes}
-    new_files = [f for p, f in after.items() if p not in before]
+    if changes.upgrade is not None and winner.index is not None:
+        raise AlreadyCommitted(winner)  # another upgrade won: there is nothing left to do
+    changed = diff(prev, winner)
+    gone, touched, new_files = changed.gone, changed.touched, changed.new_files
     own = changes.added_paths()
 
     if changes.serializable:
         read = (changes.read_files | changes.removed | set(changes.deletes)) - own
-        hit = {p for p in read & touched if _deleted_rows_read(changes, p, before[p], after[p], dvs)}
+        suspects = read & touched
+        before = {p: f for p, (f, _) in locate(prev, suspects).items()} if suspects else {}
+        now = changed.after(suspects) if suspects else {}
+        hit = {p for p in suspects if p not in before or p not in now
+               or _deleted_rows_read(changes, p, before[p], now[p], dvs)}
         _fail_if(read & gone | hit, winner, "changed rows this commit read")
         matching = [f.path for f in new_files
                     if changes.predicate is None or changes.predicate.may_match(f.stats.get)]
@@ -53,6 +59,7 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
 
     _fail_if(changes.removed & gone, winner, "removed files this commit replaces")
     ours = {src.path: (rw, i) for rw in changes.rewrites for i, src in enumerate(rw.sources)}
+    after = changed.after(changes.removed & touched)
     for path in sorted(changes.removed & touched):  # a delete landed on a file we are compacting
         if path not in ours:  # removed without a rewrite to carry the delete over
             _fail_if({path}, winner, "deleted rows from files this commit removes")

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from .errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError, TableNotFoundError,
                      VersionExpiredError, VersionNotFoundError)
 from .format.manifest import Manifest, manifest_key
+from .format.segment import SegmentReader
 from .format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
 from .storage import ObjectStore
 from .storage.retry import RetryPolicy
@@ -25,11 +26,33 @@ class VersionLog:
         self.location = location
         self._cache: OrderedDict[int, Manifest] = OrderedDict()
         self._lock = threading.Lock()
+        self.segments = SegmentReader(store)
+        """Every version read through this log reads its segments through this one cache."""
+        self._opened: Pointer | None = None
 
     # --- the pointer -------------------------------------------------------------------
+    def open(self) -> Pointer:
+        """Read the pointer (raising ``TableNotFoundError``) and keep it for the next
+        ``read_pointer``: opening a table and reading it cost one GET of the pointer, not two."""
+        pointer = self.pointer()
+        with self._lock:
+            self._opened = pointer
+        return pointer
+
+    def read_pointer(self) -> Pointer:
+        """The pointer for a read of the latest version: the one ``open`` kept, used once and
+        only if no other pointer read came between (so reads through one log never go back to
+        an older version); otherwise a fresh GET. Writers, GC and rebases use ``pointer``:
+        they need the pointer as of now (docs/protocol.md, "Opening a table")."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+        return opened or self.pointer()
+
     def pointer(self) -> Pointer:
         """The current pointer (one GET). A table whose pointer is missing but whose first
         manifest exists (a creator died between the two writes) gets its pointer created."""
+        with self._lock:
+            self._opened = None
         try:
             return decode_pointer(*self.store.get_with_etag(POINTER_KEY))
         except NotFound:
@@ -109,7 +132,7 @@ class VersionLog:
                 return self._cache[version]
         key = manifest_key(version)
         try:
-            manifest = Manifest.from_json(self.store.get(key), key)
+            manifest = Manifest.from_json(self.store.get(key), key, self.segments)
         except NotFound:
             return None
         if manifest.version != version:

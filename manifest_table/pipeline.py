@@ -111,7 +111,7 @@ def run(spark: Any, work: Path, table_uri: str, rows: int, users: int) -> None:
         write(spark.read.schema(SPARK_SCHEMA).option("header", True).csv(str(day)), table_uri)
     table = mt.open_table(table_uri)
     report.step("ingested", f"{len(days)} Spark appends -> version {table.version}: "
-                            f"{table.scan().count():,} rows in {len(table.manifest().files)} data files")
+                            f"{table.scan().count():,} rows in {table.manifest().totals.files} data files")
 
     victim = int(table.scan(columns=["user_id"], where="event_id = 0").to_arrow()["user_id"][0])
     erase = f"user_id = {victim}"

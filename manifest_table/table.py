@@ -14,9 +14,14 @@ from .arguments import check_int, check_time, check_version
 from .commit import CommitInfo, CommitOptions
 from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
 from .expressions import Expr, to_expr
-from .format.manifest import Manifest, manifest_key
+from .changes import Changes
+from .commit import commit
+from .format.keys import SEGMENT_PREFIX
+from .format.manifest import FORMAT_VERSION, Manifest, manifest_key
+from .format.root import FileIndex, Properties, Totals
 from .format.pointer import POINTER_KEY, encode_pointer
 from .format.schema import check_schema
+from .listing import VersionFiles
 from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
 from .scan import Scan, Snapshot
@@ -30,13 +35,15 @@ from .write import DATA_PREFIX, WriteOptions
 def retrying(store: ObjectStore) -> RetryingStore:
     """``store`` as every part of the library uses it: transient failures of the calls that
     are safe to repeat are retried (storage/retry.py), creates of uniquely named objects
-    (data files, tombstones) included."""
-    return store if isinstance(store, RetryingStore) else RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX))
+    (data files, tombstones, segments) included."""
+    return store if isinstance(store, RetryingStore) else RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX,
+                                                                                 SEGMENT_PREFIX))
 
 
 class Table:
     """A handle on a table location. It holds no snapshot: every read starts from the
-    pointer, so a long-lived handle always sees the latest version."""
+    pointer, so a long-lived handle always sees the latest version. (The first read of a
+    handle from ``open_table`` uses the pointer ``open_table`` has just read.)"""
 
     def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
                  commit_options: CommitOptions | None = None) -> None:
@@ -54,15 +61,18 @@ class Table:
     @property
     def version(self) -> int:
         """The latest version (one GET of the pointer)."""
-        return self._log.pointer().version
+        return self._log.read_pointer().version
 
     @property
     def schema(self) -> pa.Schema:
-        return self._log.latest()[0].schema
+        return self._latest().schema
 
     def manifest(self, version: int | None = None) -> Manifest:
         """The manifest of ``version`` (default: the latest)."""
-        return self._log.latest()[0] if version is None else self._log.manifest(check_version(version))
+        return self._latest() if version is None else self._log.manifest(check_version(version))
+
+    def _latest(self) -> Manifest:
+        return self._log.manifest(self._log.read_pointer().version)
 
     def history(self, limit: int | None = None) -> list[CommitInfo]:
         """Retained versions, newest first."""
@@ -81,9 +91,9 @@ class Table:
         elif as_of is not None:
             manifest = self._log.as_of(check_time(as_of))
         else:
-            manifest = self._log.latest()[0]
+            manifest = self._latest()
         dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, manifest.files, dvs.of)
+        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of)
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
@@ -151,6 +161,16 @@ class Table:
             return tx.commit()
 
     # --- maintenance --------------------------------------------------------------------
+    def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
+        """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
+        same files; versions before it stay readable. A v2 table is left as it is."""
+        props = Properties.of(properties)
+        base, pointer = self._log.latest()
+        if base.index is not None:
+            return CommitInfo(base.version, "upgrade", base.timestamp, None, {}, committed=False)
+        changes = Changes(operation="upgrade", upgrade=props, parameters={"format_version": FORMAT_VERSION})
+        return commit(self._log, base, pointer, changes, self.commit_options, time.monotonic())
+
     def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
         rows deleted, in one commit that reads the same rows (see docs/operations.md).
@@ -165,14 +185,25 @@ class Table:
 
 
 def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
-                 storage_options: dict[str, str] | None = None, **options: Any) -> Table:
-    """Create an empty table (version 0). Raises ``TableExistsError`` if one is there."""
+                 storage_options: dict[str, str] | None = None, format_version: int = FORMAT_VERSION,
+                 properties: dict[str, int] | None = None, **options: Any) -> Table:
+    """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
+    ``properties`` tune format v2's metadata layout (``format.root.Properties``);
+    ``format_version=1`` makes a table that older releases can read."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     check_schema(schema)
+    if type(format_version) is not int or format_version not in (1, FORMAT_VERSION):
+        raise InvalidArgumentError(f"format_version must be 1 or {FORMAT_VERSION}, not {format_version!r}")
+    if format_version == 1 and properties is not None:
+        raise InvalidArgumentError("properties apply to format version 2 tables only")
+    props = Properties.of(properties)
     table = _table(uri, store, storage_options, options)
+    ids = tuple(range(1, len(schema) + 1))
+    index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
     empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
-                     commit_id=uuid.uuid4().hex, operation="create", schema=schema, files=())
+                     commit_id=uuid.uuid4().hex, operation="create", schema=schema, tail=(),
+                     format_version=format_version, index=index, reader=table._log.segments)
     exists = TableExistsError(f"a table already exists at {table.uri}")
     # The pointer first: once GC has expired version 0 of a table, only the pointer shows it.
     if table.store.head(POINTER_KEY) is not None:
@@ -210,7 +241,7 @@ def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
                storage_options: dict[str, str] | None = None, **options: Any) -> Table:
     """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
     table = _table(uri, store, storage_options, options)
-    table.version  # noqa: B018 - fail now, not at the first read
+    table._log.open()  # fail now, not at the first read
     return table
 
 

@@ -19,6 +19,7 @@ from .expressions import Expr, to_expr
 from .format.keys import DATA_PREFIX, caller_key, is_writer_key
 from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
+from .listing import StagedFiles, VersionFiles, locate
 from .scan import Scan, Snapshot
 from .tombstones import DeletionVectors
 from .update import update
@@ -115,10 +116,11 @@ class Transaction:
         changes = self._changes
         if expr is None:
             snapshot = self._snapshot()
-            removed_rows = sum(snapshot.live_rows(f) for f in snapshot.files)
+            files = snapshot.files
+            removed_rows = sum(snapshot.live_rows(f) for f in files)
             changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
-            base_paths = {f.path for f in self._base.files}
-            changes.removed |= {f.path for f in snapshot.files if f.path in base_paths}
+            staged = changes.added_paths()
+            changes.removed |= {f.path for f in files if f.path not in staged}
             changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
         else:
             # Bound, so that conflict checks compare the literal as the column's type (a
@@ -148,8 +150,7 @@ class Transaction:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
         tasks). Only files named here are committed: a retried task's extra files are not."""
         _check_new_files(files)
-        known = {f.path for f in self._base.files} | self._changes.added_paths()
-        clash = [f.path for f in files if f.path in known]
+        clash = sorted(self._files_named([f.path for f in files]))
         if clash:
             raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
         self._stage_files(files)
@@ -159,8 +160,7 @@ class Transaction:
         """Stage deleting rows by position, per data file of this transaction's snapshot (the
         positions a distributed delete computed). Returns how many positions were given."""
         self._check_positions(positions)
-        live = {f.path for f in self._snapshot().files}
-        unknown = sorted(set(positions) - live)
+        unknown = sorted(set(positions) - self._files_named(positions).keys())
         if unknown:
             raise ManifestTableError(f"not data files of version {self.version}: {unknown[:5]}")
         return self._stage_deletes(positions.items())
@@ -222,7 +222,7 @@ class Transaction:
                                        f"not {type(positions).__name__}")
         for path in positions:
             caller_key(path, DATA_PREFIX, "delete_positions")
-        rows = {f.path: f.rows for f in self._snapshot().files}
+        rows = {path: f.rows for path, f in self._files_named(positions).items()}
         for path, bitmap in positions.items():
             if not isinstance(bitmap, AbstractBitMap):
                 raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, "
@@ -234,10 +234,17 @@ class Transaction:
 
     def _snapshot(self) -> Snapshot:
         changes = self._changes
-        files: list[DataFile] = [f for f in self._base.files if f.path not in changes.removed]
-        files.extend(changes.added)
+        files = StagedFiles(VersionFiles(self._base), frozenset(changes.removed), tuple(changes.added))
         staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
         return Snapshot(self._base.version, self._base.schema, files, self._dvs.of, staged)
+
+    def _files_named(self, paths: Iterable[str]) -> dict[str, DataFile]:
+        """The files of this transaction's view among ``paths``."""
+        wanted = set(paths)
+        found = {f.path: f for f in self._changes.added if f.path in wanted}
+        base = locate(self._base, wanted - found.keys() - self._changes.removed)
+        found.update({path: f for path, (f, _) in base.items()})
+        return found
 
     def _stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
         """Record deleted positions per file; the snapshot files they came from were read."""

@@ -24,8 +24,10 @@ DELETED = 3  # ids 0..2 are deleted by the fixture's second commit
 
 
 def small_table(store: ObjectStore, uri: str = "crafted") -> Table:
-    """Version 1 appends ids 0..9 in one data file; version 2 deletes ids 0..2 (a tombstone)."""
-    t = create_table(uri, SCHEMA, store=store)
+    """Version 1 appends ids 0..9 in one data file; version 2 deletes ids 0..2 (a tombstone).
+    Format v1, whose manifest lists every file: the crafted manifests edit that list (v2's
+    roots and segments have their own cases in test_corrupt_v2.py)."""
+    t = create_table(uri, SCHEMA, store=store, format_version=1)
     t.append(rows(range(ROWS)))
     t.delete(f"id < {DELETED}")
     return t

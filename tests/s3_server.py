@@ -7,6 +7,10 @@ middleware here serialises every write request (PUT/POST/DELETE) behind one lock
 test processes talk to this one server process, that makes the check-then-write atomic for
 all of them. Reads stay concurrent.
 
+Every request is also recorded (method, path, query) in a log that tests read and clear
+over HTTP at ``/_requests`` (``take_requests``): counted at the server, it sees the data-plane
+requests pyarrow sends as well as boto3's.
+
 Run standalone with ``python tests/s3_server.py PORT`` (PORT 0 picks a free one); the server
 prints ``READY http://127.0.0.1:<port>`` on stdout once it is listening. With
 ``--exit-on-stdin-eof`` it also exits when its stdin closes, which is how a server started by
@@ -15,6 +19,7 @@ prints ``READY http://127.0.0.1:<port>`` on stdout once it is listening. With
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -27,6 +32,7 @@ from typing import Any, Callable, Iterable
 HOST = "127.0.0.1"
 _READY = "READY "
 _WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
+_LOG_PATH = "/_requests"
 
 
 class SerialisedWrites:
@@ -49,6 +55,40 @@ class SerialisedWrites:
                     result.close()
 
 
+class RequestLog:
+    """WSGI middleware: records each request as ``[method, path, query]``. ``GET /_requests``
+    returns the records as JSON; ``DELETE /_requests`` returns them and clears the log, in
+    one step, so no request falls between reading and clearing."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.entries: list[list[str]] = []
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
+        if path == _LOG_PATH:
+            with self.lock:
+                body = json.dumps(self.entries).encode()
+                if method == "DELETE":
+                    self.entries = []
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [body]
+        with self.lock:
+            self.entries.append([method, path, environ.get("QUERY_STRING", "")])
+        return self.app(environ, start_response)
+
+
+def take_requests(endpoint: str) -> list[tuple[str, str, str]]:
+    """The requests the server at ``endpoint`` received since the last call, as
+    (method, path, query), clearing the log."""
+    import urllib.request
+
+    request = urllib.request.Request(endpoint + _LOG_PATH, method="DELETE")
+    with urllib.request.urlopen(request) as response:
+        return [(m, p, q) for m, p, q in json.loads(response.read())]
+
+
 def serve(port: int, exit_on_stdin_eof: bool = False) -> None:
     """Serve moto's S3 (and every other moto backend) on ``HOST:port`` until killed."""
     from moto.moto_server.werkzeug_app import (
@@ -62,7 +102,7 @@ def serve(port: int, exit_on_stdin_eof: bool = False) -> None:
         def log_request(self, *args: Any, **kwargs: Any) -> None:
             pass  # one line per request would flood the test output
 
-    app = SerialisedWrites(DomainDispatcherApplication(create_backend_app))
+    app = RequestLog(SerialisedWrites(DomainDispatcherApplication(create_backend_app)))
     server = make_server(HOST, port, app, threaded=True, request_handler=QuietHandler)
     print(f"{_READY}http://{HOST}:{server.server_port}", flush=True)
     # Nobody reads the pipe after the READY line: stray output must not fill it and block us.

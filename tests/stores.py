@@ -58,7 +58,8 @@ def kind_of(key: str) -> str:
     """'pointer', 'manifest', 'data', 'tombstone' (or the key itself)."""
     if key == "_latest_manifest":
         return "pointer"
-    return {"manifest": "manifest", "data": "data", "tombstones": "tombstone"}.get(key.split("/")[0], key)
+    return {"manifest": "manifest", "data": "data", "tombstones": "tombstone",
+            "segments": "segment"}.get(key.split("/")[0], key)
 
 
 class CountingStore(WrappedStore):

@@ -104,10 +104,12 @@ def test_create_over_a_table_fails(run: Run, uri: str):
 def test_info(run: Run, uri: str):
     mt.open_table(uri).delete("id = 0")
     code, out, _ = run("info", uri)
-    facts = dict(line.split(":", 1) for line in out.splitlines()[:7])
+    facts = dict(line.split(":", 1) for line in out.splitlines()[:9])
     assert code == 0 and facts["version"].split()[0] == "3"
-    assert {k: facts[k].strip() for k in ("oldest retained version", "data files", "live rows", "deleted rows")} == {
-        "oldest retained version": "0", "data files": "2", "live rows": "4", "deleted rows": "1"}
+    assert {k: facts[k].strip() for k in ("format version", "oldest retained version", "data files", "segments",
+                                          "live rows", "deleted rows")} == {
+        "format version": "2", "oldest retained version": "0", "data files": "2", "segments": "0",
+        "live rows": "4", "deleted rows": "1"}
     assert int(facts["data bytes"]) > 0
     assert out.splitlines()[-3:] == ["  id: int64", "  name: string", "  ts: timestamp[us, tz=UTC]"]
 

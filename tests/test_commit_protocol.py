@@ -140,11 +140,33 @@ def test_request_counts():
     assert sum(n for (op, _), n in counts.items() if op in ("put", "get")) == 5
     assert sum(n for (op, _), n in counts.items() if op in ("head", "list", "delete")) == 0
 
-    reader = mt.open_table("mem://t", store=store)
-    store.reset()
+    reader = mt.open_table("mem://t", store=store)  # its first read uses the pointer it read
     assert reader.scan().to_arrow().num_rows == 2
     counts = store.reset()
     assert counts == {("get", "pointer"): 1, ("get", "manifest"): 1, ("get", "data"): 2}
+    assert reader.scan().count() == 2 and store.reset() == {("get", "pointer"): 1}
+
+
+def test_the_pointer_open_table_read_serves_one_read_only():
+    """The handle's first read uses the pointer open_table read (docs/protocol.md, "Opening a
+    table"); after that, and after any other pointer read, reads see the latest version."""
+    store = CountingStore(MemoryStore())
+    writer = mt.create_table("mem://t", SCHEMA, store=store)
+    reader = mt.open_table("mem://t", store=store)
+    writer.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
+    store.reset()
+    assert reader.scan().version == 0 and store.reset()[("get", "pointer")] == 0  # as of open_table
+    assert reader.scan().version == 1 and store.reset()[("get", "pointer")] == 1
+
+    reader = mt.open_table("mem://t", store=store)
+    writer.append(pa.table({"writer": [1], "seq": [2]}, schema=SCHEMA))
+    assert [h.version for h in reader.history(limit=1)] == [2]
+    assert reader.version == 2  # history read the pointer: no going back to what open_table saw
+
+    reader = mt.open_table("mem://t", store=store)
+    writer.append(pa.table({"writer": [1], "seq": [3]}, schema=SCHEMA))
+    assert reader.append(pa.table({"writer": [2], "seq": [1]}, schema=SCHEMA)).version == 4  # writes read anew
+    assert reader.scan().version == 4 and reader.scan().count() == 4
 
 
 def test_a_commit_older_than_retention_does_not_resurrect_a_collected_version():

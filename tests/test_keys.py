@@ -28,6 +28,7 @@ GOOD = [
     f"data/{HEX}.parquet",
     f"tombstones/{HEX}.roaring",
     "manifest/v00000000000000000042.json",
+    f"segments/{HEX}.parquet",
     "data/part-00000-1f2e.snappy.parquet",  # Spark's naming: a valid key, just not ours to delete
     "data/sub/dir/x.parquet",
     "data/...",  # a name made of three dots is a name, not a path step
@@ -50,7 +51,7 @@ BAD = [
     ("data/../../other/data/x.parquet", r"'\.' or '\.\.'"),
     ("data/x/..", r"'\.' or '\.\.'"),
     ("Data/x.parquet", "is not under"),
-    ("segments/x.parquet", "is not under"),  # format v2's prefix: not a key of a v1 table
+    ("segment/x.parquet", "is not under"),  # close to format v2's segments/, but not it
     ("_latest_manifest", "is not under"),
     ("data\\..\\x.parquet", "is not under"),
     ("data/..\\x.parquet", "backslash"),
@@ -92,7 +93,7 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     assert key_problem(f"tombstones/{HEX}.roaring", DATA_PREFIX) == "is not under data/"
     assert key_problem(f"data/{HEX}.parquet", TOMBSTONE_PREFIX) == "is not under tombstones/"
     assert key_problem("manifest/v00000000000000000001.json", DATA_PREFIX) is not None
-    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/"}
+    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/", "segments/"}
 
 
 @pytest.mark.parametrize("key, ours", [
@@ -100,6 +101,8 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     (f"tombstones/{HEX}.roaring", True),
     ("manifest/v00000000000000000000.json", True),
     ("manifest/v99999999999999999999.json", True),
+    (f"segments/{HEX}.parquet", True),
+    (f"segments/{HEX}.json", False),
     (f"data/{HEX.upper()}.parquet", False),
     (f"data/{HEX[:-1]}.parquet", False),
     (f"data/{HEX}0.parquet", False),

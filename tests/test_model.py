@@ -37,11 +37,16 @@ def multiset(table: pa.Table) -> Counter:
 
 
 class TableModel(RuleBasedStateMachine):
+    """Over a format-v1 table that the ``upgrade`` rule may move to v2 mid-history, so time
+    travel crosses the boundary."""
+
+    create: dict = {"format_version": 1}
+
     def __init__(self) -> None:
         super().__init__()
         # Small files and row groups, so pruning, several files and several row groups all happen.
         self.table = mt.create_table("mem://model", SCHEMA, store=MemoryStore(),
-                                     target_file_size=2_000, row_group_size=64)
+                                     target_file_size=2_000, row_group_size=64, **self.create)
         self.versions: list[list[tuple[int, str | None]]] = [[]]
 
     @property
@@ -122,6 +127,13 @@ class TableModel(RuleBasedStateMachine):
             pass
         assert self.table.version == len(self.versions) - 1
 
+    @precondition(lambda self: self.table.manifest().format_version == 1)
+    @rule()
+    def upgrade(self):
+        info = self.table.upgrade()
+        assert info.committed and self.table.manifest().format_version == 2
+        self.committed(info, self.rows)
+
     @precondition(lambda self: len(self.versions) > 1)
     @rule(data=st.data())
     def time_travel(self, data):
@@ -144,6 +156,21 @@ class TableModel(RuleBasedStateMachine):
         assert multiset(self.table.scan().to_arrow()) == Counter(self.rows)
 
 
-TableModel.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
-                                        suppress_health_check=[HealthCheck.too_slow])
+class TinySegmentsModel(TableModel):
+    """Format v2 with limits so small that nearly every commit flushes the tail, rewrites a
+    segment for the deletes map, or merges segments."""
+
+    create = {"properties": {"tail_limit": 1, "deletes_limit": 1, "segment_target_files": 3,
+                             "max_small_segments": 2}}
+
+
+class DefaultV2Model(TableModel):
+    create: dict = {}
+
+
+for model, examples in ((TableModel, 40), (TinySegmentsModel, 60), (DefaultV2Model, 20)):
+    model.TestCase.settings = settings(max_examples=examples, stateful_step_count=25, deadline=None,
+                                       suppress_health_check=[HealthCheck.too_slow])
 test_table_model = TableModel.TestCase
+test_tiny_segments_model = TinySegmentsModel.TestCase
+test_default_v2_model = DefaultV2Model.TestCase

@@ -5,7 +5,8 @@ validation, SQL-exact filter semantics and footer stats) reads and writes with t
 overwrite with a condition, a compaction and another delete, over an int, a string with nulls,
 a float column holding NaN (0.1.0 stored no min/max for it), a decimal and a timestamp zoned
 in Europe/Berlin across the repeated hour of 2024-10-27. `...expected/v{N}.parquet` holds
-what 0.1.0 read at each version, sorted by id."""
+what 0.1.0 read at each version, sorted by id. `table_written_by_0.2.0/` is the same for the
+first release of format version 2 (its script: `tests/data/write_table_0.2.0.py`)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,16 @@ def rows(table: pa.Table) -> list[dict]:
             for row in table.sort_by("id").to_pylist()]
 
 
+def copy_of(written: Path, tmp_path: Path) -> mt.Table:
+    """A copy, so tests can write to it."""
+    root = tmp_path / written.name
+    shutil.copytree(written, root)
+    return mt.open_table(str(root))
+
+
 @pytest.fixture
 def old_table(tmp_path: Path) -> mt.Table:
-    """A copy, so tests can write to it."""
-    root = tmp_path / "t"
-    shutil.copytree(WRITTEN, root)
-    return mt.open_table(str(root))
+    return copy_of(WRITTEN, tmp_path)
 
 
 def test_every_version_reads_as_the_release_that_wrote_it(old_table: mt.Table) -> None:
@@ -70,3 +75,55 @@ def test_an_old_table_takes_new_commits_and_maintenance(old_table: mt.Table) -> 
     assert report.versions_expired and not report.unknown_keys
     assert old_table.scan().count() == before.num_rows + 2
     assert sorted(old_table.scan(where="id >= 1000").to_arrow().column("id").to_pylist()) == [1000, 1002]
+
+
+def test_an_old_table_upgrades_to_format_v2_and_keeps_its_history(old_table: mt.Table) -> None:
+    """Upgrade moves the 0.1.0 files (and newer v1 ones) into segments; their stats (no max
+    for NaN, decimals, zoned timestamps) become typed segment columns and still never prune
+    a matching row."""
+    v7 = pq.read_table(EXPECTED / "v7.parquet")
+    for i in range(3):
+        old_table.append(v7.slice(i, 1).set_column(0, "id", [[1000 + i]]))
+    everything = old_table.to_arrow()  # read as format v1
+    info = old_table.upgrade({"segment_target_files": 2})
+    assert info.committed and old_table.manifest().format_version == 2
+    assert [s.files for s in old_table.manifest().index.segments] == [2, 2]
+    for version in range(8):
+        expected = pq.read_table(EXPECTED / f"v{version}.parquet")
+        assert rows(old_table.scan(version=version).to_arrow()) == rows(expected), version
+    filters_and_maintenance_work(old_table, everything, FILTERS, 1001)
+
+
+def filters_and_maintenance_work(table: mt.Table, everything: pa.Table, filters: list[str], row_id: int) -> None:
+    """Each filter selects what pyarrow selects from ``everything`` (the table's rows); then
+    deleting row ``row_id``, compaction and gc leave the rest."""
+    for where in filters:
+        mask = parse(where).evaluate(everything)
+        assert rows(table.scan(where=where).to_arrow()) == rows(everything.filter(mask)), where
+    table.delete(f"id = {row_id}")
+    table.compact(target_file_size=10_000_000, min_deleted_fraction=0.01)
+    table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert table.scan().count() == everything.num_rows - 1
+
+
+V2_WRITTEN = DATA / "table_written_by_0.2.0"
+V2_EXPECTED = DATA / "table_written_by_0.2.0.expected"
+
+
+@pytest.fixture
+def v2_table(tmp_path: Path) -> mt.Table:
+    return copy_of(V2_WRITTEN, tmp_path)
+
+
+def test_a_format_v2_table_of_0_2_0_reads_at_every_version_and_takes_commits(v2_table: mt.Table) -> None:
+    """Written by tests/data/write_table_0.2.0.py: segments, merges, a deletes map, a
+    compaction and an overwrite."""
+    index = v2_table.manifest().index
+    assert index is not None and index.segments and index.deletes
+    for version in range(v2_table.version + 1):
+        expected = pq.read_table(V2_EXPECTED / f"v{version}.parquet")
+        assert rows(v2_table.scan(version=version).to_arrow()) == rows(expected), version
+        assert v2_table.scan(version=version).count() == expected.num_rows
+    latest = pq.read_table(V2_EXPECTED / f"v{v2_table.version}.parquet")
+    filters_and_maintenance_work(v2_table, latest, ["id = 42", "id >= 100", "score > 20", "name IS NULL",
+                                                    "amount < 0.30"], 42)

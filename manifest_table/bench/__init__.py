@@ -3,6 +3,7 @@
     python -m manifest_table.bench.scan     # full, selective and 1-column scans vs pyarrow and peers
     python -m manifest_table.bench.commit   # small-append latency, request counts, contention
     python -m manifest_table.bench.delete   # cost of deleting one row vs rewrites and peers
+    python -m manifest_table.bench.scale    # 1-row commits and cold reads at 10 to 1M live files
 
 Each prints Markdown tables; ``--help`` lists the size flags. Peers (deltalake, pyiceberg,
 pylance) come with ``pip install manifest_table[bench]``; a missing one is skipped.

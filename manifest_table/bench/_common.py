@@ -67,6 +67,48 @@ def make_wide_data(rows: int, start: int = 0, seed: int = 0) -> pa.Table:
     return pa.table(base.columns + extra, schema=WIDE_SCHEMA)
 
 
+@dataclass(frozen=True)
+class SyntheticFiles:
+    """Per-file stats of ``WIDE_SCHEMA`` files that were never written: row i of ``lows`` /
+    ``highs`` holds file i's minima / maxima. File i holds ids ``[first_id + i*rows,
+    first_id + (i+1)*rows)`` (tight, disjoint: an ``id = X`` lookup matches one file); ``ts`` and
+    ``day`` follow the ids as in ``make_wide_data``; the other columns span their whole range in
+    every file, with random (incompressible) bounds where the values are continuous."""
+
+    rows: int
+    size: int
+    lows: pa.Table
+    highs: pa.Table
+
+    def bounds(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """(minima, maxima) of each file, as Python values of the column types."""
+        return zip(self.lows.to_pylist(), self.highs.to_pylist())
+
+
+def synthetic_files(count: int, rows: int, first_id: int, seed: int = 0) -> SyntheticFiles:
+    """``count`` files of ``rows`` rows each, the first holding ids from ``first_id``."""
+    rng = np.random.default_rng(seed)
+    lo_ids = first_id + np.arange(count, dtype=np.int64) * rows
+    hi_ids = lo_ids + rows - 1
+    near = lambda scale, dtype=np.float64: rng.random(count, dtype=dtype) * scale  # noqa: E731
+    names = lambda lo, hi: pc.binary_join_element_wise(  # noqa: E731
+        "user-", pc.cast(pa.array(rng.integers(lo, hi, count)), pa.string()), "")
+
+    def side(ids: np.ndarray, qty: np.ndarray, price: np.ndarray, category: str, name: pa.Array,
+             score: np.ndarray, active: bool, amount: np.ndarray) -> pa.Table:
+        return pa.table([
+            pa.array(ids), pa.array(_EPOCH_US + ids * 1000, pa.timestamp("us")), pa.array(qty.astype(np.int32)),
+            pa.array(price), pa.array([category] * count, pa.string()), name, pa.array(score),
+            pa.array(np.full(count, active)), pa.array((20_000 + ids // 100_000).astype(np.int32), pa.date32()),
+            pa.array(amount)], schema=WIDE_SCHEMA)
+
+    lows = side(lo_ids, rng.integers(0, 3, count), near(0.1), "category-00", names(10**8, 10**8 + 10**6),
+                near(1e-3, np.float32), False, rng.integers(0, 1000, count))
+    highs = side(hi_ids, 999 - rng.integers(0, 3, count), 100 - near(0.1), "category-63",
+                 names(999 * 10**6, 10**9), 1 - near(1e-3, np.float32), True, 10**6 - 1 - rng.integers(0, 1000, count))
+    return SyntheticFiles(rows, rows * 25, lows, highs)  # ~25 bytes a row, as 10M rows of make_wide_data take
+
+
 def write_ours(root: str, data: pa.Table, **options: Any) -> mt.Table:
     table = mt.create_table(root, SCHEMA, **options)
     table.append(data)
@@ -234,17 +276,24 @@ def kind_of(key: str) -> str:
 
 
 class CountingStore(mt.storage.ObjectStore):
-    """Delegates to ``inner`` and counts requests by (operation, kind of object). On a store
-    without a pyarrow filesystem (MemoryStore) data files are whole-object GETs and PUTs too,
-    so ``("get", "data")`` is the number of data files opened."""
+    """Delegates to ``inner`` and counts requests by (operation, kind of object), and bytes
+    PUT by kind. On a store without a pyarrow filesystem (MemoryStore) data files are
+    whole-object GETs and PUTs too, so ``("get", "data")`` is the number of data files opened;
+    with one (LocalStore, S3) data files bypass these counts."""
 
     def __init__(self, inner: mt.storage.ObjectStore) -> None:
         self.inner = inner
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.put_bytes: Counter[str] = Counter()
 
     def take(self) -> Counter[tuple[str, str]]:
         counts, self.counts = self.counts, Counter()
         return counts
+
+    def take_put_bytes(self) -> Counter[str]:
+        """Bytes PUT per kind of object since the last call."""
+        put, self.put_bytes = self.put_bytes, Counter()
+        return put
 
     def _count(self, op: str, key: str) -> None:
         self.counts[(op, kind_of(key))] += 1
@@ -263,10 +312,12 @@ class CountingStore(mt.storage.ObjectStore):
 
     def put_if_absent(self, key, data):
         self._count("put", key)
+        self.put_bytes[kind_of(key)] += len(data)
         return self.inner.put_if_absent(key, data)
 
     def put_if_match(self, key, data, etag):
         self._count("put", key)
+        self.put_bytes[kind_of(key)] += len(data)
         return self.inner.put_if_match(key, data, etag)
 
     def list(self, prefix=""):

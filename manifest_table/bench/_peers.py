@@ -3,17 +3,25 @@
 ``from_files`` builds a peer table over Parquet files we wrote, so every Parquet engine reads
 the very same bytes (hard links, no copies): Delta by ``convert_to_deltalake``, Iceberg by
 ``add_files``. Lance has its own file format, so it gets the same rows rewritten as Lance.
+``with_synthetic`` (Delta, Iceberg) builds a table of many files cheaply: one real file, then
+one commit of entries, with stats, for files that were never written (for appends, which
+read no data file).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
+import time
+import uuid
 from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ._common import SyntheticFiles
 
 IdRange = tuple[int, int]  # [lo, hi)
 
@@ -46,6 +54,29 @@ class Delta:
         _link_all(paths, root)
         convert_to_deltalake(root)
         return cls(root)
+
+    @classmethod
+    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> "Delta":
+        """``sample`` written, then one commit adding ``files``, then a checkpoint (as a table
+        that size has: delta-rs checkpoints every 100 commits)."""
+        from deltalake import DeltaTable, write_deltalake
+        write_deltalake(root, sample)
+        now = int(time.time() * 1000)
+        with open(os.path.join(root, "_delta_log", f"{1:020d}.json"), "w") as log:
+            log.write(json.dumps({"commitInfo": {"timestamp": now, "operation": "WRITE"}}) + "\n")
+            for lows, highs in files.bounds():
+                stats = {"numRecords": files.rows, "minValues": lows, "maxValues": highs,
+                         "nullCount": dict.fromkeys(lows, 0)}
+                add = {"path": f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", "partitionValues": {},
+                       "size": files.size, "modificationTime": now, "dataChange": True,
+                       "stats": json.dumps(stats, default=str)}  # dates, timestamps: "2025-01-01 00:00:00"
+                log.write(json.dumps({"add": add}) + "\n")
+        DeltaTable(root).create_checkpoint()
+        return cls(root)
+
+    def file_count(self) -> int:
+        from deltalake import DeltaTable
+        return len(DeltaTable(self.root).file_uris())
 
     def append(self, data: pa.Table) -> None:
         from deltalake import write_deltalake
@@ -100,6 +131,31 @@ class Iceberg:
         peer = cls._empty(root, pq.read_schema(paths[0]))
         peer.table.add_files(_link_all(paths, os.path.join(root, "files")))
         return peer
+
+    @classmethod
+    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> "Iceberg":
+        """``sample`` appended, then one fast append of ``files`` (one manifest)."""
+        from pyiceberg.conversions import to_bytes
+        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+        from pyiceberg.typedef import Record
+        peer = cls.create(root, sample)
+        schema = peer.table.schema()
+        fields = [schema.find_field(name) for name in sample.column_names]
+        counts = {f.field_id: files.rows for f in fields}
+        nulls = dict.fromkeys(counts, 0)
+        with peer.table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+            for lows, highs in files.bounds():
+                append.append_data_file(DataFile.from_args(
+                    content=DataFileContent.DATA, file_path=f"{peer.table.location()}/data/{uuid.uuid4()}.parquet",
+                    file_format=FileFormat.PARQUET, partition=Record(), record_count=files.rows,
+                    file_size_in_bytes=files.size, value_counts=counts, null_value_counts=nulls,
+                    lower_bounds={f.field_id: to_bytes(f.field_type, lows[f.name]) for f in fields},
+                    upper_bounds={f.field_id: to_bytes(f.field_type, highs[f.name]) for f in fields},
+                    spec_id=peer.table.spec().spec_id))
+        return peer
+
+    def file_count(self) -> int:
+        return int(self.catalog.load_table("bench.t").current_snapshot().summary["total-data-files"])
 
     def append(self, data: pa.Table) -> None:
         self.table.append(data)

@@ -1,4 +1,4 @@
-"""Maintenance commands: ``compact`` and ``gc`` on one table, and ``maintain``, the
+"""Maintenance commands: ``compact``, ``gc`` and ``upgrade`` on one table, and ``maintain``, the
 scheduled job (compaction then GC on a table or every table under a root) that
 ``gc/maintain.py`` also runs. The job's options are defined here once for both."""
 
@@ -27,6 +27,14 @@ def compact(args: argparse.Namespace) -> None:
     with activity(f"compacting {table.uri}"):
         info = table.compact(args.target_file_size, args.min_deleted_fraction)
     print(describe_compaction(info))
+
+
+def upgrade(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    with activity(f"upgrading {table.uri}"):
+        info = table.upgrade()
+    print(f"upgraded {table.uri} to format version 2 at version {info.version}" if info.committed
+          else f"{table.uri} is already at format version 2 (version {info.version})")
 
 
 def gc(args: argparse.Namespace) -> None:
@@ -85,6 +93,8 @@ def add_commands(command: Any) -> None:
 
     collected = command("gc", gc, "expire old versions and delete objects no retained version needs")
     add_gc_arguments(collected)
+
+    command("upgrade", upgrade, "move a format v1 table to format v2 in one commit (older versions stay readable)")
 
     job = command("maintain", maintain, "compaction then GC on a table or every table under a root",
                   metavar="ROOT_OR_URI")

@@ -31,10 +31,12 @@ def info(args: argparse.Namespace) -> None:
         "operation": manifest.operation,
         "timestamp": timestamp(manifest.timestamp),
         "oldest_retained_version": _oldest_retained(table, manifest.version),
-        "data_files": len(manifest.files),
+        "format_version": manifest.format_version,
+        "data_files": manifest.totals.files,
         "live_rows": manifest.live_rows,
-        "deleted_rows": sum(f.deleted_rows for f in manifest.files),
-        "data_bytes": sum(f.size for f in manifest.files),
+        "deleted_rows": manifest.totals.deleted,
+        "data_bytes": manifest.totals.bytes,
+        "segments": len(manifest.index.segments) if manifest.index else 0,
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in manifest.schema],
     }
     if args.json:
@@ -44,7 +46,8 @@ def info(args: argparse.Namespace) -> None:
         "uri": facts["uri"],
         "version": f"{facts['version']} ({facts['operation']} at {facts['timestamp']})",
         **{name.replace("_", " "): facts[name] for name in
-           ("oldest_retained_version", "data_files", "live_rows", "deleted_rows", "data_bytes")},
+           ("format_version", "oldest_retained_version", "data_files", "segments", "live_rows", "deleted_rows",
+            "data_bytes")},
     }
     width = max(map(len, lines)) + 1
     for name, value in lines.items():

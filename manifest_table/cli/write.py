@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
+from ..format.manifest import FORMAT_VERSION
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
 from ..upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
@@ -22,8 +23,8 @@ log = logging.getLogger("manifest_table.cli")
 
 def create(args: argparse.Namespace) -> None:
     schema = parse_schema(args.schema) if args.schema is not None else parquet_schema(args.like)
-    table = create_table(args.uri, schema, storage_options=storage_options(args))
-    print(f"created {table.uri} (version 0) with {len(schema)} columns")
+    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=args.format_version)
+    print(f"created {table.uri} (version 0, format version {args.format_version}) with {len(schema)} columns")
 
 
 def append(args: argparse.Namespace) -> None:
@@ -75,6 +76,8 @@ def add_commands(command: Any) -> None:
     schema = created.add_mutually_exclusive_group(required=True)
     schema.add_argument("--schema", metavar="SPEC", help="e.g. 'id:int64,name:string,ts:timestamp[us, tz=UTC]'")
     schema.add_argument("--like", metavar="FILE.parquet", help="take the schema of a Parquet file")
+    created.add_argument("--format-version", type=int, choices=(1, FORMAT_VERSION), default=FORMAT_VERSION,
+                         help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)")
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)
     appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit")

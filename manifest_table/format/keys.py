@@ -22,6 +22,7 @@ from .fields import show
 DATA_PREFIX = "data/"
 TOMBSTONE_PREFIX = "tombstones/"
 MANIFEST_PREFIX = "manifest/"
+SEGMENT_PREFIX = "segments/"
 
 # Prefix -> the exact shape of the names our writers create under it. A format version that
 # adds a kind of object (v2's ``segments/``) adds one line here.
@@ -32,6 +33,7 @@ WRITER_SHAPES: dict[str, re.Pattern[str]] = {
                             r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"),
     TOMBSTONE_PREFIX: re.compile(r"tombstones/[0-9a-f]{32}\.roaring"),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
+    SEGMENT_PREFIX: re.compile(r"segments/[0-9a-f]{32}\.parquet"),
 }
 PREFIXES = tuple(WRITER_SHAPES)
 

@@ -1,18 +1,19 @@
-"""The immutable manifest of one table version: the whole list of live data files.
+"""The immutable manifest of one table version, in either format.
 
-A manifest is self-contained: reading one object gives a reader everything it needs to
-plan a scan of that version (schema, files, statistics, deletion vectors). Decoding it is
-the trust boundary for everything it holds: every field is checked for its JSON type and
-range, every key it names goes through ``keys.stored_key``, and column stats are checked
-when first used (see ``_CheckedStats``)."""
+Format v1 lists every live data file (``files``). A format-v2 root lists its newest entries
+(``tail``) and the others through write-once segments (root.py, segment.py), so its size does
+not grow with the table. Decoding is the trust boundary for everything a manifest holds:
+every field is checked for its JSON type and range, every key it names goes through
+``keys.stored_key``, and column stats are checked when first used (see ``_CheckedStats``)."""
 
 from __future__ import annotations
 
 import decimal
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -21,11 +22,15 @@ from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
 from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
+from .files import ROW_POSITIONS, DataFile, DeletionVector
+from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
 from .schema import decode_schema, encode_schema
+from .segment import Segment, SegmentReader, SegmentSummary
 from .stats import StoredStats, encode_stats
 
-FORMAT_VERSION = 1
-ROW_POSITIONS = 2**32  # rows per file are bounded by 32-bit positions (bitmaps address rows with uint32)
+FORMAT_VERSION = 2
+"""The newest manifest format this library reads and writes (new tables get it)."""
+_SEGMENT_READERS = 4
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
@@ -43,60 +48,67 @@ def version_of_key(key: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class DeletionVector:
-    """Where a data file's bitmap of deleted row positions lives inside a tombstone object."""
-
-    path: str
-    offset: int
-    length: int
-    cardinality: int
-
-
-@dataclass(frozen=True)
-class DataFile:
-    path: str
-    rows: int
-    size: int
-    stats: Mapping[str, ColumnStats] = field(default_factory=dict, compare=False)
-    encoded_stats: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-    """``stats`` as stored, kept from the manifest it was read from: every commit rewrites the
-    whole file list, and re-encoding unchanged stats would dominate its cost."""
-    deletes: DeletionVector | None = None
-
-    @property
-    def deleted_rows(self) -> int:
-        return self.deletes.cardinality if self.deletes else 0
-
-    @property
-    def live_rows(self) -> int:
-        return self.rows - self.deleted_rows
-
-    def with_deletes(self, deletes: DeletionVector | None) -> "DataFile":
-        return replace(self, deletes=deletes)
-
-
-@dataclass(frozen=True)
 class Manifest:
+    """One version. Format v1 lists every file in ``tail``; a v2 root lists its newest
+    entries there and the rest in segments, described by ``index`` (format/root.py)."""
+
     version: int
     parent_version: int | None
     timestamp_ms: int
     commit_id: str
     operation: str
     schema: pa.Schema
-    files: tuple[DataFile, ...]
+    tail: tuple[DataFile, ...]
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     # Idempotency markers of external writers (streaming query id -> last committed batch id).
     app_transactions: dict[str, int] = field(default_factory=dict)
-    format_version: int = FORMAT_VERSION
+    format_version: int = 1
+    index: FileIndex | None = None
+    reader: SegmentReader | None = field(default=None, compare=False, repr=False)
+    """Where this version's segments are read from (set by the version log)."""
 
     @property
     def timestamp(self) -> datetime:
         return datetime.fromtimestamp(self.timestamp_ms / 1000, timezone.utc)
 
     @property
+    def files(self) -> list[DataFile] | tuple[DataFile, ...]:
+        """Every live file, in order. A v2 version reads all its segments for this: planning
+        (listing.py) reads only the ones a filter needs."""
+        if self.index is None:
+            return self.tail
+        out: list[DataFile] = []
+        for segment in self.segments(self.index.segments):
+            out.extend(segment.files(None, self.index.deletes))
+        out.extend(self.tail)
+        return out
+
+    def segment(self, key: str) -> Segment:
+        if self.reader is None or self.index is None:
+            raise ValueError(f"version {self.version} has no segment reader")
+        return self.reader.read(key, self.schema, self.index.field_ids)
+
+    def segments(self, summaries: Sequence[SegmentSummary]) -> Iterator[Segment]:
+        """The segments of ``summaries`` in order, read a few at a time in parallel: fetching
+        and decoding them releases the GIL, and a full scan of a big table needs them all."""
+        if len(summaries) <= 1:
+            yield from (self.segment(s.path) for s in summaries)
+            return
+        with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
+            yield from pool.map(lambda s: self.segment(s.path), summaries)
+
+    @property
+    def totals(self) -> Totals:
+        if self.index is not None:
+            return self.index.totals
+        return Totals(len(self.tail), sum(f.rows for f in self.tail), sum(f.deleted_rows for f in self.tail),
+                      sum(f.size for f in self.tail))
+
+    @property
     def live_rows(self) -> int:
-        return sum(f.live_rows for f in self.files)
+        totals = self.totals
+        return totals.rows - totals.deleted
 
     def file_map(self) -> dict[str, DataFile]:
         return {f.path: f for f in self.files}
@@ -112,13 +124,18 @@ class Manifest:
             "parameters": self.parameters,
             "metrics": self.metrics,
             "app_transactions": self.app_transactions,
-            "schema": encode_schema(self.schema),
-            "files": [_encode_file(f, self.schema) for f in self.files],
         }
+        if self.index is None:
+            doc["schema"] = encode_schema(self.schema)
+            doc["files"] = [_encode_file(f, self.schema) for f in self.tail]
+        else:
+            doc["schema"] = encode_schema(with_field_ids(self.schema, self.index.field_ids))
+            doc.update(encode_index(self.index, self.schema))
+            doc["tail"] = [_encode_file(f, self.schema, self.index.field_ids) for f in self.tail]
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
 
     @classmethod
-    def from_json(cls, data: bytes, key: str = "manifest") -> "Manifest":
+    def from_json(cls, data: bytes, key: str = "manifest", reader: SegmentReader | None = None) -> "Manifest":
         """Decode and validate a stored manifest; ``CorruptTableError`` names ``key`` and the
         first field found wrong."""
         doc = load_object(data, key)
@@ -132,7 +149,19 @@ class Manifest:
         parameters = of_type(doc, "parameters", key, dict, default={})
         if "rewrites" in parameters:
             _check_rewrites(parameters["rewrites"], key)
-        files = _decode_files(of_type(doc, "files", key, list), schema, key)
+        index = None
+        if fmt == 1:
+            files = _decode_files(of_type(doc, "files", key, list), schema, key, "files")
+        else:
+            schema, field_ids = split_field_ids(schema, key)
+            types = {f.name: f.type for f in schema}
+            kinds = {f.name: _json_kinds(f.type) for f in schema}
+            index = decode_index(
+                doc, key, schema, field_ids,
+                lambda raw, rows, at: _CheckedStats(raw, types, rows, kinds, key, at),
+                lambda raw, rows, at: _decode_deletes(raw, rows, key, at))
+            tail = of_type(doc, "tail", key, list)
+            files = _decode_files(tail, schema, key, "tail", field_ids)
         return cls(
             version=version,
             parent_version=parent,
@@ -140,11 +169,13 @@ class Manifest:
             commit_id=of_type(doc, "commit_id", key, str),
             operation=of_type(doc, "operation", key, str),
             schema=schema,
-            files=files,
+            tail=files,
             parameters=parameters,
             metrics=of_type(doc, "metrics", key, dict, default={}),
             app_transactions=_decode_app_transactions(doc, key),
             format_version=fmt,
+            index=index,
+            reader=reader,
         )
 
 
@@ -165,10 +196,10 @@ def check_new_file(f: object) -> None:
                                    "(delete its rows with delete_positions once it is added)")
 
 
-def _encode_file(f: DataFile, schema: pa.Schema) -> dict[str, Any]:
+def _encode_file(f: DataFile, schema: pa.Schema, field_ids: Sequence[int] | None = None) -> dict[str, Any]:
+    stats = f.encoded_stats if f.encoded_stats is not None else encode_stats(f.stats, schema)
     doc: dict[str, Any] = {"path": f.path, "rows": f.rows, "size": f.size,
-                           "stats": f.encoded_stats if f.encoded_stats is not None
-                           else encode_stats(f.stats, schema)}
+                           "stats": stats if field_ids is None else names_to_ids(stats, schema, field_ids)}
     if f.deletes is not None:
         d = f.deletes
         doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length,
@@ -183,21 +214,24 @@ def _decode_schema(text: str, key: str) -> pa.Schema:
         raise CorruptTableError(f"{key}: field schema: {exc}") from None
 
 
-def _decode_files(docs: list[Any], schema: pa.Schema, key: str) -> tuple[DataFile, ...]:
+def _decode_files(docs: list[Any], schema: pa.Schema, key: str, name: str,
+                  field_ids: Sequence[int] | None = None) -> tuple[DataFile, ...]:
+    """The entries of field ``name`` (v1 ``files``, v2 ``tail``, stats keyed by ``field_ids``)."""
     types = {f.name: f.type for f in schema}
     kinds = {f.name: _json_kinds(f.type) for f in schema}
-    files = tuple(_decode_file(doc, types, kinds, key, i) for i, doc in enumerate(docs))
+    files = tuple(_decode_file(doc, types, kinds, key, f"{name}[{i}]", schema, field_ids)
+                  for i, doc in enumerate(docs))
     if len({f.path for f in files}) != len(files):
         seen: set[str] = set()
         twice = next(f.path for f in files if f.path in seen or seen.add(f.path))  # type: ignore[func-returns-value]
-        raise CorruptTableError(f"{key}: field files lists {twice} more than once")
+        raise CorruptTableError(f"{key}: field {name} lists {twice} more than once")
     return files
 
 
 def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple[type, ...]],
-                 key: str, index: int) -> DataFile:
+                 key: str, at: str, schema: pa.Schema, field_ids: Sequence[int] | None) -> DataFile:
     if type(doc) is not dict:
-        raise corrupt(key, f"files[{index}]", doc, "a JSON object")
+        raise corrupt(key, at, doc, "a JSON object")
     try:
         path, rows, size, stats = doc["path"], doc["rows"], doc["size"], doc["stats"]
     except KeyError:
@@ -205,15 +239,16 @@ def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple
     if not (type(path) is str and _DATA_SHAPE(path) and type(rows) is int and 0 <= rows < ROW_POSITIONS
             and type(size) is int and 0 <= size < MAX_INT64 and type(stats) is dict):
         # Not the shape our writers produce: check each field, naming the one that is wrong.
-        at = f"files[{index}]"
         path = stored_key(doc.get("path", MISSING), DATA_PREFIX, key, f"{at}.path")
         rows = integer(doc, "rows", key, 0, ROW_POSITIONS, at)
         size = integer(doc, "size", key, 0, MAX_INT64, at)
         stats = of_type(doc, "stats", key, dict, at, default={})
     deletes = doc.get("deletes")
     if deletes is not None:
-        deletes = _written_deletes(deletes, rows) or _decode_deletes(deletes, rows, key, f"files[{index}].deletes")
-    return DataFile(path=path, rows=rows, size=size, stats=_CheckedStats(stats, types, rows, kinds, key, index),
+        deletes = _written_deletes(deletes, rows) or _decode_deletes(deletes, rows, key, f"{at}.deletes")
+    if field_ids is not None:
+        stats = ids_to_names(stats, schema, field_ids)
+    return DataFile(path=path, rows=rows, size=size, stats=_CheckedStats(stats, types, rows, kinds, key, f"{at}.stats"),
                     encoded_stats=stats, deletes=deletes)
 
 
@@ -291,12 +326,12 @@ class _CheckedStats(StoredStats):
     decoded: checking every entry of a big manifest up front would cost as much as decoding
     it, and most entries are never looked at."""
 
-    __slots__ = ("_kinds", "_key", "_index")
+    __slots__ = ("_kinds", "_key", "_at")
 
     def __init__(self, raw: dict[str, Any], types: dict[str, pa.DataType], rows: int,
-                 kinds: dict[str, tuple[type, ...]], key: str, index: int) -> None:
+                 kinds: dict[str, tuple[type, ...]], key: str, at: str) -> None:
         super().__init__(raw, types, rows)
-        self._kinds, self._key, self._index = kinds, key, index
+        self._kinds, self._key, self._at = kinds, key, at
 
     def __getitem__(self, name: str) -> ColumnStats:
         if name not in self._decoded and name in self._raw and name in self._types:
@@ -304,17 +339,17 @@ class _CheckedStats(StoredStats):
             try:
                 found = super().__getitem__(name)
             except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
-                raise CorruptTableError(f"{self._key}: field files[{self._index}].stats.{name} does not "
+                raise CorruptTableError(f"{self._key}: field {self._at}.{name} does not "
                                         f"decode as {self._types[name]}: {exc}") from None
             for value in (found.min, found.max):
                 if isinstance(value, decimal.Decimal) and not value.is_finite():
                     del self._decoded[name]  # every later use must fail the same way
-                    raise corrupt(self._key, f"files[{self._index}].stats.{name}", value, "a finite decimal")
+                    raise corrupt(self._key, f"{self._at}.{name}", value, "a finite decimal")
             return found
         return super().__getitem__(name)
 
     def _check(self, name: str) -> None:
-        entry, where = self._raw[name], f"files[{self._index}].stats.{name}"
+        entry, where = self._raw[name], f"{self._at}.{name}"
         if type(entry) is not dict:
             raise corrupt(self._key, where, entry, "a JSON object")
         if entry.get("null_count") is not None:

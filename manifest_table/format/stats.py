@@ -40,7 +40,7 @@ def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
     for field, column in zip(table.schema, table.columns):
         lo = hi = None
         if has_stats(field.type) and len(column) > column.null_count:
-            column = column.cast(_instant_type(field.type))  # zoned: instants, not wall clocks
+            column = column.cast(instant_type(field.type))  # zoned: instants, not wall clocks
             minmax = pc.min_max(column)  # skips NaN
             lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
             if pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py():
@@ -107,7 +107,7 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
         lo = hi = None
         if known and (extremes or covered):
             extremes += [covered] if covered else []
-            value_type = _instant_type(field.type)
+            value_type = instant_type(field.type)
             lo = pa.scalar(min(e[0] for e in extremes), value_type).as_py()
             hi = None if nan else pa.scalar(max(e[1] for e in extremes), value_type).as_py()
             if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
@@ -116,7 +116,7 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
     return stats
 
 
-def _instant_type(dtype: pa.DataType) -> pa.DataType:
+def instant_type(dtype: pa.DataType) -> pa.DataType:
     """Zoned timestamps as UTC instants, as ``table_stats`` records them: wall clocks of a
     repeated daylight-saving hour do not order like the instants they name."""
     if pat.is_timestamp(dtype) and dtype.tz is not None:

@@ -23,6 +23,7 @@ from ..commit import CommitInfo, commit
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..format.manifest import DataFile, Manifest
 from ..format.pointer import Pointer
+from ..listing import locate
 from ..scan import Scan, Snapshot
 from ..tombstones import DeletionVectors
 from ..write import MAX_FILE_ROWS, write_data_files
@@ -123,7 +124,7 @@ def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
     if not changes.removed:
         return CommitInfo(base_manifest.version, "compact", base_manifest.timestamp, None,
                           {"files_removed": 0, "files_added": 0}, dict(parameters), committed=False)
-    sources = [f for f in base_manifest.files if f.path in changes.removed]
+    sources = [f for f, _ in locate(base_manifest, changes.removed).values()]
     changes.metrics = {
         "files_removed": len(sources),
         "files_added": len(changes.added),

@@ -3,7 +3,7 @@
 Retained versions are a contiguous suffix of the log (readers rely on expired versions
 being a prefix): the latest always, plus older versions while a retention rule keeps them.
 Every object a retained version references survives; any other object under ``data/``,
-``tombstones/`` and ``manifest/`` goes, but only once it is older than the grace period,
+``tombstones/``, ``segments/`` and ``manifest/`` goes, but only once it is older than the grace period,
 because a writer may be about to commit it, and only if its key has exactly a shape our
 writers produce (``keys.is_writer_key``): anything else found there (a user's notes, another
 table nested under ``data/``) is reported as unknown and kept. Why that is safe:
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..arguments import check_bool, check_duration, check_int
 from ..changes import rewrites_from_json
 from ..errors import InvalidArgumentError
-from ..format.keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, is_writer_key
+from ..format.keys import DATA_PREFIX, MANIFEST_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, is_writer_key
 from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
 from ..storage import ObjectInfo
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("manifest_table.maintenance")
 
-CATEGORIES = {MANIFEST_PREFIX: "manifests", DATA_PREFIX: "data files", TOMBSTONE_PREFIX: "tombstones"}
+CATEGORIES = {MANIFEST_PREFIX: "manifests", SEGMENT_PREFIX: "segments", DATA_PREFIX: "data files",
+              TOMBSTONE_PREFIX: "tombstones"}
 _SHOWN_KEYS = 20
 
 
@@ -151,7 +152,7 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
     needed = _referenced(retained)
-    for prefix in (DATA_PREFIX, TOMBSTONE_PREFIX):
+    for prefix in (SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in table.store.list(prefix):
             if info.key in needed:
                 report.referenced[CATEGORIES[prefix]].add(info)
@@ -205,11 +206,24 @@ def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
 
 
 def _referenced(manifests: Iterable[Manifest]) -> set[str]:
-    """Every object key the manifests need: data files, their bitmaps, and the bitmaps a
-    compaction's rewrites record (a concurrent delete rebasing onto it reads them)."""
+    """Every object key the manifests need: segments, data files, their bitmaps, and the
+    bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
+    Roots share most segments: each distinct one is read once. A segment entry's bitmap
+    that the root's ``deletes`` map overrides is not needed by that root."""
     keys: set[str] = set()
+    vectors: dict[str, list[tuple[str, str]]] = {}  # segment -> (file, its stored bitmap's object)
     for manifest in manifests:
-        for f in manifest.files:
+        index = manifest.index
+        for summary in index.segments if index is not None else ():
+            if summary.path not in vectors:
+                entries = manifest.segment(summary.path).table
+                keys.add(summary.path)
+                keys.update(entries.column("path").to_pylist())
+                vectors[summary.path] = [(p, v) for p, v in zip(entries.column("path").to_pylist(),
+                                                                entries.column("dv_path").to_pylist()) if v]
+            keys.update(v for p, v in vectors[summary.path] if p not in index.deletes)  # type: ignore[union-attr]
+        keys.update(ref.path for ref in (index.deletes.values() if index is not None else ()))
+        for f in manifest.tail:
             keys.add(f.path)
             if f.deletes:
                 keys.add(f.deletes.path)

@@ -19,6 +19,7 @@ from ..commit import CommitInfo
 from ..errors import InvalidFilterError
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
+from ..listing import VersionFiles
 from ..maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
 from ..scan import Snapshot
 from ..tombstones import DeletionVectors
@@ -77,7 +78,7 @@ def compact(spark: Any, uri: str, target_file_size: int | None = None, min_delet
     target = table.write_options.target_file_size if target_file_size is None else target_file_size
     base, pointer = table._log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
-    snapshot = Snapshot(base.version, base.schema, base.files, DeletionVectors(table.store).of)
+    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of)
     if not groups:
         results = []
     elif native_writable(base.schema) and native_readable_snapshot(spark, location, snapshot):

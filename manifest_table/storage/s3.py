@@ -267,7 +267,12 @@ def _status(e: ClientError) -> int | None:
 
 
 def _arrow_s3(client: Any) -> pafs.S3FileSystem:
-    """An arrow S3 filesystem configured like ``client``."""
+    """An arrow S3 filesystem configured like ``client``. ``allow_delayed_open`` makes an
+    output stream buffer its first part before starting a multipart upload, so a data file
+    smaller than a part goes up as one PutObject (a 1-row append: 1 write request, not 3:
+    create, part, complete); larger files stream in parts with bounded memory as before.
+    Its cost, errors of the open reported only at the first write or at close, is none here:
+    a data file counts as written only once its stream has closed cleanly."""
     endpoint = urlsplit(client.meta.endpoint_url)
     custom_endpoint = not (endpoint.hostname or "").endswith(_AWS_HOST_SUFFIXES)
     region = client.meta.region_name
@@ -286,4 +291,5 @@ def _arrow_s3(client: Any) -> pafs.S3FileSystem:
         connect_timeout=_CONNECT_TIMEOUT,
         request_timeout=_READ_TIMEOUT,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=_MAX_ATTEMPTS),
+        allow_delayed_open=True,
     )

@@ -1,0 +1,68 @@
+"""Pruning many files at once: a filter as an Arrow expression over columns of per-file
+min / max, so that planning over a segment of 32,768 file entries is one vectorised filter
+instead of 32,768 calls of ``may_match``.
+
+The expression is a coarse pre-filter: it only ever says "may match" where ``may_match``
+could, and the entries it keeps are checked by ``may_match`` afterwards. So it handles the
+leaves that decide point lookups and ranges (comparisons and short IN lists of integers,
+strings, dates, timestamps and decimals) and keeps every entry for any other leaf (floats,
+whose NaN and widening rules stay in pruning.py; LIKE; IS NULL; NOT IN)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.types as pat
+
+from .nodes import And, Comparison, Expr, In, Or
+
+MAX_IN_VALUES = 64
+StatsColumns = Callable[[str], tuple[str, str, pa.DataType] | None]
+"""Column name -> (its min column, its max column, their Arrow type), or None if it has none."""
+
+
+def stats_filter(expr: Expr, columns: StatsColumns) -> pc.Expression | None:
+    """An expression true for every entry whose stats may match the bound ``expr``; None
+    when it would keep every entry."""
+    if isinstance(expr, And):
+        parts = [p for p in (stats_filter(o, columns) for o in expr.operands) if p is not None]
+        return _combine(parts, pc.Expression.__and__) if parts else None
+    if isinstance(expr, Or):
+        parts = [stats_filter(o, columns) for o in expr.operands]
+        return None if any(p is None for p in parts) else _combine(parts, pc.Expression.__or__)
+    if isinstance(expr, Comparison) and expr.op != "!=":
+        return _compare(expr.column, expr.op, expr.value, columns)
+    if isinstance(expr, In) and not expr.negated and len(expr.values) <= MAX_IN_VALUES:
+        parts = [_compare(expr.column, "=", value, columns) for value in expr.values]
+        return None if any(p is None for p in parts) else _combine(parts, pc.Expression.__or__)
+    return None
+
+
+def _combine(parts: list[pc.Expression], op: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:
+    out = parts[0]
+    for part in parts[1:]:
+        out = op(out, part)
+    return out
+
+
+def _compare(column: str, op: str, value: object, columns: StatsColumns) -> pc.Expression | None:
+    found = columns(column)
+    if found is None or value is None:
+        return None
+    low_name, high_name, dtype = found
+    if not (pat.is_integer(dtype) or pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_date(dtype)
+            or pat.is_timestamp(dtype) or pat.is_decimal(dtype)) or isinstance(value, float | bool):
+        return None
+    try:
+        literal = pa.scalar(value, dtype)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    low, high = ds.field(low_name), ds.field(high_name)
+    below = low.is_null() | (low <= literal if op in ("=", "<=") else low < literal)
+    above = high.is_null() | (high >= literal if op in ("=", ">=") else high > literal)
+    if op == "=":
+        return below & above
+    return below if op in ("<", "<=") else above
