@@ -62,6 +62,13 @@ def check_string(name: str, value: Any) -> str:
     return value
 
 
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """One of ``choices`` (strings)."""
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidArgumentError(f"{name} must be one of {list(choices)}, not {_describe(value)}")
+    return value
+
+
 def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
     """A list of distinct column names of the table (None: all of them), or any ordered
     iterable of them. A bare string is refused (iterating it would ask for one column per

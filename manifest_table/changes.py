@@ -12,7 +12,7 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from .expressions import Expr
+from .expressions import Expr, Or
 from .format.manifest import DataFile, DeletionVector
 from .format.root import Properties
 from .schema_evolution import SchemaChange
@@ -70,6 +70,16 @@ class Changes:
     def delete_rows(self, path: str, positions: BitMap) -> None:
         if positions:
             self.deletes.setdefault(path, BitMap()).update(positions)
+
+    def serialize_against(self, predicate: Expr | None) -> None:
+        """Record that rows matching ``predicate`` (bound; None: every row) were read to
+        decide this commit: a concurrent commit adding rows that may match, or deleting rows
+        this one read, makes it fail (overwrite with a condition, update, upsert)."""
+        if predicate is None:
+            self.predicate = None
+        elif not (self.serializable and self.predicate is None):
+            self.predicate = predicate if self.predicate is None else Or(self.predicate, predicate)
+        self.serializable = True
 
     def added_paths(self) -> set[str]:
         return {f.path for f in self.added}

@@ -3,7 +3,8 @@
 Only the difference between the version we built on (``prev``) and the winner matters.
 Appends always rebase. Deletes rebase onto anything that keeps their files (bitmaps are
 unioned when the manifest is built) and are remapped through compactions. Serializable
-commits (overwrite) fail if anything they read changed. The full matrix is in
+commits (overwrite, update, upsert) fail if anything they read changed: rows they read
+deleted, or rows their condition may match added. The full matrix is in
 docs/protocol.md."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pyroaring import BitMap
 
 from .changes import Changes, Rewrite, rewrites_from_json
 from .errors import CommitConflictError
-from .format.manifest import Manifest
-from .listing import diff
+from .format.manifest import DataFile, Manifest
+from .listing import diff, locate
 from .schema_evolution import carry_files
 from .tombstones import DeletionVectors
 
@@ -49,7 +50,12 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
 
     if changes.serializable:
         read = (changes.read_files | changes.removed | set(changes.deletes)) - own
-        _fail_if(read & (gone | touched), winner, "changed rows this commit read")
+        suspects = read & touched
+        before = {p: f for p, (f, _) in locate(prev, suspects).items()} if suspects else {}
+        now = changed.after(suspects) if suspects else {}
+        hit = {p for p in suspects if p not in before or p not in now
+               or _deleted_rows_read(changes, p, before[p], now[p], dvs)}
+        _fail_if(read & gone | hit, winner, "changed rows this commit read")
         matching = [f.path for f in new_files
                     if changes.predicate is None or changes.predicate.may_match(f.stats.get)]
         _fail_if(set(matching), winner, "added rows that may match this commit's condition")
@@ -72,6 +78,17 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
         rw, i = theirs[path]
         changes.delete_rows(rw.output, remap(changes.deletes.pop(path), rw, i, dvs))
     return changes
+
+
+def _deleted_rows_read(changes: Changes, path: str, before: DataFile, after: DataFile,
+                       dvs: DeletionVectors) -> bool:
+    """Whether the winner's new deletes on ``path`` hit rows this commit read. The rows a
+    serializable commit read from a file are the ones it deletes (overwrite, update,
+    upsert): a concurrent delete of other rows of the file rebases. A file removed whole
+    was read whole."""
+    if path in changes.removed or path not in changes.deletes:
+        return True
+    return bool((dvs.of(after) - dvs.of(before)) & changes.deletes[path])
 
 
 def _schema_changed(changes: Changes, prev: Manifest, winner: Manifest) -> None:

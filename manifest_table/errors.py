@@ -66,6 +66,10 @@ class InvalidArgumentError(ManifestTableError, ValueError):
     """An argument has a value that makes no sense (negative size, retention below grace, ...)."""
 
 
+class DuplicateKeyError(InvalidArgumentError):
+    """An upsert's source holds the same key more than once: which row would win is undefined."""
+
+
 class SchemaEvolutionError(ManifestTableError, ValueError):
     """A schema change that cannot be made (a rename onto an existing name, a narrowing, ...);
     nothing was committed."""

@@ -137,6 +137,11 @@ class Scan:
             return self.snapshot.total_live_rows()
         return sum(t.num_rows for t in self._tables([], with_positions=False))
 
+    def matching_rows(self) -> Iterator[tuple[DataFile, pa.Table]]:
+        """Per file, the live rows matching the filter (the scan's columns) with their
+        positions in ``POSITION_COLUMN``: what an update or upsert replaces."""
+        return self._file_tables(self.columns, with_positions=True)
+
     def matching_positions(self) -> Iterator[tuple[DataFile, BitMap]]:
         """Per file, the positions of live rows matching the filter (what a delete removes)."""
         for file, table in self._file_tables([], with_positions=True):

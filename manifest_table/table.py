@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from datetime import datetime, timedelta
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -152,6 +152,28 @@ class Table:
         """Atomically replace every row (or the rows matching ``where``) with ``data``."""
         with self.transaction() as tx:
             tx.overwrite(data, where)
+            return tx.commit()
+
+    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> CommitInfo:
+        """Assign ``set`` (column -> literal, ``col``/arithmetic term, filter, or expression
+        text such as ``"price * 1.1"``; quote string literals: ``"'DE'"``) in the live rows
+        matching ``where`` (every row: None). The new versions go to a new file and the old
+        positions to a tombstone, in one commit with ``rows_updated`` in its metrics. See
+        docs/python-api.md."""
+        with self.transaction() as tx:
+            tx.update(set, where)
+            return tx.commit()
+
+    def upsert(self, data: Any, on: list[str], *, when_matched: str = "update",
+               when_not_matched: str = "insert") -> CommitInfo:
+        """Merge ``data`` (rows of the table's schema) by the key columns ``on``: a target row
+        with a source row's key is replaced by it (``when_matched="ignore"``: kept), a source
+        row without a match is inserted (``when_not_matched="ignore"``: dropped). Reads only
+        the key columns of files whose stats may hold the keys; one commit with
+        ``rows_updated`` and ``rows_inserted``. A key twice in ``data`` raises
+        ``DuplicateKeyError``; a null key matches nothing. See docs/python-api.md."""
+        with self.transaction() as tx:
+            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched)
             return tx.commit()
 
     # --- maintenance --------------------------------------------------------------------

@@ -15,7 +15,7 @@ from .arguments import check_int, check_string
 from .changes import Changes
 from .commit import CommitInfo, commit
 from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
-from .expressions import Expr, Or, to_expr
+from .expressions import Expr, to_expr
 from .format.field_ids import FieldIds
 from .format.keys import DATA_PREFIX, caller_key, is_writer_key
 from .format.manifest import DataFile, check_new_file
@@ -24,6 +24,8 @@ from .listing import StagedFiles, VersionFiles, locate
 from .scan import Scan, Snapshot
 from .schema_evolution import SchemaUpdate, schema_of
 from .tombstones import DeletionVectors
+from .update import update
+from .upsert import UpsertCounts, upsert
 from .write import write_data_files
 
 if TYPE_CHECKING:
@@ -129,18 +131,28 @@ class Transaction:
             staged = changes.added_paths()
             changes.removed |= {f.path for f in files if f.path not in staged}
             changes.added, changes.deletes = [], {}  # their files go once this operation succeeds
-            changes.predicate = None
         else:
             # Bound, so that conflict checks compare the literal as the column's type (a
             # decimal column's 1.10 with Decimal('1.1'), not with the binary float 1.1).
             expr = expr.bind(self._base.schema)
             self.delete(expr)
-            if not (changes.serializable and changes.predicate is None):
-                changes.predicate = expr if changes.predicate is None else Or(changes.predicate, expr)
-        changes.serializable = True
+        changes.serialize_against(expr)
         changes.parameters.setdefault("predicates", []).append(None if expr is None else str(expr))
         self._record("overwrite")
         self.append(data)
+
+    @_all_or_nothing
+    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> int:
+        """Stage new versions of the live rows matching ``where`` (every row: None), with the
+        columns of ``set`` assigned; returns how many rows. See ``Table.update``."""
+        return update(self, set, where)
+
+    @_all_or_nothing
+    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update",
+               when_not_matched: str = "insert") -> UpsertCounts:
+        """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
+        rows_inserted). See ``Table.upsert``."""
+        return upsert(self, data, on, when_matched, when_not_matched)
 
     @_all_or_nothing
     def add_files(self, files: Sequence[DataFile]) -> None:
@@ -182,7 +194,7 @@ class Transaction:
         self._closed = True
         if self._changes.is_empty():
             return CommitInfo(self._base.version, self._operation(), self._base.timestamp, None,
-                              {"rows_added": 0, "rows_deleted": 0}, committed=False)
+                              {"rows_added": 0, "rows_deleted": 0, **self._changes.metrics}, committed=False)
         self._changes.operation = self._operation()
         return commit(self._table._log, self._base, self._pointer, self._changes,
                       self._table.commit_options, self._started, self._dvs)
@@ -281,9 +293,11 @@ class Transaction:
             self._changes.metrics[name] = self._changes.metrics.get(name, 0) + value
 
     def _operation(self) -> str:
+        """An operation made of others (an overwrite deletes and appends) names the commit."""
         kinds = set(self._kinds)
-        if "overwrite" in kinds:
-            return "overwrite"
+        composite = kinds & {"overwrite", "update", "upsert"}
+        if composite:
+            return composite.pop() if len(composite) == 1 else "transaction"
         if len(kinds) > 1:
             kinds.discard("update_schema")  # an append that adds columns stays an append
         return kinds.pop() if len(kinds) == 1 else "transaction"

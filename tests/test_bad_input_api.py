@@ -19,7 +19,7 @@ import pytest
 from pyroaring import BitMap
 
 import manifest_table as mt
-from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, ManifestTableError,
+from manifest_table.errors import (DuplicateKeyError, InvalidArgumentError, InvalidFilterError, ManifestTableError,
                                    SchemaMismatchError, StoreError, TableExistsError)
 from manifest_table.format.manifest import DataFile
 from manifest_table.storage import LocalStore, MemoryStore
@@ -184,6 +184,22 @@ CASES: list[Case] = [
     ("open-uri-wrong-type", InvalidArgumentError, lambda t: mt.open_table(42, store=t.store), "uri must be a string or a path"),
     ("open-storage-options-type", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, storage_options={"region": 1}), "storage_options must be a dict of strings"),
     ("create-over-existing", TableExistsError, lambda t: mt.create_table(t.uri, SCHEMA, store=t.store), "a table already exists"),
+    # --- update and upsert ---------------------------------------------------------------
+    ("update-set-not-dict", InvalidArgumentError, lambda t: t.update(["name"]), "set must be a non-empty dict"),
+    ("update-unknown-column", InvalidArgumentError, lambda t: t.update({"nope": 1}), "unknown columns"),
+    ("update-string-arithmetic", InvalidFilterError, lambda t: t.update({"name": "name + 1"}), "cannot apply"),
+    ("update-bad-term-syntax", InvalidFilterError, lambda t: t.update({"id": "id +"}), "expected a column name"),
+    ("update-null-into-not-null", SchemaMismatchError, lambda t: t.update({"id": None}, where="id = 7"), "not nullable"),
+    ("update-fraction-into-integer", InvalidArgumentError, lambda t: t.update({"id": "id / 2"}), "cannot store"),
+    ("update-divide-by-zero", InvalidArgumentError, lambda t: t.update({"d": "d / 0"}), "(?i)divide by zero"),
+    ("update-number-into-string", InvalidArgumentError, lambda t: t.update({"name": 5}), "cannot store"),
+    ("upsert-duplicate-key", DuplicateKeyError, lambda t: t.upsert(pa.concat_tables([_rows(7, 8), _rows(7, 8)]), ["id"]), "more than once"),
+    ("upsert-no-keys", InvalidArgumentError, lambda t: t.upsert(_rows(0, 2), []), "at least one key"),
+    ("upsert-key-string", InvalidArgumentError, lambda t: t.upsert(_rows(0, 2), "id"), "list of column names"),
+    ("upsert-key-list-type", InvalidArgumentError, lambda t: t.upsert(_rows(0, 2), ["tags"]), "keys must be"),
+    ("upsert-when-matched", InvalidArgumentError, lambda t: t.upsert(_rows(0, 2), ["id"], when_matched="delete"), "when_matched must be one of"),
+    ("upsert-wrong-schema", SchemaMismatchError, lambda t: t.upsert(pa.table({"id": [1]}), ["id"]), "missing columns"),
+    ("tx-upsert-duplicate-key", DuplicateKeyError, lambda t: _in_tx(t, lambda tx: tx.upsert(pa.concat_tables([_rows(7, 8), _rows(7, 8)]), ["id"])), "more than once"),
 ]
 
 

@@ -17,6 +17,7 @@ RUNS = {
     "delete": ["--rows", "20000", "--repeat", "1", "--files", "5", "--peers", ""],
     "throughput": ["--rows", "20000", "--repeat", "1", "--pylist-rows", "1000", "--peers", ""],
     "scale": ["--sizes", "10,50", "--repeat", "1", "--peers", ""],
+    "upsert": ["--rows", "20000", "--source", "100", "--repeat", "1", "--peers", ""],
 }
 
 

@@ -258,6 +258,28 @@ def test_delete(run: Run, uri: str):
     assert run("count", uri)[1] == "3\n"
 
 
+def test_upsert(run: Run, uri: str, tmp_path: Path):
+    source = tmp_path / "changes.csv"
+    source.write_text("id,name,ts\n1,one,2025-01-01 00:00:00\n9,nine,2025-01-02 00:00:00\n")
+    code, out, err = run("upsert", uri, str(source), "--on", "id")
+    assert (code, err) == (0, "")
+    assert out.startswith("committed version 3 (upsert):") and "rows_updated=1" in out and "rows_inserted=1" in out
+    table = mt.open_table(uri)
+    assert {r["id"]: r["name"] for r in table.to_arrow().to_pylist()} == {
+        0: "n0", 1: "one", 2: "n2", 3: "n3", 4: "n4", 9: "nine"}
+    code, out, _ = run("upsert", uri, str(source), "--on", "id", "--when-matched", "ignore")
+    assert code == 0 and out == "nothing to commit; the table is unchanged at version 3\n"
+
+
+def test_upsert_errors_are_one_line(run: Run, uri: str, tmp_path: Path):
+    source = tmp_path / "dup.csv"
+    source.write_text("id,name,ts\n1,a,2025-01-01 00:00:00\n1,b,2025-01-01 00:00:00\n")
+    assert_user_error(run("upsert", uri, str(source), "--on", "id"), "more than once")
+    assert_user_error(run("upsert", uri, str(source), "--on", "nope"), "unknown columns ['nope']")
+    assert run("upsert", uri, str(source))[0] == 2  # --on is required
+    assert mt.open_table(uri).version == 2
+
+
 # --- failures ----------------------------------------------------------------------------
 def test_bad_filter_is_a_user_error(run: Run, uri: str):
     assert_user_error(run("scan", uri, "--where", "nope = 1"), "unknown column 'nope'")

@@ -1,5 +1,5 @@
-"""A model-based test: random appends, deletes, overwrites, transactions, schema changes and
-time travel against a plain in-memory model of the rows at every version."""
+"""A model-based test: random appends, deletes, overwrites, updates, upserts, transactions,
+schema changes and time travel against a plain in-memory model of the rows at every version."""
 
 from __future__ import annotations
 
@@ -78,6 +78,32 @@ class TableModel(RuleBasedStateMachine):
         keep = [] if condition is None else [r for r in self.rows if not condition[1](*r)]
         info = self.table.overwrite(as_table(rows), None if condition is None else condition[0])
         self.committed(info, keep + rows)
+
+    @rule(condition=st.one_of(st.none(), CONDITIONS), value=st.sampled_from(["a", "b", None]),
+          shift=st.integers(-3, 3))
+    def update(self, condition, value, shift):
+        matches = (lambda k, v: True) if condition is None else condition[1]
+        rows = [(k + shift, value) if matches(k, v) else (k, v) for k, v in self.rows]
+        assignments = {"k": f"k + {shift}", "v": "NULL" if value is None else f"'{value}'"}
+        info = self.table.update(assignments, None if condition is None else condition[0])
+        assert info.metrics["rows_updated"] == sum(matches(*r) for r in self.rows)
+        self.committed(info, rows)
+
+    @rule(source=st.lists(st.tuples(KEYS, st.sampled_from(["a", "b", None])), max_size=8,
+                          unique_by=lambda r: r[0]),
+          when_matched=st.sampled_from(["update", "ignore"]), when_not_matched=st.sampled_from(["insert", "ignore"]))
+    def upsert(self, source, when_matched, when_not_matched):
+        keys = {k for k, _ in source}
+        present = {k for k, _ in self.rows}
+        replaced = [r for r in self.rows if r[0] in keys]
+        rows = [r for r in self.rows if r[0] not in keys or when_matched == "ignore"]
+        if when_matched == "update":
+            rows += [next(s for s in source if s[0] == k) for k, _ in replaced]
+        if when_not_matched == "insert":
+            rows += [s for s in source if s[0] not in present]
+        info = self.table.upsert(as_table(source), on=["k"], when_matched=when_matched,
+                                 when_not_matched=when_not_matched)
+        self.committed(info, rows)
 
     @rule(first=ROWS, condition=CONDITIONS, second=ROWS)
     def transaction(self, first, condition, second):

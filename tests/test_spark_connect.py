@@ -1,5 +1,5 @@
 """``manifest_table.spark`` over a real Spark Connect session (no SparkContext): ``read`` (latest
-and time travel) equals the Python API, ``write`` appends, ``delete`` and ``compact`` commit on
+and time travel) equals the Python API, ``write`` appends, ``delete``, ``compact`` and ``upsert`` commit on
 the native path, and the Python API sees the result.
 
 The Connect session runs in a subprocess, so its Spark cannot clash with the classic session the
@@ -49,7 +49,7 @@ EXPECTED = sorted((set(range(40)) - {i for i in range(40) if i % 10 == 7} | set(
 """The ids left after the table below, a Spark append of 100..109 and a Spark ``id < 5`` delete."""
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(110)
 def test_read_write_delete_compact_over_spark_connect(tmp_path: Path):
     uri = str(tmp_path / "t")
     t = mt.create_table(uri, SCHEMA)
@@ -63,22 +63,25 @@ def test_read_write_delete_compact_over_spark_connect(tmp_path: Path):
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "tests.test_spark_connect", uri], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=80)
+                              capture_output=True, text=True, timeout=100)
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the Spark Connect run took over 80 s; its stderr ended with:\n{_tail(exc.stderr)}")
+        pytest.fail(f"the Spark Connect run took over 100 s; its stderr ended with:\n{_tail(exc.stderr)}")
     assert done.returncode == 0, f"the Spark Connect run failed:\n{_tail(done.stderr)}"
     assert "connect ok" in done.stdout, done.stdout
     laps = [line for line in done.stderr.splitlines() if line.startswith("mt-lap ")]
     print(f"Spark Connect run: {time.monotonic() - started:.1f} s;", ", ".join(laps))
 
     t = mt.open_table(uri)
-    assert t.version == 6  # 4 the Spark append, 5 the delete, 6 the compaction
-    assert ids_of(t) == EXPECTED
-    assert t.to_arrow().sort_by("id").equals(rows(0, 110).filter(pa.array(
+    assert t.version == 7  # 4 the Spark append, 5 the delete, 6 the compaction, 7 the upsert
+    assert ids_of(t, version=6) == EXPECTED
+    assert t.scan(version=6).to_arrow().sort_by("id").equals(rows(0, 110).filter(pa.array(
         [i in set(EXPECTED) for i in range(110)])).sort_by("id"))
-    assert len(t.manifest().files) == 1  # compacted into one file, deleted rows gone
-    assert t.manifest().files[0].live_rows == t.manifest().files[0].rows == len(EXPECTED)
+    compacted = t.manifest(6).files
+    assert len(compacted) == 1  # compacted into one file, deleted rows gone
+    assert compacted[0].live_rows == compacted[0].rows == len(EXPECTED)
     assert ids_of(t, version=3) == sorted(set(range(40)) - {7, 17, 27, 37})  # history kept
+    assert ids_of(t) == sorted(set(EXPECTED) | set(range(110, 115)))
+    assert sorted(t.scan(where="x = -1.0").to_arrow().column("id").to_pylist()) == list(range(105, 115))
 
 
 def _tail(text: str | bytes | None, lines: int = 60) -> str:
@@ -129,7 +132,7 @@ def _child(uri: str) -> None:
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from manifest_table.spark import compact, delete, read, write
+    from manifest_table.spark import compact, delete, read, upsert, write
     from tests.spark_fixtures import sorted_rows
 
     started = time.monotonic()
@@ -162,6 +165,11 @@ def _child(uri: str) -> None:
     assert info.committed and info.parameters["engine"] == "spark", info
     assert info.version == 6 and info.metrics["files_added"] == 1, info.metrics
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
+
+    _lap(started, "upsert")
+    changed = rows(105, 115).set_column(2, "x", pa.array([-1.0] * 10))
+    info = upsert(spark, uri, spark.createDataFrame(changed), ["id"])
+    assert info.version == 7 and (info.metrics["rows_updated"], info.metrics["rows_inserted"]) == (5, 5), info
     _lap(started, "stop")
     spark.stop()
     print(f"connect ok in {time.monotonic() - started:.1f} s")

@@ -1,9 +1,9 @@
-"""Multi-process stress: eight processes mix appends, deletes, overwrites, transactions,
-compaction and GC on one table (a local directory, and S3 on moto), then the final state and
+"""Multi-process stress: eight processes mix appends, deletes, overwrites, updates, upserts,
+transactions, compaction and GC on one table (a local directory, and S3 on moto), then the final state and
 every retained version are checked against a serial replay of the acknowledged history.
 
-Each process owns the ids ``writer * 10**9 + n`` and deletes or overwrites only rows of its
-own that it saw acknowledged, so replaying the logged changes in version order is exact even
+Each process owns the ids ``writer * 10**9 + n`` and deletes, overwrites, updates or upserts
+only rows of its own that it saw acknowledged, so replaying the logged changes in version order is exact even
 though deletes rebase over concurrent commits. ``MT_STRESS_SECONDS`` (default 6) sets how long
 the processes write; e.g. ``MT_STRESS_SECONDS=600`` for a soak.
 """
@@ -37,7 +37,8 @@ DEADLINE = 3.0
 """GC's retention and grace, and the commits' deadline: short, so that versions expire while
 the writers run, and a deadline below the grace, so that no commit can reference an object GC
 collected however loaded the machine (a commit past it gives up, nothing committed)."""
-OPERATIONS = ["append"] * 7 + ["delete"] * 4 + ["overwrite"] * 3 + ["transaction"] * 3 + ["compact", "gc"]
+OPERATIONS = (["append"] * 7 + ["delete"] * 4 + ["overwrite"] * 3 + ["update"] * 2 + ["upsert"] * 2
+              + ["transaction"] * 3 + ["compact", "gc"])
 ID_SPAN = 10**9
 
 
@@ -81,7 +82,7 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
             value = rng.randrange(1000)
             began = time.monotonic()
             try:
-                if op == "append" or (not victims and op in ("delete", "overwrite", "transaction")):
+                if op == "append" or (not victims and op in ("delete", "overwrite", "update", "upsert", "transaction")):
                     next_id += len(new)
                     ack(table.append(_rows(writer, new, value)), dict.fromkeys(new, value), [])
                 elif op == "delete":
@@ -92,6 +93,15 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
                     next_id += len(new)
                     info = table.overwrite(_rows(writer, new, value), where=f"writer = {writer} and {_in(victims)}")
                     ack(info, dict.fromkeys(new, value), victims)
+                elif op == "update":
+                    info = table.update({"v": str(value)}, where=f"writer = {writer} and {_in(victims)}")
+                    assert info.metrics["rows_updated"] == len(victims), info.metrics
+                    ack(info, dict.fromkeys(victims, value), victims)
+                elif op == "upsert":
+                    next_id += len(new)
+                    info = table.upsert(_rows(writer, victims + new, value), ["id"])
+                    assert (info.metrics["rows_updated"], info.metrics["rows_inserted"]) == (len(victims), len(new))
+                    ack(info, dict.fromkeys(victims + new, value), victims)
                 elif op == "transaction":
                     next_id += len(new)
                     with table.transaction() as tx:
@@ -104,7 +114,7 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
                 else:
                     table.gc(retain_for=RETAIN, grace=RETAIN)
             except CommitConflictError:
-                pass  # a true conflict (an overwrite or compaction lost): nothing committed
+                pass  # a true conflict (an overwrite, update, upsert or compaction lost): nothing committed
             except CommitFailedError as exc:
                 if "deadline" not in str(exc):
                     raise

@@ -42,7 +42,7 @@ def test_files_written_at_once_keep_the_input_order(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "t")
     data = pa.Table.from_batches(list(batches(50_000)))
     files = write_data_files(FileIO(store), data.to_batches(), SCHEMA,
-                             WriteOptions(target_file_size=40_000, row_group_size=20_000), max_workers=3)
+                             WriteOptions(target_file_size=8_000, row_group_size=4_000), max_workers=3)
     assert len(files) >= 3
     assert read_back(store, files).equals(data)
     for f in files:
@@ -106,7 +106,8 @@ def test_files_are_cut_to_the_row_limit(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(write, "MAX_FILE_ROWS", 3000)
     store = LocalStore(tmp_path / "t")
     files = write_data_files(FileIO(store), batches(10_000), SCHEMA, WriteOptions(row_group_size=10_000))
-    assert len(files) == 4 and all(2500 < f.rows <= 3000 for f in files[:3])
+    # At least 4 files of at most 3,000 rows (an idle thread may take a file's tail: more files).
+    assert len(files) >= 4 and all(f.rows <= 3000 for f in files) and files[0].rows > 2500
     assert read_back(store, files).equals(pa.Table.from_batches(list(batches(10_000))))
 
 

@@ -1,4 +1,4 @@
-"""Commands that write: ``create``, ``append``, ``delete``, ``overwrite``."""
+"""Commands that write: ``create``, ``append``, ``delete``, ``overwrite``, ``upsert``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ..commit import CommitInfo
 from ..format.manifest import FORMAT_VERSION
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
-from .options import open_from, storage_options
+from ..upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
+from .options import names, open_from, storage_options
 from .progress import counted
 from .read import metrics
 from .schema_spec import parquet_schema, parse_schema
@@ -60,6 +61,15 @@ def delete(args: argparse.Namespace) -> None:
     print(f"deleted {deleted} row{'' if deleted == 1 else 's'}; the table {state} version {info.version}")
 
 
+def upsert(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    reader = read_input(args.file, table.schema)
+    log.info("upserting %s", args.file)
+    info = table.upsert(_counted(reader, f"upserting {args.file}"), args.on,
+                        when_matched=args.when_matched, when_not_matched=args.when_not_matched)
+    print(summary(info))
+
+
 def add_commands(command: Any) -> None:
     """Register the writing commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
     created = command("create", create, "create an empty table")
@@ -79,6 +89,16 @@ def add_commands(command: Any) -> None:
     replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit")
     replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
     replaced.add_argument("--where", metavar="EXPR", help="replace only the rows matching this filter")
+
+    merged = command("upsert", upsert, "replace the rows whose key a file's rows hold and insert the others, "
+                     "in one commit")
+    merged.add_argument("file", metavar="FILE", help=files_help)
+    merged.add_argument("--on", required=True, type=names, metavar="COLUMNS",
+                        help="key columns, comma-separated (a key may appear once in FILE)")
+    merged.add_argument("--when-matched", choices=WHEN_MATCHED, default="update",
+                        help="what to do with a row whose key the table holds (default: update)")
+    merged.add_argument("--when-not-matched", choices=WHEN_NOT_MATCHED, default="insert",
+                        help="what to do with a row whose key it does not (default: insert)")
 
 
 def summary(info: CommitInfo) -> str:

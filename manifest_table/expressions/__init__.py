@@ -4,10 +4,11 @@ One tree serves row filtering (`to_arrow`), file pruning (`may_match`) and the p
 recorded in manifests (`str`). See docs/expressions.md.
 
 Modules, lowest first: `literals` (values, types, text), `like` (LIKE patterns), `pruning`
-(statistics), `arrow` (rows), `nodes` (the tree, delegating to those), `parser` (text).
+(statistics), `arrow` (rows), `terms` (value expressions: arithmetic, what `update` assigns),
+`nodes` (the tree, delegating to those), `parser` (text).
 """
 
-from .parser import parse, to_expr
+from .parser import parse, parse_term, to_expr, to_term
 from .nodes import (
     And,
     Column,
@@ -21,9 +22,18 @@ from .nodes import (
     col,
 )
 from .pruning import ColumnStats
+from .terms import Arithmetic, Condition, Literal, Ref, Term, lit
 
 __all__ = [
     "And",
+    "Arithmetic",
+    "Condition",
+    "Literal",
+    "Ref",
+    "Term",
+    "lit",
+    "parse_term",
+    "to_term",
     "Column",
     "ColumnStats",
     "Comparison",

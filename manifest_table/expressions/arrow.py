@@ -122,11 +122,16 @@ def any_of(conditions: list[pc.Expression]) -> pc.Expression:
 
 def evaluate(condition: pc.Expression, table: pa.Table) -> pa.ChunkedArray:
     """The boolean mask of `condition` over `table`, in row order."""
+    return project(table, {"mask": condition}).column(0)
+
+
+def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
+    """A table of `columns` (name -> expression over `table`'s columns), in row order."""
     plan = Declaration.from_sequence([
         Declaration("table_source", TableSourceNodeOptions(table)),
-        Declaration("project", ProjectNodeOptions([condition], ["mask"])),
+        Declaration("project", ProjectNodeOptions(list(columns.values()), list(columns))),
     ])
-    return plan.to_table(use_threads=False).column(0)  # one thread keeps row order
+    return plan.to_table(use_threads=False)  # one thread keeps row order
 
 
 def _grouped(items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:

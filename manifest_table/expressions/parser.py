@@ -16,6 +16,7 @@ from typing import Callable
 from ..errors import InvalidFilterError
 from .literals import MAX_DIGITS, RESERVED, Value, filter_error
 from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
+from .terms import PRECEDENCE, Arithmetic, Condition, Literal, Ref, Term, term
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
@@ -27,6 +28,9 @@ _TOKEN = re.compile(
       | (?P<punct>[(),])""",
     re.VERBOSE,
 )
+_TERM_TOKEN = re.compile(_TOKEN.pattern.replace("[(),])", "[(),]) | (?P<arith>[-+*/])"), re.VERBOSE)
+"""Terms (``parse_term``) also take the arithmetic operators; filters do not, so that a
+stray ``-`` or ``+`` in a filter is still an unexpected character."""
 _UNTERMINATED = {"'": "unterminated string literal", '"': "unterminated quoted column name"}
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _BINARY: dict[str, tuple[int, Callable[[Expr, Expr], Expr]]] = {"OR": (1, Or), "AND": (2, And)}
@@ -57,11 +61,11 @@ def syntax_error(text: str, message: str, pos: int) -> InvalidFilterError:
     return filter_error(f"{message} at position {pos}:\n  {shown}\n  {' ' * pos}^", pos)
 
 
-def _tokenize(text: str) -> list[_Token]:
+def _tokenize(text: str, pattern: re.Pattern[str] = _TOKEN) -> list[_Token]:
     tokens: list[_Token] = []
     pos = 0
     while pos < len(text):
-        match = _TOKEN.match(text, pos)
+        match = pattern.match(text, pos)
         if match is None:
             problem = _UNTERMINATED.get(text[pos], f"unexpected character {text[pos]!r}")
             raise syntax_error(text, problem, pos)
@@ -78,9 +82,9 @@ def _tokenize(text: str) -> list[_Token]:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, pattern: re.Pattern[str] = _TOKEN) -> None:
         self.text = text
-        self.tokens = _tokenize(text)
+        self.tokens = _tokenize(text, pattern)
         self.index = 0
         self.depth = 0  # open '(' and NOT around the current position
 
@@ -200,6 +204,57 @@ class _Parser:
             raise self.expected("BETWEEN, IN or LIKE")
         raise self.expected("a comparison operator, BETWEEN, IN, LIKE or IS")
 
+    # --- terms (parse_term) -----------------------------------------------------------------
+    def parse_term(self) -> Term:
+        result = self.term(1)
+        if self.peek().kind != "end":
+            raise self.expected("an operator (+ - * /) or the end of the expression")
+        return result
+
+    def term(self, min_precedence: int) -> Term:
+        """Precedence climbing over + - * /, all left-associative."""
+        left = self.operand()
+        while (op := self.arithmetic_operator()) is not None and PRECEDENCE[op] >= min_precedence:
+            self.index += 1
+            left = Arithmetic(op, left, self.term(PRECEDENCE[op] + 1))
+        return left
+
+    def arithmetic_operator(self) -> str | None:
+        """The operator at the current token, if any. The tokenizer reads ``a -1`` as a name
+        and the number -1; in operator position that is ``a - 1``: split the token."""
+        token = self.peek()
+        if token.kind == "arith":
+            return token.text
+        if token.kind == "number" and token.text.startswith("-"):
+            self.tokens[self.index:self.index + 1] = [_Token("arith", "-", token.pos),
+                                                      _Token("number", token.text[1:], token.pos + 1)]
+            return "-"
+        return None
+
+    def operand(self) -> Term:
+        if self.depth >= MAX_DEPTH:
+            raise syntax_error(self.text, f"the expression nests more than {MAX_DEPTH} levels deep", self.peek().pos)
+        if self.accept("punct", "("):
+            self.depth += 1
+            inner = self.term(1)
+            self.depth -= 1
+            self.expect("punct", ")", "')'")
+            return inner
+        if self.accept("arith", "-"):
+            self.depth += 1
+            inner = -self.operand()
+            self.depth -= 1
+            return inner
+        if self.at_column():
+            return Ref(self.advance().value)
+        if self.accept("keyword", "NULL"):
+            return Literal(None)
+        if self.peek().kind in ("number", "string") or self.at_typed_literal() or (
+            self.peek().kind == "keyword" and self.peek().value in ("TRUE", "FALSE")
+        ):
+            return Literal(self.literal())
+        raise self.expected("a column name, a literal, '-' or '('")
+
     def literal_list(self) -> tuple[Value, ...]:
         self.expect("punct", "(", "'('")
         values = [self.literal()]
@@ -257,3 +312,23 @@ def to_expr(where: str | Expr | None) -> Expr | None:
     if isinstance(where, str):
         return parse(where)
     raise filter_error(f"a filter must be a string or an Expr, got {type(where).__name__}")
+
+
+def parse_term(text: str) -> Term:
+    """Parse a value expression such as ``price * 1.1`` or ``(a + b) / 2`` (docs/expressions.md)."""
+    if not isinstance(text, str):
+        raise filter_error(f"an expression must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise filter_error("the expression is empty")
+    return _Parser(text, _TERM_TOKEN).parse_term()
+
+
+def to_term(value: object) -> Term:
+    """Normalise a value assigned by ``update(set=...)``: text is parsed as a term (quote a
+    string literal: ``"'DE'"``), a term or ``col(...)`` is kept, a boolean filter (an
+    ``Expr``) is its truth value, anything else is a literal (``None`` is NULL)."""
+    if isinstance(value, str):
+        return parse_term(value)
+    if isinstance(value, Expr):
+        return Condition(value)
+    return term(value)

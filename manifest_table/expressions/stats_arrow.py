@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.types as pat
 
-from .nodes import And, Comparison, Expr, In, Or
+from .nodes import And, Comparison, Expr, In, Or, PruneOnly
 
 MAX_IN_VALUES = 64
 StatsColumns = Callable[[str], tuple[str, str, pa.DataType] | None]
@@ -27,6 +27,8 @@ StatsColumns = Callable[[str], tuple[str, str, pa.DataType] | None]
 def stats_filter(expr: Expr, columns: StatsColumns) -> pc.Expression | None:
     """An expression true for every entry whose stats may match the bound ``expr``; None
     when it would keep every entry."""
+    if isinstance(expr, PruneOnly):
+        return stats_filter(expr.expr, columns)
     if isinstance(expr, And):
         parts = [p for p in (stats_filter(o, columns) for o in expr.operands) if p is not None]
         return _combine(parts, pc.Expression.__and__) if parts else None

@@ -1,5 +1,5 @@
 """Spark integration: reads and writes on Spark's own Parquet path (``read``, ``write``), a
-delete and a compaction whose data work runs on Spark, and the ``manifest_table`` Python data
+delete, an upsert and a compaction whose data work runs on Spark, and the ``manifest_table`` Python data
 source (batch reads and writes, streaming sink) for what the native path cannot reach.
 Needs pyspark >= 4.1. See docs/spark.md."""
 
@@ -11,6 +11,7 @@ from .native_read import read
 from .native_write import write
 from .operations import compact, delete
 from .source import FORMAT_NAME, ManifestTableDataSource
+from .upsert import upsert
 
 
 def register(spark: Any) -> None:
@@ -18,4 +19,4 @@ def register(spark: Any) -> None:
     spark.dataSource.register(ManifestTableDataSource)
 
 
-__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "read", "register", "write"]
+__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "read", "register", "upsert", "write"]

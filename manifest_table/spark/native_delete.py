@@ -42,7 +42,7 @@ def matching_positions(spark: Any, location: TableLocation, snapshot: Snapshot, 
     found = rows.mapInArrow(partial(_matching, where, types), "_mt_file string, _mt_row long").toArrow()
     paths = {file_name(f): f.path for f in files}
     positions: dict[str, BitMap] = {}
-    for name, group in _by_file(found):
+    for name, group in by_file(found):
         positions[paths[name]] = BitMap(group.astype(np.uint32))
     return positions
 
@@ -59,7 +59,8 @@ def _matching(where: Expr, types: pa.Schema, batches: Iterator[pa.RecordBatch]) 
         yield batch.select([FILE_COLUMN, ROW_COLUMN]).take(picked)
 
 
-def _by_file(found: pa.Table) -> Iterator[tuple[str, np.ndarray]]:
+def by_file(found: pa.Table) -> Iterator[tuple[str, np.ndarray]]:
+    """(file name, its row positions) for each file of collected (file, row) pairs."""
     if not found.num_rows:
         return
     found = found.sort_by([(FILE_COLUMN, "ascending")])

@@ -1,0 +1,236 @@
+"""Value expressions: what ``Table.update`` assigns to a column. A literal, a column, or
+arithmetic (``+ - * /``) over them: ``col("price") * 1.1``, ``parse_term("qty + 1")``.
+
+SQL's semantics, as Spark 4 (ANSI mode), DuckDB and PostgreSQL agree on them:
+
+- a null operand gives null;
+- ``/`` of two integers is a double division (``7 / 2`` is 3.5, as in Spark and DuckDB; not
+  PostgreSQL's truncation), with a decimal it is a decimal division;
+- an integer result that leaves int64, and a division by zero, are errors, never a wrapped or
+  infinite value (Arrow's ``*_checked`` kernels), so an update that would write one fails
+  whole and commits nothing;
+- mixed types widen as SQL does (an integer with a double is a double); an integer literal
+  is an int64, so ``small_int_column * 1000`` is computed in int64, while two int8 columns
+  add as int8 (an overflow is an error, as in Spark's ANSI mode).
+
+The result is then stored into its column by a safe cast (``assigned``): 2.0 goes into an
+integer column, 2.5 does not, and neither does a value outside the column's range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .literals import Value, filter_error, literal, quote_name, render_literal
+
+_KERNELS = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked", "/": "divide_checked"}
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+class Term(ABC):
+    """A value computed per row. Immutable; combine with ``+ - * /``."""
+
+    arrow_type: pa.DataType | None = None
+    """The result's type once bound (None before)."""
+
+    @abstractmethod
+    def columns(self) -> frozenset[str]:
+        """Names of the columns the term reads."""
+
+    @abstractmethod
+    def bind(self, schema: pa.Schema) -> Term:
+        """Check columns and operand types against ``schema``; the copy knows its type."""
+
+    @abstractmethod
+    def to_arrow(self) -> pc.Expression:
+        """The term as an Arrow expression (bind first: division needs the operand types)."""
+
+    def __add__(self, other: Any) -> Term:
+        return Arithmetic("+", self, term(other))
+
+    def __radd__(self, other: Any) -> Term:
+        return Arithmetic("+", term(other), self)
+
+    def __sub__(self, other: Any) -> Term:
+        return Arithmetic("-", self, term(other))
+
+    def __rsub__(self, other: Any) -> Term:
+        return Arithmetic("-", term(other), self)
+
+    def __mul__(self, other: Any) -> Term:
+        return Arithmetic("*", self, term(other))
+
+    def __rmul__(self, other: Any) -> Term:
+        return Arithmetic("*", term(other), self)
+
+    def __truediv__(self, other: Any) -> Term:
+        return Arithmetic("/", self, term(other))
+
+    def __rtruediv__(self, other: Any) -> Term:
+        return Arithmetic("/", term(other), self)
+
+    def __neg__(self) -> Term:
+        return Arithmetic("-", Literal(0), self)
+
+
+@dataclass(frozen=True)
+class Literal(Term):
+    """A constant; ``None`` is SQL's NULL (setting a column to null)."""
+
+    value: Value | None
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.value is not None:
+            object.__setattr__(self, "value", literal(self.value))
+
+    def __str__(self) -> str:
+        return "NULL" if self.value is None else render_literal(self.value)
+
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        try:
+            scalar = pa.scalar(self.value)
+        except (pa.ArrowException, OverflowError) as error:
+            raise filter_error(f"literal {self} has no Arrow type ({error})") from None
+        return dataclasses.replace(self, arrow_type=scalar.type)
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.scalar(self.value)
+
+
+@dataclass(frozen=True)
+class Ref(Term):
+    """The value of column ``name`` in the same row (``col(name)`` builds one too)."""
+
+    name: str
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return quote_name(self.name)
+
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.name})
+
+    def bind(self, schema: pa.Schema) -> Term:
+        index = schema.get_field_index(self.name)
+        if index < 0:
+            raise filter_error(f"unknown column {self.name!r}; available columns: {', '.join(schema.names)}")
+        return dataclasses.replace(self, arrow_type=schema.field(index).type)
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.field(self.name)
+
+
+@dataclass(frozen=True)
+class Arithmetic(Term):
+    """``left op right`` with op one of ``+ - * /``."""
+
+    op: str
+    left: Term
+    right: Term
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.op not in _KERNELS:
+            raise filter_error(f"unknown arithmetic operator {self.op!r}; use + - * /")
+        if not isinstance(self.left, Term) or not isinstance(self.right, Term):
+            raise filter_error(f"{self.op} needs two value expressions")
+
+    def __str__(self) -> str:
+        left, right = str(self.left), str(self.right)
+        mine = PRECEDENCE[self.op]
+        if isinstance(self.left, Arithmetic) and PRECEDENCE[self.left.op] < mine:
+            left = f"({left})"
+        if isinstance(self.right, Arithmetic) and (PRECEDENCE[self.right.op] < mine or (
+                PRECEDENCE[self.right.op] == mine and self.op in "-/")):
+            right = f"({right})"
+        return f"{left} {self.op} {right}"
+
+    def columns(self) -> frozenset[str]:
+        return self.left.columns() | self.right.columns()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        left, right = self.left.bind(schema), self.right.bind(schema)
+        for side in (left, right):
+            if not _numeric(side.arrow_type):
+                raise filter_error(f"cannot apply {self.op} to {side} of type {side.arrow_type}: "
+                                   "arithmetic takes integer, floating-point and decimal values")
+        bound = dataclasses.replace(self, left=left, right=right)
+        empty = [pa.array([], t) for t in bound._operand_types()]
+        result = pc.call_function(_KERNELS[self.op], empty)
+        return dataclasses.replace(bound, arrow_type=result.type)
+
+    def to_arrow(self) -> pc.Expression:
+        types = self._operand_types()
+        if not any(pa.types.is_decimal(t) for t in types):
+            # Both sides as the result type bind() found for arrays: inside an expression
+            # Arrow would narrow a literal (int8 * 1000 computed as int16 overflows).
+            types = (self.arrow_type, self.arrow_type)
+        pairs = zip((self.left, self.right), types)
+        operands = [side.to_arrow() if side.arrow_type == t else side.to_arrow().cast(t) for side, t in pairs]
+        return pc.Expression._call(_KERNELS[self.op], operands)
+
+    def _operand_types(self) -> tuple[pa.DataType, pa.DataType]:
+        """The types the kernel gets. Integer / integer divides as doubles (Spark, DuckDB),
+        not with truncation; an integer meets a decimal as decimal(19, 0), which holds every
+        int64 (Arrow's own implicit cast picks a precision too small for the product)."""
+        left, right = self.left.arrow_type, self.right.arrow_type
+        integral = [t is not None and (pa.types.is_integer(t) or pa.types.is_null(t)) for t in (left, right)]
+        if self.op == "/" and all(integral):
+            return pa.float64(), pa.float64()
+        if pa.types.is_decimal(left) and integral[1]:
+            return left, pa.decimal128(19, 0)
+        if pa.types.is_decimal(right) and integral[0]:
+            return pa.decimal128(19, 0), right
+        return left, right
+
+
+@dataclass(frozen=True)
+class Condition(Term):
+    """A boolean filter (an ``Expr``) as a value: ``set={"late": col("ts") > cutoff}``.
+    True, false, or null where SQL says unknown."""
+
+    expr: Any  # an Expr (nodes.py builds on this module)
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return str(self.expr)
+
+    def columns(self) -> frozenset[str]:
+        return self.expr.columns()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        return dataclasses.replace(self, expr=self.expr.bind(schema), arrow_type=pa.bool_())
+
+    def to_arrow(self) -> pc.Expression:
+        return self.expr.to_arrow()
+
+
+def _numeric(arrow_type: pa.DataType | None) -> bool:
+    t = pa.types
+    return arrow_type is not None and (t.is_integer(arrow_type) or t.is_floating(arrow_type)
+                                       or t.is_decimal(arrow_type) or t.is_null(arrow_type))
+
+
+def term(value: Any) -> Term:
+    """A Python value as a term: a term stays, ``col(name)`` is the column's value, anything
+    else becomes a ``Literal``."""
+    from .nodes import Column  # nodes builds on this module
+
+    if isinstance(value, Column):
+        return Ref(value.name)
+    return value if isinstance(value, Term) else Literal(value)
+
+
+def lit(value: Value | None) -> Literal:
+    """A literal value to assign, e.g. ``lit("DE")`` (a plain string would be parsed as a term)."""
+    return Literal(value)
