@@ -160,6 +160,20 @@ def test_deletes_overwrite_and_compaction_after_evolution(table: mt.Table) -> No
         assert written_ids(table, f.path) == list(table.manifest().index.field_ids)
 
 
+def test_update_and_upsert_after_evolution(table: mt.Table) -> None:
+    table.append(batch([1, 2, 3]))
+    with table.update_schema() as s:
+        s.rename_column("name", "new_name")
+        s.drop_column("tag")
+        s.add_column("extra", pa.int64())
+        s.widen("id", pa.int64())
+    table.update({"new_name": "'renamed'", "extra": 7}, where="id = 2")
+    table.upsert(pa.table({"id": [3, 4], "new_name": ["up3", "up4"], "score": pa.array([0.0, 0.0], pa.float32()),
+                           "amount": [Decimal("0.00")] * 2, "extra": [30, 40]}, schema=table.schema), on=["id"])
+    got = {r["id"]: (r["new_name"], r["extra"]) for r in table.to_arrow().to_pylist()}
+    assert got == {1: ("n1", None), 2: ("renamed", 7), 3: ("up3", 30), 4: ("up4", 40)}
+
+
 def test_append_merge_adds_new_columns_in_the_same_commit(table: mt.Table) -> None:
     table.append(batch([1]))
     wider = pa.schema([*SCHEMA, ("extra", pa.int64())])
