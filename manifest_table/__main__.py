@@ -1,5 +1,5 @@
 """``python -m manifest_table``: the same command as ``manifest-table``."""
 
-from .cli import main
+from .cli import run
 
-raise SystemExit(main())
+run()

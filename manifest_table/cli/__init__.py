@@ -4,6 +4,6 @@ One module per concern: ``app`` (parsing, errors, exit codes), ``read``, ``write
 ``maintain`` (the commands), ``inputs`` and ``output`` (file formats), ``schema_spec``,
 ``options`` and ``progress``. See docs/cli.md."""
 
-from .app import main
+from .app import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

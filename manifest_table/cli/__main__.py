@@ -1,5 +1,5 @@
 """``python -m manifest_table.cli``: the same command as ``manifest-table``."""
 
-from .app import main
+from .app import run
 
-raise SystemExit(main())
+run()
