@@ -250,6 +250,31 @@ def clone_dir(src: str, dst: str) -> str:
     return dst
 
 
+def fresh_copy_rows(work: str, variants: Sequence[tuple[str, Callable[[str], Any], Callable[[Any, int], str]]],
+                    repeat: int) -> list[list[str]]:
+    """Run each variant ``repeat`` times, each on a fresh copy (``setup(directory)`` makes it,
+    ``act(handle, run_index)`` is timed), and return table rows: label, median time, objects
+    and bytes written, time and bytes relative to the first variant, the last run's note."""
+    table_rows: list[list[str]] = []
+    first: tuple[float, int] | None = None
+    for v, (label, setup, act) in enumerate(variants):
+        times, written, note = [], [], ""
+        for i in range(repeat):
+            directory = os.path.join(work, f"v{v}-{i}")
+            handle = setup(directory)
+            before = files_of(directory)
+            start = time.perf_counter()
+            note = act(handle, i)
+            times.append(time.perf_counter() - start)
+            written.append(bytes_written(before, directory))
+        t = statistics.median(times)
+        objects, nbytes = written[-1]
+        first = first or (t, nbytes)
+        table_rows.append([label, seconds(t), f"{objects} / {size(nbytes)}",
+                           "" if v == 0 else ratio(t, first[0]), "" if v == 0 else ratio(nbytes, first[1]), note])
+    return table_rows
+
+
 def files_of(root: str) -> dict[str, tuple[int, int]]:
     """relative path -> (inode, size) of every file under ``root``."""
     out = {}

@@ -8,7 +8,6 @@ and Lance (deletion files); and how many data files a delete opens in a table of
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any, Callable
 
@@ -19,8 +18,8 @@ import manifest_table as mt
 from manifest_table.storage import MemoryStore
 
 from . import _peers
-from ._common import (SCHEMA, CountingStore, bytes_written, clone_dir, data_paths, describe, files_of, machine,
-                      make_data, parser, print_table, ratio, scratch, seconds, size, write_ours)
+from ._common import (CountingStore, SCHEMA, clone_dir, data_paths, describe, fresh_copy_rows, machine,
+                      make_data, parser, print_table, scratch, seconds, size, write_ours)
 
 Setup = Callable[[str], Any]          # fresh directory -> handle
 Action = Callable[[Any, int], str]    # (handle, id) -> note
@@ -58,24 +57,8 @@ def one_row(work: str, rows: int, peers: list[Any], repeat: int) -> None:
             variants.append((f"{cls.name} delete", lambda d, cls=cls: cls.from_files(d, paths),
                              lambda h, x: h.delete_id(x)))
 
-    table_rows = []
-    ours_time = ours_bytes = None
-    for v, (label, setup, act) in enumerate(variants):
-        times, written, note = [], [], ""
-        for i in range(repeat):
-            directory = os.path.join(work, f"v{v}-{i}")
-            handle = setup(directory)
-            before = files_of(directory)
-            start = time.perf_counter()
-            note = act(handle, rows // 2 + 7919 * i)
-            times.append(time.perf_counter() - start)
-            written.append(bytes_written(before, directory))
-        t = statistics.median(times)
-        objects, nbytes = written[-1]
-        if ours_time is None:
-            ours_time, ours_bytes = t, nbytes
-        table_rows.append([label, seconds(t), f"{objects} / {size(nbytes)}",
-                           "" if v == 0 else ratio(t, ours_time), "" if v == 0 else ratio(nbytes, ours_bytes), note])
+    table_rows = fresh_copy_rows(work, [(label, setup, lambda h, i, act=act: act(h, rows // 2 + 7919 * i))
+                                        for label, setup, act in variants], repeat)
     files_note = f"{len(paths)} file(s), {size(sum(map(os.path.getsize, paths)))} of Parquet"
     print_table(f"Delete 1 row of {rows:,} ({files_note}; median of {repeat}, each on a fresh copy)",
                 ["method", "time", "objects / bytes written", "time vs tombstone", "bytes vs tombstone", "note"],

@@ -11,8 +11,6 @@ some: nobody can skip a file), and clustered in one id range (stats prune the ot
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from typing import Any, Callable
 
 import numpy as np
@@ -21,8 +19,8 @@ import pyarrow as pa
 import manifest_table as mt
 
 from . import _peers
-from ._common import (bytes_written, clone_dir, data_paths, files_of, machine, make_data, parser, print_table,
-                      ratio, scratch, seconds, size, write_ours)
+from ._common import (clone_dir, data_paths, fresh_copy_rows, machine, make_data, parser, print_table, scratch,
+                      size, write_ours)
 
 Setup = Callable[[str], Any]                # fresh directory -> handle
 Action = Callable[[Any, pa.Table], str]     # (handle, source) -> note
@@ -69,24 +67,8 @@ def run(work: str, src: str, paths: list[str], source: pa.Table, peers: list[Any
             continue  # not a peer here: the targets are deltalake and pyiceberg
         variants.append((f"{cls.name} {'merge' if cls is _peers.Delta else 'upsert'}",
                          lambda d, cls=cls: cls.from_files(d, paths), lambda h, s: h.upsert(s)))
-    table_rows = []
-    ours_time = ours_bytes = None
-    for v, (label, setup, act) in enumerate(variants):
-        times, written, note = [], [], ""
-        for i in range(repeat):
-            directory = os.path.join(work, f"v{v}-{i}")
-            handle = setup(directory)
-            before = files_of(directory)
-            start = time.perf_counter()
-            note = act(handle, source)
-            times.append(time.perf_counter() - start)
-            written.append(bytes_written(before, directory))
-        t = statistics.median(times)
-        objects, nbytes = written[-1]
-        if ours_time is None:
-            ours_time, ours_bytes = t, nbytes
-        table_rows.append([label, seconds(t), f"{objects} / {size(nbytes)}",
-                           "" if v == 0 else ratio(t, ours_time), "" if v == 0 else ratio(nbytes, ours_bytes), note])
+    table_rows = fresh_copy_rows(work, [(label, setup, lambda h, _, act=act: act(h, source))
+                                        for label, setup, act in variants], repeat)
     files_note = f"{len(paths)} file(s), {size(sum(map(os.path.getsize, paths)))} of Parquet"
     print_table(f"Upsert {source.num_rows:,} rows (half matching, {layout}) into {rows:,} rows ({files_note}; "
                 f"median of {repeat}, each on a fresh copy)",
