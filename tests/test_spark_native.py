@@ -155,6 +155,62 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     assert sorted_rows(read(spark, uri).filter("id > 250")) == sorted_rows(t.scan(where="id > 250").to_arrow())
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_native_write_of_columns_spark_makes_not_null(spark, tmp_path: Path, existing: bool):
+    """Spark's optimiser folds ``to_date(lit(...))`` into a NOT NULL literal after analysis
+    called it nullable (and ``range()`` ids are NOT NULL): the files' columns are NOT NULL,
+    the table's nullable, which is fine; nulls written later into the same columns too."""
+    from pyspark.sql import functions as F
+
+    uri = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    if existing:
+        mt.create_table(uri, schema)
+    info = write(spark.range(5).select("id", F.to_date(F.lit("2026-11-01")).alias("day")), uri)
+    t = mt.open_table(uri)
+    assert info is not None and info.committed and t.schema == schema
+    write(spark.range(5, 7).select("id", F.lit(None).cast("date").alias("day")), uri)
+    expected = [{"id": i, "day": dt.date(2026, 11, 1) if i < 5 else None} for i in range(7)]
+    assert sorted_rows(t.to_arrow()) == sorted_rows(read(spark, uri)) == expected
+    assert t.compact(min_deleted_fraction=1.0).committed and sorted_rows(t.to_arrow()) == expected
+
+
+@pytest.mark.parametrize("column, data, match", [
+    (pa.field("id", pa.int64()), [1, 2], None),  # nullable in the file, no nulls: fits NOT NULL
+    (pa.field("id", pa.int64()), [1, None], "column 'id' is not nullable but holds nulls"),
+    (pa.field("id", pa.int32()), [1, 2], "column 'id' is int32, the table has int64"),
+])
+def test_footer_check_lets_the_table_decide_nullability(tmp_path: Path, column, data, match):
+    from manifest_table.spark.footer_stats import data_file_from_footer
+    from manifest_table.storage import FileIO
+
+    table = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("day", pa.date32())])
+    file = pa.schema([column, pa.field("day", pa.date32(), nullable=False)])  # NOT NULL fits nullable
+    pq.write_table(pa.table({"id": data, "day": [dt.date(2026, 1, 1)] * 2}, schema=file), tmp_path / "f.parquet")
+    io = FileIO(LocalStore(tmp_path))
+    if match is None:
+        assert data_file_from_footer(io, "f.parquet", table).rows == 2
+    else:
+        with pytest.raises(SchemaMismatchError, match=f"^f.parquet does not fit the table: {match}$"):
+            data_file_from_footer(io, "f.parquet", table)
+
+
+def test_native_read_under_key_value_directories(spark, tmp_path: Path):
+    """Spark infers partition columns from ``key=value`` directories: under ``id=7/name=x/``
+    they would replace the columns of those names."""
+    uri = str(tmp_path / "id=7" / "name=x" / "t")
+    t = mt.create_table(uri, SCHEMA)
+    t.append(rows(0, 10))
+    t.append(rows(10, 20))
+    t.delete("id = 3")
+    expected = sorted_rows(t.to_arrow())
+    assert sorted_rows(read(spark, uri)) == expected
+    assert sorted_rows(spark.read.format("manifest_table").load(uri)) == expected
+    assert sorted_rows(read(spark, uri).filter("id = 7 OR name = 'x'")) == sorted_rows(t.scan(where="id = 7").to_arrow())
+    delete(spark, uri, "name = 'n12'")
+    assert ids_of(t) == [i for i in range(20) if i not in (3, 12)]
+
+
 BAD_CALLS = [  # (call on a DataFrame and the URI of a one-version table, error, message)
     (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError,
      r"mode must be one of \['append', 'overwrite'\]"),
