@@ -181,7 +181,7 @@ CASES: list[Case] = [
     ("option-recheck-str", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, recheck_after="1m"), "recheck_after must be a finite number"),
     ("option-unknown", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, compresion="zstd"), r"unknown table options \['compresion'\]"),
     ("open-store-wrong-type", InvalidArgumentError, lambda t: mt.open_table(t.uri, store="memory"), "store must be an ObjectStore"),
-    ("open-uri-wrong-type", InvalidArgumentError, lambda t: mt.open_table(42, store=t.store), "uri must be a string or a path"),
+    ("open-uri-wrong-type", InvalidArgumentError, lambda t: mt.open_table(42, store=t.store), "the table location must be a string or a path"),
     ("open-storage-options-type", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, storage_options={"region": 1}), "storage_options must be a dict of strings"),
     ("create-over-existing", TableExistsError, lambda t: mt.create_table(t.uri, SCHEMA, store=t.store), "a table already exists"),
     # --- update and upsert ---------------------------------------------------------------
@@ -227,6 +227,26 @@ def test_create_table_refuses_unstorable_schemas(tmp_path: Path, kind: str, name
     assert_rejected(store, InvalidArgumentError, lambda: mt.create_table(str(tmp_path / "new"), schema, store=store),
                     match=match)
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("location, match", [
+    ("", "is empty"), (" ", "is blank"), ("\t\n", "is blank"), (" /data/t", "starts or ends with blanks"),
+    ("t ", "starts or ends with blanks"), ("a\0b", "NUL character"), ("t\ud800", "lone surrogate"),
+])
+def test_a_location_that_means_no_directory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      location: str, match: str) -> None:
+    """The empty path is the current directory: ``create_table("")`` made a table wherever
+    the process ran. Refused wherever a location enters, with or without a store."""
+    from manifest_table.maintenance.job import find_tables
+    from manifest_table.storage import store_for_uri
+
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: mt.create_table(location, SCHEMA), lambda: mt.open_table(location),
+                 lambda: mt.create_table(location, SCHEMA, store=MemoryStore()),
+                 lambda: store_for_uri(location), lambda: find_tables(location)):
+        with pytest.raises(InvalidArgumentError, match=f"the table location .*{match}"):
+            call()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_create_table_rejects_a_schema_that_is_not_one(tmp_path: Path) -> None:

@@ -294,6 +294,17 @@ def test_missing_table(run: Run, tmp_path: Path):
         assert_user_error(run(command[0], str(tmp_path / "none"), *command[1:]), "no table at")
 
 
+@pytest.mark.parametrize("argv", [["create", "", "--schema", "id:int64"], ["create", " ", "--schema", "id:int64"],
+                                  ["info", ""], ["scan", ""], ["append", "\t", "x.csv"], ["gc", ""],
+                                  ["maintain", ""], ["maintain", " "]])
+def test_an_empty_location_is_a_user_error(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           argv: list[str]):
+    """``manifest-table create ""`` made a table in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    assert_user_error(run(*argv), "the table location is")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_usage_errors_exit_2(run: Run, uri: str):
     code, _, err = run("scan")
     assert code == 2 and "manifest-table scan: error: the following arguments are required: URI" in err

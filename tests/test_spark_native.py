@@ -21,7 +21,7 @@ import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
                                    VersionNotFoundError)
 from manifest_table.format.stats import table_stats
-from manifest_table.spark import compact, delete, read, write
+from manifest_table.spark import compact, delete, read, upsert, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
@@ -233,6 +233,23 @@ def test_bad_calls_change_nothing(spark, tmp_path: Path, call, error, match):
     uri = str(tmp_path / "t")
     write(frame(spark, 0, 10), uri)
     assert_rejected(LocalStore(uri), error, lambda: call(frame(spark, 10, 20), uri), match=match)
+
+
+@pytest.mark.parametrize("location", ["", "  "])
+def test_an_empty_location_is_refused_before_spark_runs(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       location: str):
+    """The empty path is the working directory: ``write(df, "")`` made a table there."""
+    monkeypatch.chdir(tmp_path)
+    df = frame(spark, 0, 3)
+    for call in (lambda: read(spark, location), lambda: write(df, location), lambda: compact(spark, location),
+                 lambda: delete(spark, location, "id = 1"), lambda: upsert(spark, location, df, ["id"])):
+        with pytest.raises(InvalidArgumentError, match="the table location is"):
+            call()
+    for call in (lambda: df.write.format("manifest_table").mode("append").save(location),
+                 lambda: spark.read.format("manifest_table").load(location).count()):
+        with pytest.raises(Exception, match="the table location is|no table URI"):
+            call()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_native_write_failing_task_commits_nothing(spark, tmp_path: Path):

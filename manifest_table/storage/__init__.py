@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlparse
 
+from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
 from .files import FileIO
@@ -15,11 +16,13 @@ from .memory import MemoryStore
 
 def store_for_uri(uri: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> ObjectStore:
     """A path or ``file://`` URI means a local directory; ``s3://bucket/prefix`` means S3."""
-    text = os.fspath(uri)
+    text = check_location(uri)
     parsed = urlparse(text)
     if parsed.scheme in ("s3", "s3a"):
         from .s3 import S3Store  # boto3 is imported only by those who use S3
 
+        for key, value in (storage_options or {}).items():
+            check_unicode(f"storage option {key!r}", value)
         return S3Store.from_uri(text, storage_options)
     if storage_options:
         raise InvalidArgumentError(f"storage options {sorted(storage_options)} apply only to s3:// URIs")
