@@ -74,7 +74,8 @@ def check_unicode(name: str, value: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidArgumentError(f"{name} is not valid Unicode: {value!r} holds the lone surrogate "
-                                   f"{value[exc.start]!r} at position {exc.start}") from None
+                                   f"{value[exc.start]!r} at position {exc.start} (from bytes that are not "
+                                   "UTF-8?)") from None
     return value
 
 

@@ -448,6 +448,8 @@ USER_ERRORS = [  # (argv, message); {t} is the table, {tmp} a directory with bad
     (["delete", "{t}", "name = 3"], "cannot compare column 'name'"),
     (["gc", "{t}", "--retain-for", "1h"], "shorter than grace"),
     (["maintain", "{t}/nothing-here"], "no table at or under"),
+    (["append", "{t}", "{tmp}/\udcff.csv"], "the file name is not valid Unicode"),  # the shell gave byte 0xff
+    (["create", "{t}2", "--schema", "i\udcffd:int64"], "the schema is not valid Unicode"),
 ]
 
 

@@ -257,6 +257,8 @@ def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb("not a connection", "t"),
                     match="duckdb connection")
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, ""), match="view name")
+    assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, "v\ud800"),
+                    match="view name is not valid Unicode")
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, "t", version=1, as_of="2025"),
                     match="not both")
     assert_rejected(table.store, VersionNotFoundError, lambda: table.to_polars(version=99), match="99")

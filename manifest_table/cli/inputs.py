@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.json as pajson
 
+from ..arguments import check_unicode
 from ..errors import InputFileError
 
 INPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
@@ -34,6 +35,7 @@ def read_input(path: str, schema: pa.Schema) -> pa.RecordBatchReader:
     """Open one file (its format told by its extension) as a stream of the table's columns.
     Opening reads the header or footer, so a missing or malformed file fails here, before
     anything is written; a bad value further in fails while streaming, naming the file."""
+    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
     kind = format_of(path)
     zoned = {f.name: f.type for f in schema if pa.types.is_timestamp(f.type) and f.type.tz}
     as_text = {f.name: pa.string() if f.name in zoned else f.type for f in schema}

@@ -8,6 +8,7 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 
 _TYPES: dict[str, pa.DataType] = {
@@ -24,6 +25,7 @@ _FIELD_SEPARATOR = re.compile(r",(?![^\[(]*[\])])")
 
 def parse_schema(text: str) -> pa.Schema:
     """``'id:int64,name:string,ts:timestamp[us, tz=UTC]'`` -> a schema of nullable fields."""
+    check_unicode("the schema", text)
     fields = []
     for item in _FIELD_SEPARATOR.split(text):
         name, sep, type_text = (part.strip() for part in item.partition(":"))
@@ -54,6 +56,7 @@ def parse_type(text: str) -> pa.DataType:
 
 
 def parquet_schema(path: str) -> pa.Schema:
+    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
     try:
         return pq.read_schema(path).remove_metadata()
     except pa.ArrowInvalid as exc:

@@ -35,6 +35,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..arguments import check_string
 from ..errors import InvalidArgumentError
 from ..format.manifest import DataFile
 from ..scan import Scan, Snapshot
@@ -63,8 +64,7 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
 
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise InvalidArgumentError(f"con must be a duckdb connection, not {type(con).__name__}")
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"the view name must be a non-empty string, not {name!r}")
+    check_string("the view name", name)
     view, hidden = _quote(name), _quote(f"__manifest_table_deleted_{name}")
     _drop(con, name, view, hidden)
     files = [f for f in snapshot.files if f.live_rows > 0]
