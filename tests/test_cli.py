@@ -230,6 +230,16 @@ def test_timestamps_without_an_offset_are_utc(run: Run, tmp_path: Path):
     assert mt.open_table(naive).to_arrow().column("ts").to_pylist() == [noon]
 
 
+def test_append_reads_a_parquet_file_under_key_value_directories(run: Run, uri: str, tmp_path: Path):
+    """A dataset reader with hive partitioning would take ``id`` and ``name`` from the path."""
+    folder = tmp_path / "id=99" / "name=dir"
+    folder.mkdir(parents=True)
+    pq.write_table(rows(10, 12), folder / "in.parquet")
+    assert run("append", uri, str(folder / "in.parquet"))[0] == 0
+    assert mt.open_table(uri).scan(columns=["id", "name"], where="id >= 10").to_arrow().to_pylist() == [
+        {"id": 10, "name": "n10"}, {"id": 11, "name": "n11"}]
+
+
 def test_csv_nulls_are_only_empty_unquoted_fields(run: Run, tmp_path: Path):
     """pyarrow's default null list read Namibia's code ``NA``, ``NULL``, ``N/A``, ``#N/A``
     and every ``NaN`` as nulls; docs/cli.md says only an unquoted empty field is null."""
