@@ -59,13 +59,15 @@ _MARK = "manifest_table view of version "
 def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapshot,
                   io: FileIO) -> "duckdb.DuckDBPyRelation":
     """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
-    any view of that name) and return it as a relation."""
+    a view of that name made by an earlier call; any other object of that name is refused)
+    and return it as a relation."""
     import duckdb
 
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise InvalidArgumentError(f"con must be a duckdb connection, not {type(con).__name__}")
     check_string("the view name", name)
     view, hidden = _quote(name), _quote(f"__manifest_table_deleted_{name}")
+    _refuse_theirs(con, name)
     _drop(con, name, view, hidden)
     files = [f for f in snapshot.files if f.live_rows > 0]
     # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
@@ -136,9 +138,8 @@ def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | 
     return root
 
 
-def _drop(con: Any, name: str, view: str, hidden: str) -> None:
-    """Remove what an earlier call registered under ``name`` (an Arrow table or a view, and
-    the deleted positions), refusing to touch a table or view of the user's. DuckDB matches
+def _refuse_theirs(con: Any, name: str) -> None:
+    """Raise if ``name`` is a table or a view that is not ours (``_MARK``). DuckDB matches
     names without regard to case, and a temporary view would hide an object of any schema."""
     found = con.execute("SELECT 'table', NULL FROM duckdb_tables() WHERE lower(table_name) = lower($1) UNION ALL "
                         "SELECT 'view', comment FROM duckdb_views() WHERE lower(view_name) = lower($1) "
@@ -147,6 +148,11 @@ def _drop(con: Any, name: str, view: str, hidden: str) -> None:
     if theirs:
         raise InvalidArgumentError(f"{name!r} is a {theirs[0]} on this DuckDB connection; to_duckdb replaces "
                                    "only views it made: choose another name")
+
+
+def _drop(con: Any, name: str, view: str, hidden: str) -> None:
+    """Remove what an earlier call registered under ``name`` (an Arrow table or a view, and
+    the deleted positions): only ever ours, ``_refuse_theirs`` has checked."""
     con.unregister(name)
     con.execute(f"DROP VIEW IF EXISTS {view}")
     con.execute(f"DROP TABLE IF EXISTS {hidden}")
