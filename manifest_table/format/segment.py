@@ -187,6 +187,11 @@ class _EntryStats(Mapping[str, ColumnStats]):
     def __len__(self) -> int:
         return len(self._segment._names)
 
+    def __reduce__(self) -> tuple:
+        """Pickled (a Spark read's partitions carry their files) as the plain stats of this
+        entry, not the whole segment with its lock."""
+        return dict, (dict(self),)
+
 
 def entries_of(files: Sequence[DataFile], schema: pa.Schema, field_ids: Sequence[int]) -> pa.Table:
     """``files`` as segment rows."""
