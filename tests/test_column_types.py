@@ -1,7 +1,7 @@
 """Every Arrow type is supported end to end or refused when a column is made (issue 24,
 docs/writing.md "Column types"): for each supported type, a format-v2 table whose files sit
-in segments reads back exactly from a fresh handle, through filters, a delete, an update and
-a compaction, and in DuckDB and Polars; each refused type fails at ``create_table``,
+in segments reads back exactly from a fresh handle, through filters, a delete, an update, an
+upsert and a compaction, and in DuckDB and Polars; each refused type fails at ``create_table``,
 ``add_column`` and the CLI with a typed error naming the column, the type and what to use
 instead, and ``schema_mode="merge"`` adds encoded columns (a pandas categorical) as their
 value type. The Spark reads of the same types are in tests/test_spark_column_types.py."""
@@ -76,9 +76,11 @@ def test_a_supported_type_works_end_to_end_from_fresh_handles(tmp_path: Path, na
 
     mt.open_table(uri).delete("id = 1")
     mt.open_table(uri).update({"id": 100}, where="id = 2")
+    replacement = expected.slice(0, 1).set_column(1, "c", expected.column("c").take([7]))  # id 0, c of id 7
+    mt.open_table(uri).upsert(replacement, on=["id"])
     mt.open_table(uri).compact(min_deleted_fraction=0.01)
     ids = [i for i in range(ROWS) if i != 1]
-    expected = expected.take([i for i in range(ROWS) if i != 1])
+    expected = pa.concat_tables([replacement, expected.take([i for i in ids if i != 0])])
     expected = expected.set_column(0, "id", pa.array([100 if i == 2 else i for i in ids], pa.int64()))
     fresh = mt.open_table(uri)
     assert fresh.scan().to_arrow().sort_by("id").equals(expected.sort_by("id"))
