@@ -71,7 +71,7 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     writer with a float16 column) fails before any file is started. ``field_ids``: the
     table's, written into the files' Parquet schema so that readers resolve their columns by
     id (format/field_ids.py)."""
-    check_schema(schema)
+    check_schema(schema, appending=True)
     keys: list[str] = []
     source = _Source(batches)
     try:
