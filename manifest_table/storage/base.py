@@ -53,8 +53,10 @@ class ObjectStore(ABC):
 
     @abstractmethod
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise
-        (and ``NotFound`` if the key is missing). Returns the new etag."""
+        """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise.
+        A missing key raises ``NotFound`` where the service tells it apart (local, memory, S3);
+        GCS, Azure and SeaweedFS answer it as a failed condition, and callers treat both the
+        same: re-read. Returns the new etag."""
 
     @abstractmethod
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
