@@ -130,12 +130,23 @@ def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Obj
 
 
 def store_location(kind: str, request: pytest.FixtureRequest) -> tuple[str, dict[str, str] | None]:
-    """A fresh, empty location on the server of ``kind`` and the storage options it needs."""
+    """A fresh, empty location on the server of ``kind`` and the storage options that reach
+    it, given explicitly so that a store pickled into a process started earlier (whose
+    environment the session fixtures did not set) reaches it too."""
+    if kind == "s3":
+        endpoint = request.getfixturevalue("moto_endpoint")
+        return request.getfixturevalue("s3_uri"), {"endpoint_url": endpoint, "region": MOTO_ENV["AWS_REGION"],
+                                                   "access_key_id": MOTO_ENV["AWS_ACCESS_KEY_ID"],
+                                                   "secret_access_key": MOTO_ENV["AWS_SECRET_ACCESS_KEY"]}
     if kind == "seaweedfs":
         endpoint = request.getfixturevalue("seaweedfs_endpoint")
         return request.getfixturevalue("seaweedfs_uri"), seaweedfs_server.storage_options(endpoint)
-    fixture = {"s3": "s3_uri", "gcs": "gcs_uri", "azure": "azure_uri"}[kind]
-    return request.getfixturevalue(fixture), None
+    if kind == "gcs":
+        return request.getfixturevalue("gcs_uri"), {"endpoint_url": request.getfixturevalue("gcs_endpoint")}
+    if kind == "azure":
+        endpoint = request.getfixturevalue("azurite_endpoint")
+        return request.getfixturevalue("azure_uri"), {"connection_string": azurite_server.connection_string(endpoint)}
+    raise ValueError(kind)
 
 
 @pytest.fixture(params=["memory", "local", "s3"])

@@ -77,5 +77,6 @@ class ObjectStore(ABC):
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """A pyarrow filesystem and the root path inside it, for range reads and streaming
-        writes of Parquet data files. None means data goes through ``get``/``put_if_absent``."""
+        writes of Parquet data files. None means data goes through ``get``/``put_if_absent``.
+        Readers ask at each use: build it once and return the same one while it is valid."""
         return None

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
-import google.auth
 import google.auth.transport.requests
 import pyarrow.fs as pafs
 from google.api_core import exceptions as google_errors
@@ -24,6 +23,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.auth.exceptions import GoogleAuthError
 from google.cloud import storage
 from google.cloud.storage.retry import DEFAULT_RETRY
+from google.oauth2 import service_account
 from requests.exceptions import RequestException
 
 from ..errors import InvalidArgumentError, NotFound, PreconditionFailed
@@ -54,8 +54,8 @@ class GcsStore(CloudStore):
 
     ``endpoint_url`` (else ``$STORAGE_EMULATOR_HOST``) points both clients at an emulator,
     where no credentials are needed. ``token`` is ``"anonymous"`` or the path of a credentials
-    JSON file (a service account key, as ``$GOOGLE_APPLICATION_CREDENTIALS`` names); without
-    it, both clients use Google's application default credentials.
+    key file of a service account; without it, both clients use Google's application default
+    credentials (``$GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login, the metadata server).
     """
 
     scheme = "gs"
@@ -64,12 +64,16 @@ class GcsStore(CloudStore):
     def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
                  project: str | None = None, token: str | None = None, client: Any = None) -> None:
         super().__init__(bucket, prefix, client)
-        if token not in (None, ANONYMOUS) and not os.path.isfile(token):
-            raise InvalidArgumentError(f"GCS token {token!r} is neither {ANONYMOUS!r} nor a credentials JSON file")
         self._endpoint_url = endpoint_url
         self._project = project
         self._token = token
         self._fs_expires: datetime | None = None
+        if token not in (None, ANONYMOUS):
+            try:
+                self._credentials()
+            except (OSError, ValueError, GoogleAuthError) as e:
+                raise InvalidArgumentError(f"GCS token {token!r} is neither {ANONYMOUS!r} nor a service account "
+                                           f"key file: {e}") from None
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: dict[str, str] | None = None) -> GcsStore:
@@ -91,13 +95,12 @@ class GcsStore(CloudStore):
         return self._token == ANONYMOUS or (self._token is None and self._endpoint() is not None)
 
     def _credentials(self) -> Any:
-        """google-auth credentials for the token file, or None for the default chain."""
+        """google-auth credentials for the token, or None for the default chain."""
         if self._anonymous():
             return AnonymousCredentials()
         if self._token is None:
             return None
-        credentials, _ = google.auth.load_credentials_from_file(self._token, scopes=_SCOPES)
-        return credentials
+        return service_account.Credentials.from_service_account_file(self._token, scopes=_SCOPES)
 
     def _new_client(self) -> storage.Client:
         endpoint = self._endpoint()
