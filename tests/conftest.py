@@ -18,6 +18,7 @@ from manifest_table.storage.s3 import S3Store
 from tests import azurite_server, seaweedfs_server
 from tests.gcs_server import start_gcs_server
 from tests.s3_server import start_moto_server
+from tests.server_process import ServerProcess
 
 MOTO_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -50,16 +51,25 @@ def s3_uri(moto_endpoint: str) -> str:
     return f"s3://{bucket}/tables/t"
 
 
+def _serving(started: tuple[str, ServerProcess], environment: dict[str, str]) -> Iterator[str]:
+    """The body of a server's session fixture: its endpoint, with ``environment`` set while it
+    runs; the server stops when the session ends."""
+    endpoint, server = started
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in environment.items():
+                mp.setenv(name, value)
+            yield endpoint
+    finally:
+        server.stop()
+
+
 # --- S3 (SeaweedFS) ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def seaweedfs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a SeaweedFS S3 gateway. Stores reach it through ``seaweedfs_server.storage_options``,
     not the environment, which the moto fixture owns."""
-    endpoint, server = seaweedfs_server.start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
-    try:
-        yield endpoint
-    finally:
-        server.stop()
+    yield from _serving(seaweedfs_server.start_seaweedfs(tmp_path_factory.mktemp("seaweedfs")), {})
 
 
 @pytest.fixture
@@ -74,12 +84,7 @@ def gcs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a fake-gcs-server; ``STORAGE_EMULATOR_HOST`` points every GCS client at it, in
     this process and in subprocesses."""
     endpoint, server = start_gcs_server(tmp_path_factory.mktemp("gcs"))
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("STORAGE_EMULATOR_HOST", endpoint)
-            yield endpoint
-    finally:
-        server.stop()
+    yield from _serving((endpoint, server), {"STORAGE_EMULATOR_HOST": endpoint})
 
 
 @pytest.fixture
@@ -97,12 +102,8 @@ def gcs_uri(gcs_endpoint: str) -> str:
 def azurite_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of Azurite's blob service; ``AZURE_STORAGE_CONNECTION_STRING`` names its account."""
     endpoint, server = azurite_server.start_azurite(tmp_path_factory.mktemp("azurite"))
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite_server.connection_string(endpoint))
-            yield endpoint
-    finally:
-        server.stop()
+    environment = {"AZURE_STORAGE_CONNECTION_STRING": azurite_server.connection_string(endpoint)}
+    yield from _serving((endpoint, server), environment)
 
 
 @pytest.fixture

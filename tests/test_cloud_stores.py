@@ -98,7 +98,8 @@ def test_azurite_checks_conditions(azure_uri: str) -> None:
     new = blob.upload_blob(b"1", overwrite=True, etag=etag, match_condition=MatchConditions.IfNotModified)["etag"]
     assert new != etag
     blob.delete_blob()
-    assert code(b"2", overwrite=True, etag=new, match_condition=MatchConditions.IfNotModified) == (412, "ConditionNotMet")
+    gone = {"overwrite": True, "etag": new, "match_condition": MatchConditions.IfNotModified}
+    assert code(b"2", **gone) == (412, "ConditionNotMet")
 
 
 # =========================================================================================
@@ -107,7 +108,8 @@ def test_azurite_checks_conditions(azure_uri: str) -> None:
 
 
 @pytest.mark.parametrize("uri,bucket,prefix", [
-    ("gs://bkt", "bkt", ""), ("gs://bkt/tables/t/", "bkt", "tables/t"), ("gs://my.bucket_1/a=1/b", "my.bucket_1", "a=1/b"),
+    ("gs://bkt", "bkt", ""), ("gs://bkt/tables/t/", "bkt", "tables/t"),
+    ("gs://my.bucket_1/a=1/b", "my.bucket_1", "a=1/b"),
     ("az://ctr", "ctr", ""), ("az://ctr/tables/t/", "ctr", "tables/t"), ("az://$root/t", "$root", "t"),
 ])
 def test_from_uri_parses(uri: str, bucket: str, prefix: str) -> None:
@@ -169,8 +171,9 @@ def test_gcs_endpoint_from_option_or_emulator_variable(monkeypatch: pytest.Monke
 
 
 @pytest.mark.parametrize("options,environment,expected", [
-    ({"connection_string": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.chinacloudapi.cn"},
-     {}, ("acct", "https://acct.blob.core.chinacloudapi.cn", "a2V5", None)),
+    ({"connection_string": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;"
+                           "EndpointSuffix=core.chinacloudapi.cn"}, {},
+     ("acct", "https://acct.blob.core.chinacloudapi.cn", "a2V5", None)),
     ({"connection_string": "BlobEndpoint=http://127.0.0.1:1/acct;AccountName=acct;SharedAccessSignature=sv=1&sig=x"},
      {}, ("acct", "http://127.0.0.1:1/acct", None, "sv=1&sig=x")),
     ({"connection_string": "UseDevelopmentStorage=true"}, {},
@@ -185,7 +188,8 @@ def test_gcs_endpoint_from_option_or_emulator_variable(monkeypatch: pytest.Monke
      ("cli", "https://cli.blob.core.windows.net", "a2V5", None)),
 ])
 def test_azure_account_from_options_then_environment(options: dict[str, str], environment: dict[str, str],
-                                                     expected: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     expected: tuple[Any, ...],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY"):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():

@@ -80,8 +80,8 @@ class AzureAccount:
         name = fields.get("AccountName")
         if not name:
             raise InvalidArgumentError("the Azure connection string has no AccountName")
-        protocol, suffix = fields.get("DefaultEndpointsProtocol", "https"), fields.get("EndpointSuffix", "core.windows.net")
-        url = fields.get("BlobEndpoint") or f"{protocol}://{name}.blob.{suffix}"
+        protocol, suffix = fields.get("DefaultEndpointsProtocol", "https"), fields.get("EndpointSuffix")
+        url = fields.get("BlobEndpoint") or f"{protocol}://{name}.blob.{suffix or 'core.windows.net'}"
         return cls(name, url.rstrip("/"), fields.get("AccountKey"), fields.get("SharedAccessSignature"))
 
     def arrow_endpoint(self) -> dict[str, str]:

@@ -53,9 +53,9 @@ class GcsStore(CloudStore):
     """Objects under ``gs://bucket/prefix``.
 
     ``endpoint_url`` (else ``$STORAGE_EMULATOR_HOST``) points both clients at an emulator,
-    where no credentials are needed. ``token`` is ``"anonymous"`` or the path of a credentials
-    key file of a service account; without it, both clients use Google's application default
-    credentials (``$GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login, the metadata server).
+    where no credentials are needed. ``token`` is ``"anonymous"`` or the path of a service
+    account's key file; without it, both clients use Google's application default credentials
+    (``$GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login, the metadata server).
     """
 
     scheme = "gs"
@@ -113,7 +113,10 @@ class GcsStore(CloudStore):
         credentials = self._credentials()
         if credentials is not None and not self._anonymous():
             # pyarrow takes no credentials file, only an access token and its expiry.
-            credentials.refresh(google.auth.transport.requests.Request())
+            try:
+                credentials.refresh(google.auth.transport.requests.Request())
+            except _ERRORS as e:
+                raise self._error("sign-in for the data plane", "", e) from e
             expiry = credentials.expiry.replace(tzinfo=timezone.utc)
             token = {"access_token": credentials.token, "credential_token_expiration": expiry}
             self._fs_expires = expiry
