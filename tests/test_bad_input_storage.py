@@ -167,6 +167,16 @@ CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], t
         {"path": f"data/{HEX}.parquet", "rows": 5, "deletes": {"path": "../t", "offset": 8, "length": 8,
                                                                "cardinality": 1}}]}]), gc, C,
      r"sources\[0\]\.deletes\.path"),
+    ("rewrite-outputs-dotdot", rewrites([{"outputs": [{"path": f"data/../{HEX}.parquet", "rows": 0}], "sources": []}]),
+     append, C, r"parameters\.rewrites\[0\]\.outputs\[0\]\.path"),
+    ("rewrite-outputs-rows-missing", rewrites([{"outputs": [{"path": f"data/{HEX}.parquet"}], "sources": []}]), gc, C,
+     r"outputs\[0\]\.rows is missing"),
+    ("rewrite-outputs-rows-not-the-live-rows", rewrites([{
+        "outputs": [{"path": f"data/{HEX}.parquet", "rows": 5}],
+        "sources": [{"path": f"data/{HEX}.parquet", "rows": 5,
+                     "deletes": {"path": f"tombstones/{HEX}.roaring", "offset": 8, "length": 8, "cardinality": 1}}],
+    }]), append, C,
+     r"rewrites\[0\]\.outputs is .*expected outputs whose rows add up to the sources' 4 live rows"),
     # item 1: keys from callers --------------------------------------------------------------
     ("add-files-dotdot", None, tx_call(lambda tx: tx.add_files([dv_file(f"data/../{HEX}.parquet")])), I,
      r"add_files: key .*'\.\.'"),
