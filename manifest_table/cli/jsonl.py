@@ -153,6 +153,8 @@ def from_json(values: list[Any], kind: pa.DataType) -> pa.Array:
                                            from_json([p[1] for p in items], kind.item_type), type=kind, mask=mask)
         array_type = pa.LargeListArray if pat.is_large_list(kind) else pa.ListArray
         return array_type.from_arrays(offsets, from_json(items, kind.value_type), type=kind, mask=mask)
+    if pat.is_dictionary(kind):  # a column of a table made before dictionaries were refused
+        return from_json(values, kind.value_type).dictionary_encode().cast(kind)
     if pat.is_struct(kind):
         _expect(values, (dict,), kind)
         unknown = set().union(*(v for v in values if v is not None)) - {f.name for f in kind}
@@ -180,7 +182,7 @@ def _leaf(values: list[Any], kind: pa.DataType) -> pa.Array:
             return to_timestamp(text, kind)
         if pat.is_time(kind):  # Arrow casts no text to a time of day: read it as one on 1970-01-01
             moment = pc.binary_join_element_wise("1970-01-01T", text, "").cast(pa.timestamp(kind.unit))
-            return moment.cast(pa.int64()).cast(kind)
+            return moment.cast(pa.int64()).cast(pa.int32() if kind.bit_width == 32 else pa.int64()).cast(kind)
         return text.cast(kind)
     if pat.is_duration(kind):
         return pa.array(_expect(values, (int,), kind), pa.int64()).cast(kind)
