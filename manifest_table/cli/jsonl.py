@@ -14,7 +14,7 @@ binary                             base64 strings
 dates, times, timestamps           ISO 8601 strings, ``"2025-10-04T12:00:00.123456"``; a zoned
                                    timestamp in its zone with its offset (``Z`` for UTC)
 durations                          integer counts of their unit
-lists, structs, maps               arrays, objects, arrays of ``[key, value]`` pairs
+lists (of any kind), structs, maps  arrays, objects, arrays of ``[key, value]`` pairs
 =================================  ==============================================================
 
 pyarrow's JSON reader cannot read this back (a float column holding ``"NaN"``, dates as
@@ -66,7 +66,7 @@ def to_json(array: pa.Array) -> list[Any]:
     if pat.is_map(kind):  # as the list of (key, value) structs it is, which Arrow can flatten
         entries = pa.list_(pa.struct([kind.key_field, kind.item_field]))
         return [None if v is None else [[e["key"], e["value"]] for e in v] for v in to_json(array.cast(entries))]
-    if pat.is_list(kind) or pat.is_large_list(kind):
+    if pat.is_list(kind) or pat.is_large_list(kind) or pat.is_fixed_size_list(kind):
         values = to_json(array.flatten())
         lengths = pc.list_value_length(array).to_pylist()
         ends = itertools.accumulate(n or 0 for n in lengths)
@@ -139,6 +139,14 @@ def _objects(path: str, first: int, lines: list[bytes]) -> list[dict[str, Any]]:
 def from_json(values: list[Any], kind: pa.DataType) -> pa.Array:
     """An array of type ``kind`` from values as ``json.loads`` gives them (mapping above).
     Raises ``ValueError`` (or an Arrow error) naming a value of the wrong kind."""
+    if pat.is_fixed_size_list(kind):  # a null list holds its size of null items too
+        size = kind.list_size
+        _expect(values, (list,), kind)
+        if any(v is not None and len(v) != size for v in values):
+            raise ValueError(f"a {kind} value is a list of {size} items")
+        items = [item for v in values for item in (v if v is not None else [None] * size)]
+        return pa.FixedSizeListArray.from_arrays(from_json(items, kind.value_type), type=kind,
+                                                 mask=pa.array([v is None for v in values]))
     if pat.is_list(kind) or pat.is_large_list(kind) or pat.is_map(kind):
         _expect(values, (list,), kind)
         items = [item for v in values if v is not None for item in v]
