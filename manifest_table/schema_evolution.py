@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from .arguments import check_string
 from .errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
                      UpgradeRequiredError)
 from .format.column_types import plain_type, refusal
@@ -201,5 +202,4 @@ def carry_files(files: Sequence[DataFile], old: FieldIds, new: FieldIds, what: s
 
 
 def _check_name(name: Any) -> None:
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"a column name must be a non-empty string, not {name!r}")
+    check_string("a column name", name)

@@ -8,6 +8,7 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 from ..format.column_types import plain_type
 
@@ -25,6 +26,7 @@ _FIELD_SEPARATOR = re.compile(r",(?![^\[(]*[\])])")
 
 def parse_schema(text: str) -> pa.Schema:
     """``'id:int64,name:string,ts:timestamp[us, tz=UTC]'`` -> a schema of nullable fields."""
+    check_unicode("the schema", text)
     fields = []
     for item in _FIELD_SEPARATOR.split(text):
         name, sep, type_text = (part.strip() for part in item.partition(":"))
@@ -57,6 +59,7 @@ def parse_type(text: str) -> pa.DataType:
 def parquet_schema(path: str) -> pa.Schema:
     """The columns of a Parquet file, typed by what their values are: a column pyarrow wrote
     from a pandas categorical (dictionary-encoded) has its value type (format/column_types.py)."""
+    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
     try:
         schema = pq.read_schema(path).remove_metadata()
     except pa.ArrowInvalid as exc:

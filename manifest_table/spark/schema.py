@@ -80,7 +80,9 @@ def same_in_spark(arrow_type: pa.DataType) -> bool:
 def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
     """Raise ``SchemaMismatchError`` naming every column of ``frame`` that cannot be written to
     the table: missing, unknown, or of a type that does not widen losslessly to the table's.
-    Nullability is checked on the data itself, batch by batch, when it is written."""
+    Called on the driver before any task runs. Nullability is not compared: Spark's schema
+    says little about it (its optimiser folds columns into NOT NULL literals), so a NOT
+    NULL table column is checked on the data itself, batch by batch, when it is written."""
     wanted = {f.name: f.dataType for f in spark_schema(table).fields}
     given = {f.name: f.dataType for f in frame.fields}
     problems = []
@@ -95,10 +97,7 @@ def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
         if want is not None and not _writable(have, want):
             problems.append(f"column {name!r} is {have.simpleString()}, the table has {want.simpleString()}")
     if problems:
-        raise SchemaMismatchError(
-            f"the DataFrame does not match the table at {uri}: {'; '.join(problems)}. "
-            f"Table schema: {spark_schema(table).simpleString()}; "
-            f"DataFrame schema: {frame.simpleString()}")
+        raise SchemaMismatchError(f"the DataFrame does not match the table at {uri}: {'; '.join(problems)}")
 
 
 def _writable(have: DataType, want: DataType) -> bool:

@@ -8,6 +8,7 @@ import os
 from typing import Callable
 from urllib.parse import urlparse
 
+from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
 from .files import FileIO
@@ -19,7 +20,9 @@ def store_for_uri(uri: str | os.PathLike[str], storage_options: dict[str, str] |
     """A path or ``file://`` URI means a local directory; ``s3://bucket/prefix`` S3,
     ``gs://bucket/prefix`` Google Cloud Storage, ``az://container/prefix`` Azure Blob Storage.
     Each service's client library is imported only by those who use it."""
-    text = os.fspath(uri)
+    text = check_location(uri)
+    for key, value in (storage_options or {}).items():
+        check_unicode(f"storage option {key!r}", value)
     parsed = urlparse(text)
     if parsed.scheme in ("s3", "s3a"):
         from .s3 import S3Store
