@@ -765,6 +765,15 @@ def test_decimal_literal_beyond_decimal128_precision() -> None:
     assert parse("d IN (1.0000000000000000001, 1)").evaluate(table).to_pylist() == [True, None]
 
 
+def test_decimal_literal_below_a_wide_decimal_columns_range() -> None:
+    """decimal(38, 10) holds down to -(10**28 - 1e-10): negating that bound in Python's
+    default 28-digit context rounded it to -10**28, which Arrow refused as a decimal(38, 10)."""
+    table = pa.table({"d": pa.array([Decimal("-9999999999999999999999999999.9999999999"), None],
+                                    pa.decimal128(38, 10))})
+    assert parse("d > -10000000000000000000000000000").evaluate(table).to_pylist() == [True, None]
+    assert parse("d <= -1E40").evaluate(table).to_pylist() == [False, None]
+
+
 def test_timestamp_literals_below_the_column_unit() -> None:
     table = pa.table({"t": pa.array([dt.datetime(2024, 1, 1, 0, 0, 1)], pa.timestamp("s"))})
     assert parse("t < TIMESTAMP '2024-01-01 00:00:01.5'").evaluate(table).to_pylist() == [True]
