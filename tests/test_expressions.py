@@ -783,6 +783,26 @@ def test_timestamp_literals_below_the_column_unit() -> None:
     assert parse("t > TIMESTAMP '2300-01-01 00:00:00'").evaluate(ns).to_pylist() == [False]  # beyond int64 ns
 
 
+@pytest.mark.parametrize("literal", [
+    "TIMESTAMP '1970-01-01 00:00:01.0000005'", "'1970-01-01 00:00:01.000000400'",
+    "TIMESTAMP '1970-01-01T00:00:01,0000001+00:00'",
+])
+def test_timestamp_literals_finer_than_a_microsecond_are_refused(literal: str) -> None:
+    """Python's ISO parser drops digits past the sixth: `t > ...01.0000005` selected
+    01.0000004 of a nanosecond column, and `t = ...01.000000400` matched 01.000000000."""
+    with pytest.raises(InvalidFilterError, match="finer than a microsecond"):
+        parse(f"t > {literal}").bind(pa.schema([("t", pa.timestamp("ns", "UTC"))]))
+
+
+def test_pandas_timestamp_literals_keep_their_instant() -> None:
+    import pandas as pd
+    with pytest.raises(InvalidFilterError, match="finer than a microsecond"):
+        col("t") > pd.Timestamp(1_000_000_500)
+    exact = col("t") == pd.Timestamp("1970-01-01 00:00:01.000001")
+    assert type(exact.value) is dt.datetime and exact == parse(str(exact))
+    assert parse("t = TIMESTAMP '1970-01-01 00:00:01.000001000'") == exact  # trailing zeros are exact
+
+
 @pytest.mark.parametrize("pattern", ["a\\", "\\", "%\\", "a\\\\\\"])
 def test_dangling_like_escape_is_rejected(pattern: str) -> None:
     with pytest.raises(InvalidFilterError, match="ends with the escape character"):
