@@ -16,7 +16,7 @@ from .changes import Changes, Rewrite, rewrites_from_json
 from .errors import CommitConflictError
 from .format.manifest import DataFile, Manifest
 from .listing import diff, locate
-from .schema_evolution import carry_files
+from .schema_evolution import SchemaChange, carry_files
 from .tombstones import DeletionVectors
 
 
@@ -44,6 +44,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
         raise AlreadyCommitted(winner)  # another upgrade won: there is nothing left to do
     if prev.fields != winner.fields:
         _schema_changed(changes, prev, winner)
+    if changes.schema is not None and winner.live_rows:
+        _fail_if_required_added(changes.schema, prev, winner)
     changed = diff(prev, winner)
     gone, touched, new_files = changed.gone, changed.touched, changed.new_files
     own = changes.added_paths()
@@ -103,6 +105,18 @@ def _schema_changed(changes: Changes, prev: Manifest, winner: Manifest) -> None:
     if changes.serializable:
         raise CommitConflictError(f"{who} changed the schema this commit read and wrote with; retry it")
     changes.added = carry_files(changes.added, prev.fields, winner.fields, who)
+
+
+def _fail_if_required_added(change: SchemaChange, prev: Manifest, winner: Manifest) -> None:
+    """A non-nullable column is only added to a table without rows (there is no value to give
+    the rows it has): the winner now has rows, which would read null in it."""
+    required = [f.name for fid, f in zip(change.fields.ids, change.fields.schema)
+                if fid not in prev.fields.ids and not f.nullable]
+    if required:
+        raise CommitConflictError(f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) "
+                                  f"left the table with {winner.live_rows} rows, which would have no value for the "
+                                  f"non-nullable columns this commit adds: {required}; add them nullable, or retry "
+                                  "on an empty table")
 
 
 def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> dict[str, BitMap]:

@@ -6,9 +6,10 @@
 2. A change is staged as a ``SchemaChange``: the schema, ids and name mapping the commit
    moves the table to. ``build.py`` applies it (``Manifest.with_fields``) before the
    commit's other changes.
-3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change; an
-   append written under the old schema carries over when every column it wrote still
-   exists with the same or a wider type and every added column is nullable
+3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change, and
+   one adding a non-nullable column with any concurrent commit that leaves the table with
+   rows; an append written under the old schema carries over when every column it wrote
+   still exists with the same or a wider type and every added column is nullable
    (``carry_files``), otherwise it conflicts.
 New ids are ``last_field_id + 1`` onwards: a dropped column's id is never reused."""
 

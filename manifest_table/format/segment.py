@@ -19,6 +19,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..storage import ObjectStore
 from .column_types import parquet_form
 from .field_ids import widens
 from .fields import MAX_INT64
+from .listed_once import ListedPaths
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .stats import has_stats, instant_type
@@ -89,6 +91,11 @@ class Segment:
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+    @cached_property
+    def listed(self) -> ListedPaths:
+        """Its paths, fingerprinted once, to check that a version lists each file once."""
+        return ListedPaths.of(f"segment {self.key}", self.table.column("path"))
 
     def index_of(self, path: str) -> int | None:
         if self._index is None:
