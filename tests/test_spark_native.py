@@ -197,6 +197,19 @@ def test_footer_check_lets_the_table_decide_nullability(tmp_path: Path, column, 
             data_file_from_footer(io, "f.parquet", table)
 
 
+def test_footer_stats_of_columns_after_a_nested_column(tmp_path: Path):
+    """Stats are found by Parquet leaf, not by top-level index: with a struct first, column
+    ``b`` got the bounds of the struct's second leaf, and ``b = 500`` pruned its file."""
+    from manifest_table.spark.footer_stats import data_file_from_footer
+    from manifest_table.storage import FileIO
+
+    data = pa.table({"a": [{"x": 1, "y": 2}, {"x": 3, "y": 2}], "b": [500, 700], "c": ["p", "q"]})
+    pq.write_table(data, tmp_path / "f.parquet")
+    entry = data_file_from_footer(FileIO(LocalStore(tmp_path)), "f.parquet", data.schema)
+    assert {name: (s.min, s.max, s.null_count) for name, s in entry.stats.items()} == {
+        "b": (500, 700, 0), "c": ("p", "q", 0)}  # the struct's own nulls: unknown from its leaves
+
+
 def test_native_read_under_key_value_directories(spark, tmp_path: Path):
     """Spark infers partition columns from ``key=value`` directories: under ``id=7/name=x/``
     they would replace the columns of those names."""

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError, SchemaMismatchError
 from ..expressions import ColumnStats
 from ..format.manifest import DataFile
-from ..format.stats import MAX_STRING_STAT, has_stats, merge_stats
+from ..format.stats import MAX_STRING_STAT, has_stats, leaf_columns, merge_stats
 from ..storage import FileIO
 from ..write import MAX_FILE_ROWS
 
@@ -35,10 +35,13 @@ def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str |
     if meta.num_rows > MAX_FILE_ROWS:
         raise CorruptTableError(f"{key} has {meta.num_rows} rows; a data file holds at most {MAX_FILE_ROWS}")
     stats = {}
-    for index, field in enumerate(schema):
+    leaves = leaf_columns(schema)  # nested columns: unknown (the footer counts nulls per leaf)
+    for field in schema:
+        if field.name not in leaves:
+            continue
         column: ColumnStats | None = None
         for group in range(meta.num_row_groups):
-            piece = _row_group_stats(meta.row_group(group), index, field.type)
+            piece = _row_group_stats(meta.row_group(group), leaves[field.name], field.type)
             if piece is None:
                 column = None
                 break
@@ -59,14 +62,18 @@ def _check_columns(key: str, meta: pq.FileMetaData, schema: pa.Schema) -> None:
         raise SchemaMismatchError(f"{key} has columns {found.names}, the table has {schema.names}")
     problems = [f"column {t.name!r} is {f.type}, the table has {t.type}" for f, t in zip(found, schema)
                 if not f.type.equals(t.type)]
-    problems += [f"column {t.name!r} is not nullable but holds nulls" for i, (f, t) in enumerate(zip(found, schema))
-                 if f.nullable and not t.nullable and not _no_nulls(meta, i)]
+    leaves = leaf_columns(schema)
+    problems += [f"column {t.name!r} is not nullable but holds nulls" for f, t in zip(found, schema)
+                 if f.nullable and not t.nullable and not _no_nulls(meta, leaves.get(t.name))]
     if problems:
         raise SchemaMismatchError(f"{key} does not fit the table: {'; '.join(problems)}")
 
 
-def _no_nulls(meta: pq.FileMetaData, index: int) -> bool:
-    """Whether the footer says column ``index`` holds no null (unknown counts as a null)."""
+def _no_nulls(meta: pq.FileMetaData, index: int | None) -> bool:
+    """Whether the footer says leaf column ``index`` holds no null (unknown counts as a null,
+    and so does a nested column: its leaves' counts do not tell its own nulls)."""
+    if index is None:
+        return False
     for group in range(meta.num_row_groups):
         stats = meta.row_group(group).column(index).statistics
         if stats is None or not stats.has_null_count or stats.null_count:
