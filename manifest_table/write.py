@@ -10,7 +10,7 @@ import os
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -59,7 +59,8 @@ def new_data_key() -> str:
 
 def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
                      options: WriteOptions = WriteOptions(), max_workers: int | None = None,
-                     field_ids: Sequence[int] | None = None) -> list[DataFile]:
+                     field_ids: Sequence[int] | None = None,
+                     physical_names: Sequence[str] | None = None) -> list[DataFile]:
     """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
     rows keep their input order across the returned files. Up to ``max_workers`` files
     (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
@@ -70,17 +71,29 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     become ``StoreError``. A schema no file could be written in (a table made by another
     writer with a float16 column) fails before any file is started. ``field_ids``: the
     table's, written into the files' Parquet schema so that readers resolve their columns by
-    id (format/field_ids.py)."""
+    id (format/field_ids.py). ``physical_names``: the names the files carry the columns under
+    (``FieldIds.physical_names``) where they differ from the schema's; the entries' stats keep
+    the schema's names."""
     check_schema(schema)
     keys: list[str] = []
     source = _Source(batches)
+    table_names = schema.names
+    names = list(physical_names) if physical_names is not None else schema.names
+    file_batches: Iterable[pa.RecordBatch] = source
+    if names != schema.names:
+        file_batches = (batch.rename_columns(names) for batch in source)
+        schema = pa.schema([f.with_name(n) for f, n in zip(schema, names)], metadata=schema.metadata)
     try:
-        return _write(io, source, schema, options, keys, max_workers or max(1, os.cpu_count() or 1), field_ids)
+        files = _write(io, file_batches, schema, options, keys, max_workers or max(1, os.cpu_count() or 1), field_ids)
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
         if isinstance(exc, OSError) and not source.failed:
             raise StoreError(f"writing data file {keys[-1] if keys else ''} failed: {exc}") from exc
         raise
+    if names != table_names:
+        table_name = dict(zip(names, table_names))
+        files = [replace(f, stats={table_name[n]: s for n, s in f.stats.items()}) for f in files]
+    return files
 
 
 class _Source:

@@ -103,7 +103,7 @@ def rewrite_group(table: "Table", group: CompactionGroup,
     # A target no file reaches: one output per group is what keeps the mapping arithmetic.
     options = replace(table.write_options, target_file_size=sys.maxsize)
     outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options,
-                               field_ids=group.fields.ids)
+                               field_ids=group.fields.ids, physical_names=group.fields.physical_names)
     written = sum(f.rows for f in outputs)
     if len(outputs) > 1 or written != group.live_rows:
         table.store.delete_unreferenced(f.path for f in outputs)
