@@ -27,7 +27,8 @@ from ..format.manifest import DataFile, Manifest
 from ..format.mirrors import DELTA
 from .change import VersionChange, tombstones_of
 from .delta_dv import descriptor, dv_file, dv_key
-from .source import DELTA_LOG_PREFIX, Source, advance_hint
+from ..format.keys import DELTA_LOG_PREFIX
+from .source import Source, advance_hint
 from .types import delta_type
 
 LAST_CHECKPOINT = f"{DELTA_LOG_PREFIX}_last_checkpoint"

@@ -29,7 +29,8 @@ from .change import tombstones_of
 from .iceberg_avro import DATA, manifest_list, read_avro
 from .iceberg_manifests import ManifestPlanner, NewManifest, slot_of
 from .iceberg_schema import name_mapping, schema_json
-from .source import METADATA_PREFIX, Source, advance_hint
+from ..format.keys import METADATA_PREFIX
+from .source import Source, advance_hint
 
 HINT = f"{METADATA_PREFIX}version-hint.text"
 MAX_SNAPSHOTS = 100

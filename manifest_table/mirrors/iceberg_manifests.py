@@ -29,7 +29,8 @@ from ..listing import locate
 from .iceberg_avro import DATA, DELETES, manifest, read_avro
 from .iceberg_schema import data_entry, dv_entry
 from .puffin import HEADER, puffin_file, puffin_key
-from .source import METADATA_PREFIX, Source
+from ..format.keys import METADATA_PREFIX
+from .source import Source
 
 BUCKET_FILES = 1024
 _SLOT = re.compile(r"(.+)-[0-9a-f]{32}\.avro")

@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NotFound, PreconditionFailed, StoreError
+from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
 from ..log import VersionLog
 from ..storage import ObjectStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones
 
-METADATA_PREFIX = "metadata/"
-DELTA_LOG_PREFIX = "_delta_log/"
-TOMBSTONES_PREFIX = "tombstones/"
 
 
 def location_of(store: ObjectStore, uri: str) -> str:
@@ -44,7 +42,7 @@ class Source:
 
     def __post_init__(self) -> None:
         inner = getattr(self.log.store, "inner", self.log.store)
-        self.store = RetryingStore(inner, (METADATA_PREFIX, DELTA_LOG_PREFIX, TOMBSTONES_PREFIX))
+        self.store = RetryingStore(inner, (METADATA_PREFIX, DELTA_LOG_PREFIX, TOMBSTONE_PREFIX))
         self.tombstones = Tombstones(self.store)
 
     @classmethod
