@@ -2,7 +2,8 @@
 
 A data file keeps its Parquet types, so a column maps to another format only if that
 format's readers decode the file's column as the same values: unsigned integers (no signed
-equivalent in either format), second/millisecond timestamps, nested columns (their inner
+equivalent in either format), second/millisecond timestamps (and for Iceberg, zones other
+than UTC), nested columns (their inner
 fields carry no field ids) and types neither format has are refused, naming the column."""
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from ..format.field_ids import FieldIds
 from ..format.mirrors import DELTA, ICEBERG
 
 _TITLE = {ICEBERG: "Iceberg", DELTA: "Delta"}
+_UTC = (None, "UTC", "+00:00", "Etc/UTC", "Z")
+"""Zones an Iceberg timestamp may have: our files keep a column's zone in their Arrow schema,
+and pyiceberg refuses to read any other (a zoned column needs UTC to be mirrored there)."""
 
 
 def iceberg_type(dtype: pa.DataType) -> str | None:
@@ -33,7 +37,7 @@ def iceberg_type(dtype: pa.DataType) -> str | None:
         return f"decimal({dtype.precision}, {dtype.scale})"
     if pat.is_date(dtype):
         return "date"
-    if pat.is_timestamp(dtype) and dtype.unit in ("us", "ns"):
+    if pat.is_timestamp(dtype) and dtype.unit in ("us", "ns") and dtype.tz in _UTC:
         return ("timestamptz" if dtype.tz else "timestamp") + ("_ns" if dtype.unit == "ns" else "")
     if pat.is_time64(dtype) and dtype.unit == "us":
         return "time"
