@@ -213,7 +213,7 @@ def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
     (tmp_path / "t" / "metadata" / "version-hint.text").write_text(str(lagging))
     for i in range(3):  # commits whose mirror writes fail
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("manifest_table.mirrors.sync.sync", _fail)
+            mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
             plain.append(pa.Table.from_pylist([{"id": 10 + i}], schema=SCHEMA))
     _gc(t, 1)
     assert min(_retained(t)) == lagging  # kept for the mirror

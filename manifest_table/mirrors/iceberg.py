@@ -61,7 +61,8 @@ class IcebergState:
 
 
 def read_state(src: Source, version: int) -> IcebergState | None:
-    """The mirror of ``version``, or None if it has none (cached: mirror objects are write-once)."""
+    """The mirror of ``version``, or None if it has none or describes the table at another
+    location (cached: mirror objects are write-once)."""
     with _STATES_LOCK:
         found = _STATES.get((src.location, version))
     if found is not None:
@@ -70,6 +71,8 @@ def read_state(src: Source, version: int) -> IcebergState | None:
         metadata = json.loads(src.store.get(metadata_key(version)))
     except NotFound:
         return None
+    if metadata.get("location") != src.location:
+        return None  # the table was moved: its files have new locations, start over
     current = next(s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"])
     entries = read_avro(src.store.get(current["manifest-list"][len(src.location) + 1:]))
     state = IcebergState(version, metadata, {slot_of(e["manifest_path"]): e for e in entries})

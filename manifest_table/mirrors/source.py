@@ -66,25 +66,29 @@ class Source:
 
 def advance_hint(store: ObjectStore, key: str, version: int, encode: Any, decode: Any) -> None:
     """Move a pointer object such as ``version-hint.text`` or ``_last_checkpoint`` to
-    ``version``, never backwards: compare-and-swap, re-read on a lost race. Best effort: a
-    reader that finds it behind probes forward (or lists)."""
-    for _ in range(16):
+    ``version``, never backwards: compare-and-swap, re-reading after a lost race or a failed
+    call (which may have landed). Best effort: a reader that finds it behind probes forward
+    (or lists), and the next sync moves it."""
+    for _ in range(_HINT_ATTEMPTS):
         try:
-            data, etag = store.get_with_etag(key)
-        except NotFound:
             try:
+                data, etag = store.get_with_etag(key)
+            except NotFound:
                 store.put_if_absent(key, encode(version))
                 return
-            except PreconditionFailed:
-                continue
-        try:
-            if decode(data) >= version:
+            if _decoded(decode, data) >= version:
                 return
-        except (ValueError, TypeError, KeyError):
-            pass  # unreadable: replace it
-        try:
             store.put_if_match(key, encode(version), etag)
             return
-        except PreconditionFailed:
+        except StoreError:  # PreconditionFailed included: read again
             continue
-    raise StoreError(f"could not advance {key} to {version}: too many concurrent updates")
+
+
+_HINT_ATTEMPTS = 8
+
+
+def _decoded(decode: Any, data: bytes) -> int:
+    try:
+        return decode(data)
+    except (ValueError, TypeError, KeyError):
+        return -1  # unreadable: replace it

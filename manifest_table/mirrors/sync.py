@@ -28,14 +28,15 @@ LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DE
 
 def after_commit(vlog: VersionLog, committed: Manifest) -> None:
     """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
-    effort: any failure is logged, and the next sync repairs the lag."""
-    if not committed.mirrors:
-        return
-    try:
-        sync(vlog, committed)
-    except Exception as exc:  # never fail a commit that has landed
-        log.warning("%s: mirroring version %d failed (the next sync repairs it): %s: %s", vlog.location,
-                    committed.version, type(exc).__name__, exc)
+    effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
+    src = Source.of(vlog)
+    for name in MIRRORS:
+        if name in committed.mirrors:
+            try:
+                sync_one(src, name, committed)
+            except Exception as exc:  # never fail a commit that has landed
+                log.warning("%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+                            vlog.location, committed.version, name, type(exc).__name__, exc)
 
 
 def sync(vlog: VersionLog, target: Manifest) -> dict[str, int | None]:
