@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import date
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,6 +26,7 @@ from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, Manifest
 from ..format.mirrors import DELTA
 from .change import VersionChange, tombstones_of
+from .columns import Bounds, bounds_of
 from .delta_dv import descriptor, dv_file, dv_key
 from ..format.keys import DELTA_LOG_PREFIX
 from .source import Source, advance_hint
@@ -83,35 +84,40 @@ def metadata(manifest: Manifest) -> dict[str, Any]:
 
 
 # --- file actions ---------------------------------------------------------------------------
-def _stats(f: DataFile, fields: FieldIds) -> str:
-    """Delta's per-file statistics, keyed by physical name. They cover every row of the file,
-    deleted ones included: with a deletion vector they are "wide" (``tightBounds`` false).
-    Bounds are given for the types whose JSON form is exact (no timestamps: Delta truncates
-    them to milliseconds; no decimals)."""
-    lows, highs, nulls = {}, {}, {}
-    for column, physical in zip(fields.schema, fields.physical_names):
-        stats = f.stats.get(column.name)
-        if stats is None:
-            continue
-        if stats.null_count is not None:
-            nulls[physical] = stats.null_count
-        kind = delta_type(column.type)
-        for value, out in ((stats.min, lows), (stats.max, highs)):
-            if value is None or kind not in ("byte", "short", "integer", "long", "float", "double", "string", "date"):
-                continue
-            if isinstance(value, float) and value != value:
-                continue
-            out[physical] = value.isoformat() if isinstance(value, date) else value
-    return json.dumps({"numRecords": f.rows, "tightBounds": f.deletes is None, "minValues": lows,
-                       "maxValues": highs, "nullCount": nulls}, separators=(",", ":"))
+_BOUNDED = ("byte", "short", "integer", "long", "float", "double", "string", "date")
+"""The types whose bounds Delta's JSON stats hold exactly (not timestamps, which Delta
+truncates to milliseconds, nor decimals)."""
 
 
-def add_action(src: Source, f: DataFile, fields: FieldIds, when: int) -> dict[str, Any]:
-    action = {"path": f.path, "partitionValues": {}, "size": f.size, "modificationTime": when, "dataChange": True,
-              "stats": _stats(f, fields)}
-    if f.deletes is not None:
-        action["deletionVector"] = descriptor(f.deletes, src.tombstones)
-    return action
+def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds], fields: FieldIds,
+                when: int) -> list[dict[str, Any]]:
+    """``add`` actions of ``files``, with their statistics keyed by physical name. The stats
+    cover every row of a file, deleted ones included: with a deletion vector they are "wide"
+    (``tightBounds`` false), as the protocol allows."""
+    columns = []
+    for fid, column, physical in zip(fields.ids, fields.schema, fields.physical_names):
+        b = bounds[fid]
+        exact = delta_type(column.type) in _BOUNDED and b.mins is not None
+        columns.append((physical, b.mins.to_pylist() if exact else None,  # type: ignore[union-attr]
+                        b.maxs.to_pylist() if exact else None, b.nulls))  # type: ignore[union-attr]
+    out = []
+    for i, f in enumerate(files):
+        lows, highs, nulls = {}, {}, {}
+        for physical, mins, maxs, null_counts in columns:
+            if null_counts is not None and null_counts[i] is not None:
+                nulls[physical] = null_counts[i]
+            for values, into in ((mins, lows), (maxs, highs)):
+                value = values[i] if values is not None else None
+                if value is not None and value == value:  # (NaN is no bound)
+                    into[physical] = value.isoformat() if isinstance(value, date) else value
+        stats = {"numRecords": f.rows, "tightBounds": f.deletes is None, "minValues": lows, "maxValues": highs,
+                 "nullCount": nulls}
+        action = {"path": f.path, "partitionValues": {}, "size": f.size, "modificationTime": when,
+                  "dataChange": True, "stats": json.dumps(stats, separators=(",", ":"))}
+        if f.deletes is not None:
+            action["deletionVector"] = descriptor(f.deletes, src.tombstones)
+        out.append(action)
+    return out
 
 
 def _remove(src: Source, f: DataFile, when: int) -> dict[str, Any]:
@@ -143,8 +149,8 @@ def write_commit(src: Source, change: VersionChange) -> bool:
         actions.append({"metaData": metadata(cur)})
     actions += [{"remove": _remove(src, f, when)} for f in change.removed]
     actions += [{"remove": _remove(src, old, when)} for old, _ in change.redeleted]
-    actions += [{"add": add_action(src, f, cur.fields, when)} for f in change.added]
-    actions += [{"add": add_action(src, new, cur.fields, when)} for _, new in change.redeleted]
+    added = change.added + [new for _, new in change.redeleted]
+    actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
     data = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
     if not src.create(json_key(cur.version), data):
         return False
@@ -157,16 +163,25 @@ def write_checkpoint(src: Source, cur: Manifest) -> None:
     """A checkpoint of ``cur`` from its manifest (every live file, and the DV files of every
     vector they have), then ``_last_checkpoint``. Create-only: a concurrent writer's
     checkpoint of the same version is as good."""
-    files = list(cur.files)
-    write_dv_files(src, tombstones_of(files))
     rows = [{"protocol": protocol(cur.fields)}, {"metaData": metadata(cur)}]
-    rows += [{"add": add_action(src, f, cur.fields, cur.timestamp_ms)} for f in files]
+    for files, segment in _parts(cur):
+        write_dv_files(src, tombstones_of(files))
+        rows += [{"add": a} for a in add_actions(src, files, bounds_of(cur, files, segment), cur.fields,
+                                                 cur.timestamp_ms)]
     table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
     advance_hint(src.store, LAST_CHECKPOINT, cur.version,
                  lambda v: json.dumps({"version": v, "size": len(rows)}).encode(), lambda b: json.loads(b)["version"])
+
+
+def _parts(manifest: Manifest) -> Iterable[tuple[list[DataFile], str | None]]:
+    """A version's files, segment by segment (with the segment's key), then its tail."""
+    index = manifest.index
+    for summary in index.segments if index is not None else ():
+        yield manifest.segment(summary.path).files(None, index.deletes), summary.path  # type: ignore[union-attr]
+    yield list(manifest.tail), None
 
 
 _STRINGS = pa.map_(pa.string(), pa.string())

@@ -27,7 +27,8 @@ from ..format.keys import SEGMENT_PREFIX
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..listing import locate
 from .iceberg_avro import DATA, DELETES, manifest, read_avro
-from .iceberg_schema import data_entry, dv_entry
+from .columns import bounds_of
+from .iceberg_schema import data_entries, dv_entry
 from .puffin import HEADER, puffin_file, puffin_key
 from ..format.keys import METADATA_PREFIX
 from .source import Source
@@ -134,7 +135,8 @@ class ManifestPlanner:
 
     def _new_segment(self, seg_id: str, key: str, count: int) -> None:
         files = self.cur.segment(key).files(None, self.cur.index.deletes)  # type: ignore[union-attr]
-        self._write(f"{seg_id}-d", DATA, [data_entry(f, self.src.location, self.fields) for f in files])
+        bounds = bounds_of(self.cur, files, key)
+        self._write(f"{seg_id}-d", DATA, data_entries(files, bounds, self.src.location, self.fields))
         buckets: dict[int, list[DataFile]] = {}
         for f in files:
             if f.deletes is not None:
@@ -159,7 +161,7 @@ class ManifestPlanner:
     def _write_tail(self, data: bool, vectors: bool) -> None:
         tail = self.cur.tail
         if data and tail:
-            self._write(TAIL_DATA, DATA, [data_entry(f, self.src.location, self.fields) for f in tail])
+            self._write(TAIL_DATA, DATA, data_entries(tail, bounds_of(self.cur, tail), self.src.location, self.fields))
         with_deletes = [f for f in tail if f.deletes is not None]
         if vectors and with_deletes:
             self._write(TAIL_DELETES, DELETES, [self._vector(f.path, f.deletes) for f in with_deletes])  # type: ignore[arg-type]

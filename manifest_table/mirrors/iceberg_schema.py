@@ -4,16 +4,16 @@ column bounds in Iceberg's single-value binary form."""
 
 from __future__ import annotations
 
-import decimal
 import json
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.types as pat
 
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
+from .columns import Bounds
 from .iceberg_avro import PATH_FIELD, as_map, entry
 from .types import iceberg_type
 from .vectors import FRAMING
@@ -36,23 +36,32 @@ def name_mapping(fields: FieldIds) -> str:
     return json.dumps([{"field-id": fid, "names": [name]} for fid, name in zip(fields.ids, fields.physical_names)])
 
 
-def data_entry(f: DataFile, location: str, fields: FieldIds) -> dict[str, Any]:
-    lower, upper, nulls, values = {}, {}, {}, {}
+def data_entries(files: Sequence[DataFile], bounds: dict[int, Bounds], location: str,
+                 fields: FieldIds) -> list[dict[str, Any]]:
+    """The manifest entries of ``files``, whose column ``bounds`` are given (columns.py)."""
+    columns = []
     for fid, column in zip(fields.ids, fields.schema):
-        stats = f.stats.get(column.name)
-        if stats is None:
-            continue
-        values[fid] = f.rows
-        if stats.null_count is not None:
-            nulls[fid] = stats.null_count
-        for bound, out in ((stats.min, lower), (stats.max, upper)):
-            encoded = _single_value(bound, column.type)
-            if encoded is not None:
-                out[fid] = encoded
-    return entry({"content": 0, "file_path": f"{location}/{f.path}", "file_format": "PARQUET",
-                  "record_count": f.rows, "file_size_in_bytes": f.size, "value_counts": as_map(values),
-                  "null_value_counts": as_map(nulls), "lower_bounds": as_map(lower),
-                  "upper_bounds": as_map(upper)}, DATA_SEQUENCE)
+        b = bounds[fid]
+        columns.append((fid, _encoded(b.mins, column.type, len(files)), _encoded(b.maxs, column.type, len(files)),
+                        b.nulls))
+    out = []
+    for i, f in enumerate(files):
+        lower, upper, nulls, values = {}, {}, {}, {}
+        for fid, lows, highs, null_counts in columns:
+            if null_counts is None:
+                continue  # a column added after the file was written: no stats
+            values[fid] = f.rows
+            if null_counts[i] is not None:
+                nulls[fid] = null_counts[i]
+            if lows[i] is not None:
+                lower[fid] = lows[i]
+            if highs[i] is not None:
+                upper[fid] = highs[i]
+        out.append(entry({"content": 0, "file_path": f"{location}/{f.path}", "file_format": "PARQUET",
+                          "record_count": f.rows, "file_size_in_bytes": f.size, "value_counts": as_map(values),
+                          "null_value_counts": as_map(nulls), "lower_bounds": as_map(lower),
+                          "upper_bounds": as_map(upper)}, DATA_SEQUENCE))
+    return out
 
 
 def dv_entry(path: str, ref: DeletionVector, location: str, puffin: str, puffin_size: int,
@@ -66,32 +75,35 @@ def dv_entry(path: str, ref: DeletionVector, location: str, puffin: str, puffin_
                   "content_size_in_bytes": ref.length + FRAMING})
 
 
-def _single_value(value: Any, dtype: pa.DataType) -> bytes | None:
-    """Iceberg's binary form of a bound (None: leave it unknown)."""
-    if value is None or isinstance(value, float) and value != value:
-        return None
-    kind = iceberg_type(dtype)
-    if pat.is_dictionary(dtype):
-        dtype = dtype.value_type
+_PACKED = {"int": ("<i", pa.int32()), "date": ("<i", pa.int32()), "long": ("<q", pa.int64()),
+           "time": ("<q", pa.int64()), "float": ("<f", None), "double": ("<d", None)}
+
+
+def _encoded(values: pa.Array | None, dtype: pa.DataType, count: int) -> list[bytes | None]:
+    """Iceberg's single-value binary form of each bound (None: unknown): little-endian
+    numbers (dates as days, times and timestamps as micro- or nanoseconds since the epoch),
+    UTF-8 strings, decimals as their unscaled big-endian two's complement."""
+    kind = iceberg_type(dtype) or ""
+    if values is None:
+        return [None] * count
+    if pat.is_date64(values.type):
+        values = values.cast(pa.date32())
+    if kind.startswith("timestamp"):
+        kind = "long"
+    if kind in _PACKED:
+        fmt, physical = _PACKED[kind]
+        pack = struct.Struct(fmt).pack
+        raw = (values.cast(physical) if physical is not None else values).to_pylist()
+        return [None if v is None or v != v else pack(v) for v in raw]
     if kind == "boolean":
-        return bytes([int(value)])
-    if kind in ("int", "date"):
-        return struct.pack("<i", _integer(value, dtype))
-    if kind in ("long", "time") or kind is not None and kind.startswith("timestamp"):
-        return struct.pack("<q", _integer(value, dtype))
-    if kind in ("float", "double"):
-        return struct.pack("<f" if kind == "float" else "<d", value)
+        return [None if v is None else bytes([v]) for v in values.to_pylist()]
     if kind == "string":
-        return value.encode()
-    if kind is not None and kind.startswith("decimal"):
-        unscaled = int(decimal.Decimal(value).scaleb(dtype.scale))
-        return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
-    return None
+        return [None if v is None else v.encode() for v in values.to_pylist()]
+    if kind.startswith("decimal"):
+        scale = (dtype.value_type if pat.is_dictionary(dtype) else dtype).scale
+        return [None if v is None else _unscaled(int(v.scaleb(scale))) for v in values.to_pylist()]
+    return [None] * count
 
 
-def _integer(value: Any, dtype: pa.DataType) -> int:
-    """The integer Iceberg stores for a value: itself, or days / micros / nanos since the epoch."""
-    if isinstance(value, int):
-        return value
-    physical = pa.int32() if pat.is_date(dtype) else pa.int64()
-    return pa.scalar(value, pa.date32() if pat.is_date(dtype) else dtype).cast(physical).as_py()
+def _unscaled(n: int) -> bytes:
+    return n.to_bytes(max(1, (n.bit_length() + 8) // 8), "big", signed=True)
