@@ -25,7 +25,7 @@ from ..format.keys import (DATA_PREFIX, DELTA_LOG_PREFIX, MANIFEST_PREFIX, METAD
                            TOMBSTONE_PREFIX, is_writer_key)
 from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
-from ..mirrors.expiry import floor as mirror_floor, needed as mirror_needed
+from ..mirrors.expiry import floor as mirror_floor, listing as mirror_listing, needed as mirror_needed
 from ..storage import ObjectInfo
 
 if TYPE_CHECKING:
@@ -155,11 +155,10 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
     needed = _referenced(retained)
-    mirrored = {prefix: list(table.store.list(prefix)) for prefix in (METADATA_PREFIX, DELTA_LOG_PREFIX)}
-    needed |= mirror_needed(vlog, retained[0], [m.version for m in retained], needed,
-                            mirrored[METADATA_PREFIX] + mirrored[DELTA_LOG_PREFIX])
-    for prefix in (SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX, METADATA_PREFIX, DELTA_LOG_PREFIX):
-        for info in mirrored[prefix] if prefix in mirrored else table.store.list(prefix):
+    mirrored = mirror_listing(table.store)
+    needed |= mirror_needed(vlog, retained, needed, mirrored)
+    for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
+        for info in mirrored.get(prefix) or table.store.list(prefix):
             if info.key in needed:
                 report.referenced[CATEGORIES[prefix]].add(info)
             elif not is_writer_key(info.key):
@@ -170,8 +169,8 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             else:
                 report.in_grace[CATEGORIES[prefix]].add(info)
 
-    # Manifests first and oldest first: a crash leaves orphans for the next run, never a hole
-    # in the versions nor a readable manifest whose files are gone.
+    # Manifests (ours, then the mirrors') first and oldest first: a crash leaves orphans for the
+    # next run, never a hole in the versions nor a readable manifest whose files are gone.
     for info in doomed:
         if not dry_run:
             table.store.delete(info.key)

@@ -19,7 +19,7 @@ from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX
 from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, ICEBERG
 from ..log import VersionLog
-from ..storage import ObjectInfo
+from ..storage import ObjectInfo, ObjectStore
 from . import delta, iceberg
 from .delta_dv import dv_key
 from .iceberg_avro import read_avro
@@ -39,19 +39,29 @@ def floor(vlog: VersionLog, latest: Manifest) -> int | None:
     return min(versions, default=None)
 
 
-def needed(vlog: VersionLog, latest: Manifest, retained: Iterable[int], tombstones: Iterable[str],
-           listed: list[ObjectInfo]) -> set[str]:
-    """Keys of mirror objects the retained versions need; ``listed``: every object under
-    ``metadata/`` and ``_delta_log/``; ``tombstones``: the tombstone objects GC keeps."""
-    kept = sorted(retained)
+def listing(store: ObjectStore) -> dict[str, list[ObjectInfo]]:
+    """Every mirror object, by prefix, in the order GC deletes them: versions' metadata files
+    first (oldest first), then manifests and lists; the Delta log oldest first. A crash in
+    between then never leaves a metadata file whose manifests are gone, nor a hole in a log."""
+    metadata = sorted(store.list(METADATA_PREFIX), key=lambda i: (not _METADATA.fullmatch(i.key), _order(i.key)))
+    return {METADATA_PREFIX: metadata, DELTA_LOG_PREFIX: list(store.list(DELTA_LOG_PREFIX))}
+
+
+def _order(key: str) -> tuple[int, str]:
+    match = _METADATA.fullmatch(key)
+    return (int(match.group(1)) if match else 0, key)
+
+
+def needed(vlog: VersionLog, retained: list[Manifest], tombstones: Iterable[str],
+           listed: dict[str, list[ObjectInfo]]) -> set[str]:
+    """Keys of mirror objects the ``retained`` versions (the latest first) need; ``listed``:
+    every object under ``metadata/`` and ``_delta_log/``; ``tombstones``: the objects GC keeps."""
+    latest, kept = retained[0], sorted(m.version for m in retained)
     keys = {k for t in tombstones if t.endswith(".roaring") for k in (puffin_key(t), dv_key(t))}
     keys |= {iceberg.HINT} if ICEBERG in latest.mirrors else set()
     keys |= {delta.LAST_CHECKPOINT} if DELTA in latest.mirrors else set()
-    if not kept:
-        return keys
-    keys |= _iceberg(Source.of(vlog), kept, [i.key for i in listed if i.key.startswith(METADATA_PREFIX)])
-    keys |= _delta(kept[0], [i.key for i in listed if i.key.startswith(DELTA_LOG_PREFIX)])
-    return keys
+    keys |= _iceberg(Source.of(vlog), kept, [i.key for i in listed.get(METADATA_PREFIX, [])])
+    return keys | _delta(kept[0], [i.key for i in listed.get(DELTA_LOG_PREFIX, [])])
 
 
 def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
