@@ -17,7 +17,8 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.cli import main
-from manifest_table.errors import InvalidArgumentError, MirrorTypeError, SchemaEvolutionError, UpgradeRequiredError
+from manifest_table.errors import (CorruptTableError, InvalidArgumentError, MirrorTypeError, SchemaEvolutionError,
+                                   UpgradeRequiredError)
 from manifest_table.format.keys import is_writer_key
 from manifest_table.maintenance import GCReport
 from manifest_table.storage import LocalStore
@@ -147,6 +148,33 @@ def test_bad_mirror_arguments(tmp_path: Path) -> None:
     with pytest.raises(UpgradeRequiredError):
         v1.set_mirrors(["iceberg"])
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("stored, field", [
+    ([], "mirrors"), ({"iceberg": "x"}, "mirrors.iceberg"), ({"iceberg": {"table_uuid": 5}}, "mirrors.iceberg.table_uuid"),
+    ({"delta": {"table_id": "not a uuid", "checkpoint_interval": 5}}, "mirrors.delta.table_id"),
+    ({"delta": {"table_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "checkpoint_interval": 0}},
+     "mirrors.delta.checkpoint_interval"),
+])
+def test_a_stored_mirror_setting_is_validated(tmp_path: Path, stored: object, field: str) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    key = tmp_path / "t" / "manifest" / f"v{0:020d}.json"
+    doc = json.loads(key.read_text())
+    doc["mirrors"] = stored
+    key.write_text(json.dumps(doc))
+    with pytest.raises(CorruptTableError, match=f"field {field} "):
+        mt.open_table(t.uri).manifest(0)
+
+
+def test_a_mirror_of_a_newer_release_is_kept_and_ignored(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["delta"])
+    key = tmp_path / "t" / "manifest" / f"v{0:020d}.json"
+    doc = json.loads(key.read_text())
+    doc["mirrors"]["hudi"] = {"anything": 1}
+    key.write_text(json.dumps(doc))
+    t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    assert t.mirrors == ["delta"] and t.manifest().mirrors["hudi"] == {"anything": 1}
+    assert t.sync_mirrors() == {"delta": 1}
 
 
 def test_a_renamed_column_keeps_its_physical_name_in_new_files(tmp_path: Path) -> None:

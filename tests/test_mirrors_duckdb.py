@@ -21,13 +21,14 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
+import pyarrow as pa
 
 import manifest_table as mt
 from tests.duckdb_mirror_reader import canonical
-from tests.mirror_readers import PROPERTIES, SCHEMA, run_history
+from tests.mirror_readers import PROPERTIES, SCHEMA, delta_rows, rows, run_history
 
-PACKAGES = ["duckdb==1.4.4", "pytz", *(f"duckdb-ext-{name}==1.4.4.20260205" for name in ("iceberg", "avro", "delta", "httpfs"))]
+PACKAGES = ["duckdb==1.4.4", "pytz",
+            *(f"duckdb-ext-{name}==1.4.4.20260205" for name in ("iceberg", "avro", "delta", "httpfs"))]
 """(pytz: DuckDB 1.4.4's Python client needs it to return zoned timestamps.)"""
 ENV = Path(os.environ.get("MT_DUCKDB_ENV", Path.home() / ".cache" / "manifest_table" /
                           f"duckdb-1.4.4-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:8]}"))
@@ -71,7 +72,8 @@ def _rows(t: mt.Table, version: int | None = None) -> list[list[object]]:
 
 def _check(t: mt.Table, location: str, secret: str | None = None) -> None:
     versions = [info.version for info in t.history()]
-    queries = {f"iceberg {v}": f"SELECT * FROM iceberg_scan('{location}/metadata/v{v}.metadata.json')" for v in versions}
+    queries = {f"iceberg {v}": f"SELECT * FROM iceberg_scan('{location}/metadata/v{v}.metadata.json')"
+               for v in versions}
     queries["iceberg latest"] = f"SELECT * FROM iceberg_scan('{location}')"
     queries["delta latest"] = f"SELECT * FROM delta_scan('{location}')"
     found = _duckdb(queries, secret)
@@ -88,9 +90,23 @@ def test_duckdb_reads_both_mirrors(tmp_path: Path) -> None:
 
 
 def test_duckdb_reads_both_mirrors_on_s3(s3_uri: str, moto_endpoint: str) -> None:
-    t = mt.create_table(s3_uri, SCHEMA, properties=PROPERTIES, mirrors={"iceberg": {}, "delta": {"checkpoint_interval": 4}})
+    t = mt.create_table(s3_uri, SCHEMA, properties=PROPERTIES,
+                        mirrors={"iceberg": {}, "delta": {"checkpoint_interval": 4}})
     run_history(t, 22, 12, widen=False)
     endpoint = urlparse(moto_endpoint).netloc
     secret = (f"CREATE SECRET moto (TYPE s3, KEY_ID 'testing', SECRET 'testing', REGION 'us-east-1', "
               f"ENDPOINT '{endpoint}', URL_STYLE 'path', USE_SSL false)")
     _check(t, s3_uri, secret)
+
+
+def test_duckdb_reads_widened_columns(tmp_path: Path) -> None:
+    """Iceberg follows a widening; a Delta mirror turned on after one reads the older files'
+    narrower types too (deltalake as well)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties=PROPERTIES, mirrors=["iceberg"])
+    run_history(t, 3, 8, widen=True)
+    with t.update_schema() as s:
+        s.widen("small", pa.int64())
+    run_history(t, 4, 6, widen=True)
+    t.set_mirrors(["iceberg", "delta"])
+    assert delta_rows(t.uri) == rows(t.to_arrow())
+    _check(t, str(tmp_path / "t"))

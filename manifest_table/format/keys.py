@@ -34,8 +34,8 @@ WRITER_SHAPES: dict[str, re.Pattern[str]] = {
     DATA_PREFIX: re.compile(r"data/(?:[0-9a-f]{32}\.parquet"
                             r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"),
     # Tombstones, and the Iceberg and Delta files mirroring each (mirrors/puffin.py, delta_dv.py).
-    TOMBSTONE_PREFIX: re.compile(r"tombstones/(?:[0-9a-f]{32}\.(?:roaring|puffin)"
-                                 r"|deletion_vector_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"),
+    TOMBSTONE_PREFIX: re.compile(r"tombstones/(?:[0-9a-f]{32}\.(?:roaring|puffin)|deletion_vector_"
+                                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
     SEGMENT_PREFIX: re.compile(r"segments/[0-9a-f]{32}\.parquet"),
     # The Iceberg mirror (mirrors/iceberg.py): metadata files, manifest lists, manifests, the hint.

@@ -39,29 +39,34 @@ def requested(mirrors: Any) -> dict[str, dict[str, Any]]:
     """What a caller asks for (``["iceberg", "delta"]``, or ``{"delta": {"checkpoint_interval":
     10}}``) as name -> options for a newly enabled mirror; ``InvalidArgumentError`` names
     what is wrong."""
-    if isinstance(mirrors, str) or not isinstance(mirrors, (list, tuple, dict)):
+    if (isinstance(mirrors, str) or not isinstance(mirrors, (list, tuple, dict))
+            or not all(isinstance(name, str) for name in mirrors)):
         raise InvalidArgumentError(f"mirrors must be a list of names from {list(MIRRORS)}, not {mirrors!r}")
     given = mirrors if isinstance(mirrors, dict) else {name: {} for name in mirrors}
-    out = {}
-    for name, options in given.items():
-        options = {} if options is None else options
-        if name not in MIRRORS:
-            raise InvalidArgumentError(f"unknown mirror {name!r}; known: {list(MIRRORS)}")
-        unknown = set(options) - ({"checkpoint_interval"} if name == DELTA else set()) \
-            if isinstance(options, dict) else None
-        if unknown is None or unknown:
-            raise InvalidArgumentError(f"mirror {name!r}: unknown options {sorted(unknown) or options!r}")
-        interval = options.get("checkpoint_interval")
-        if interval is not None and (type(interval) is not int or interval < 1):
-            raise InvalidArgumentError(f"checkpoint_interval must be an integer >= 1, not {interval!r}")
-        out[name] = new_options(name, interval)
-    return out
+    return {name: _options(name, options) for name, options in given.items()}
+
+
+def _options(name: Any, options: Any) -> dict[str, Any]:
+    if name not in MIRRORS:
+        raise InvalidArgumentError(f"unknown mirror {name!r}; known: {list(MIRRORS)}")
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise InvalidArgumentError(f"the options of mirror {name!r} must be a dict, not {options!r}")
+    unknown = sorted(set(options) - ({"checkpoint_interval"} if name == DELTA else set()), key=str)
+    if unknown:
+        raise InvalidArgumentError(f"mirror {name!r}: unknown options {unknown}")
+    interval = options.get("checkpoint_interval")
+    if interval is not None and (type(interval) is not int or interval < 1):
+        raise InvalidArgumentError(f"checkpoint_interval must be an integer >= 1, not {interval!r}")
+    return new_options(name, interval)
 
 
 def merged(current: Mapping[str, Any], wanted: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """The setting after turning on exactly the mirrors of ``wanted`` (fresh options), on a
-    version whose setting is ``current``: a mirror already on keeps its options."""
-    return {name: dict(current.get(name) or options) for name, options in wanted.items()}
+    version whose setting is ``current``: a mirror already on keeps its options, and one of a
+    newer release (not ours to turn off) stays."""
+    kept = {name: options for name, options in current.items() if name not in MIRRORS}
+    return {**kept, **{name: dict(current.get(name) or options) for name, options in wanted.items()}}
 
 
 def decode_mirrors(doc: dict[str, Any], key: str) -> dict[str, Any]:

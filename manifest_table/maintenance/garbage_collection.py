@@ -25,7 +25,6 @@ from ..format.keys import (DATA_PREFIX, DELTA_LOG_PREFIX, MANIFEST_PREFIX, METAD
                            TOMBSTONE_PREFIX, is_writer_key)
 from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
-from ..mirrors.expiry import floor as mirror_floor, listing as mirror_listing, needed as mirror_needed
 from ..storage import ObjectInfo
 
 if TYPE_CHECKING:
@@ -155,8 +154,7 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
     needed = _referenced(retained)
-    mirrored = mirror_listing(table.store)
-    needed |= mirror_needed(vlog, retained, needed, mirrored)
+    mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or table.store.list(prefix):
             if info.key in needed:
@@ -200,10 +198,22 @@ def _retained(vlog: VersionLog, latest: Manifest, now: datetime, retain_versions
     return kept
 
 
+def _mirror_objects(vlog: VersionLog, retained: list[Manifest], needed: set[str]) -> dict[str, list[ObjectInfo]]:
+    """Every object of the mirrors, by prefix in deletion order; adds those the retained
+    versions need to ``needed`` (mirrors/expiry.py, imported here: it brings fastavro)."""
+    from ..mirrors import expiry
+
+    listed = expiry.listing(vlog.store)
+    needed |= expiry.needed(vlog, retained, needed, listed)
+    return listed
+
+
 def _keep_mirrored(vlog: VersionLog, retained: list[Manifest]) -> list[Manifest]:
     """``retained``, extended back to the newest version each mirror that is on describes:
     a lagging mirror must not point at files this run would delete (mirrors/expiry.py)."""
-    oldest = mirror_floor(vlog, retained[0]) if retained[0].mirrors else None
+    from ..mirrors.expiry import floor
+
+    oldest = floor(vlog, retained[0]) if retained[0].mirrors else None
     while oldest is not None and retained[-1].version > oldest:
         older = vlog.find(retained[-1].version - 1)
         if older is None:

@@ -75,11 +75,12 @@ def protocol(fields: FieldIds) -> dict[str, Any]:
 
 
 def metadata(manifest: Manifest) -> dict[str, Any]:
-    options = manifest.mirrors[DELTA]
+    options, index = manifest.mirrors[DELTA], manifest.index
+    assert index is not None
     return {"id": options["table_id"], "format": {"provider": "parquet", "options": {}},
             "schemaString": _schema(manifest.fields), "partitionColumns": [],
             "configuration": {"delta.enableDeletionVectors": "true", "delta.columnMapping.mode": "id",
-                              "delta.columnMapping.maxColumnId": str(manifest.index.last_field_id),  # type: ignore[union-attr]
+                              "delta.columnMapping.maxColumnId": str(index.last_field_id),
                               "delta.checkpointInterval": str(options["checkpoint_interval"])}}
 
 

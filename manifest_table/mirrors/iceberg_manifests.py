@@ -162,9 +162,8 @@ class ManifestPlanner:
         tail = self.cur.tail
         if data and tail:
             self._write(TAIL_DATA, DATA, data_entries(tail, bounds_of(self.cur, tail), self.src.location, self.fields))
-        with_deletes = [f for f in tail if f.deletes is not None]
-        if vectors and with_deletes:
-            self._write(TAIL_DELETES, DELETES, [self._vector(f.path, f.deletes) for f in with_deletes])  # type: ignore[arg-type]
+        if vectors and any(f.deletes is not None for f in tail):
+            self._write(TAIL_DELETES, DELETES, [self._vector(f.path, f.deletes) for f in tail if f.deletes])
 
     # --- entries and objects ----------------------------------------------------------------
     def _target(self, path: str) -> str:
