@@ -20,7 +20,9 @@ from manifest_table.cli import main
 from manifest_table.errors import (CorruptTableError, InvalidArgumentError, MirrorTypeError, SchemaEvolutionError,
                                    UpgradeRequiredError)
 from manifest_table.format.keys import is_writer_key
+from manifest_table.cli.mirror import versions
 from manifest_table.maintenance import GCReport
+from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.storage import LocalStore
 from tests.mirror_readers import PROPERTIES, SCHEMA, check_version, delta_rows, iceberg_rows, rows, run_history
 
@@ -254,3 +256,14 @@ def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
 
 def _fail(*args: object) -> None:
     raise OSError("injected: the mirror write fails")
+
+
+def test_the_maintenance_job_syncs_mirrors(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg", "delta"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
+        t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    assert versions(t) == {"iceberg": 0, "delta": 0}
+    outcome = maintain(t.uri, JobOptions(retain_for=None, grace=timedelta(0), force=True, compact=False))
+    assert outcome.ok and "mirrors: iceberg at version 1, delta at version 1" in outcome.lines
+    assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
