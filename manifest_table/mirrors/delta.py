@@ -44,6 +44,10 @@ def checkpoint_key(version: int) -> str:
     return f"{DELTA_LOG_PREFIX}{version:020d}.checkpoint.parquet"
 
 
+def has(src: Source, version: int) -> bool:
+    return src.store.head(json_key(version)) is not None or src.store.head(checkpoint_key(version)) is not None
+
+
 def latest(src: Source) -> int | None:
     """The newest mirrored version: the last checkpoint (or a LIST), then probing forward."""
     try:

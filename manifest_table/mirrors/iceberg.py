@@ -87,6 +87,10 @@ def _remember(src: Source, state: IcebergState) -> None:
             _STATES.popitem(last=False)
 
 
+def has(src: Source, version: int) -> bool:
+    return src.store.head(metadata_key(version)) is not None
+
+
 def latest(src: Source) -> int | None:
     """The newest mirrored version: the hint, then probing forward (the hint may lag)."""
     try:

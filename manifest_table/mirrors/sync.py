@@ -24,6 +24,7 @@ from .source import Source
 
 log = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
+HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
 
 
 def after_commit(vlog: VersionLog, committed: Manifest) -> None:
@@ -51,8 +52,18 @@ def status(vlog: VersionLog, names: list[str]) -> dict[str, int | None]:
     return {name: LATEST[name](src) for name in names}
 
 
+def _mirrored(src: Source, name: str, target: Manifest) -> int | None:
+    """The mirror's newest version. Found with a HEAD or two when it is the target or the
+    version before it (a commit mirrored right after the one before it), else from the
+    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version."""
+    for version in (target.version, target.version - 1):
+        if version >= 0 and HAS[name](src, version):
+            return version
+    return LATEST[name](src)
+
+
 def sync_one(src: Source, name: str, target: Manifest) -> int:
-    mirrored = LATEST[name](src)
+    mirrored = _mirrored(src, name, target)
     if mirrored is not None and mirrored >= target.version:
         if name == ICEBERG:
             iceberg.advance(src, mirrored)
