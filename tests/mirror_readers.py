@@ -6,7 +6,7 @@ DataFusion scan is used."""
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -25,10 +25,18 @@ PROPERTIES = {"tail_limit": 3, "deletes_limit": 3, "segment_target_files": 4, "m
 
 
 def rows(table: pa.Table) -> list[tuple]:
-    """Rows as sorted tuples of Python values, columns in name order (instants compare as
-    instants whatever their zone)."""
+    """Rows as sorted tuples of Python values, columns in name order: instants in UTC (an
+    aware datetime in a repeated hour never equals one of another zone, PEP 495), NaN as a
+    string (it equals nothing)."""
     names = sorted(table.column_names)
-    return sorted(zip(*(table.column(n).to_pylist() for n in names)), key=repr) if names else []
+    columns = [[_comparable(v) for v in table.column(n).to_pylist()] for n in names]
+    return sorted(zip(*columns), key=repr) if names else []
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(timezone.utc)
+    return value if value == value else "NaN"
 
 
 def iceberg_rows(uri: str, version: int | None = None, properties: dict[str, str] | None = None) -> list[tuple]:

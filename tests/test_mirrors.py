@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from manifest_table.cli.mirror import versions
 from manifest_table.maintenance import GCReport
 from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.storage import LocalStore
-from tests.mirror_readers import PROPERTIES, SCHEMA, check_version, delta_rows, iceberg_rows, rows, run_history
+from tests.mirror_readers import (PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows,
+                                  run_history)
 
 STEPS = int(os.environ.get("MT_MIRROR_STEPS", "30"))
 BOTH = {"iceberg": {}, "delta": {"checkpoint_interval": 4}}
@@ -193,6 +195,37 @@ def test_a_renamed_column_keeps_its_physical_name_in_new_files(tmp_path: Path) -
     written = pq.read_schema(tmp_path / "t" / t.manifest().files[0].path).names
     assert written == ["id", "name", "amount", "ts", "small", "score_7"]
     assert delta_rows(t.uri) == rows(t.to_arrow())
+
+
+def test_files_written_before_field_ids_are_mirrored(tmp_path: Path) -> None:
+    """Files without field ids (format v1, and 0.2.0): Iceberg resolves them through the name
+    mapping, Delta by their physical names (the names they were written with)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, format_version=1)
+    history = History(t, 9, widen=False)
+    for _ in range(3):
+        t.append(history.batch(5))
+    t.delete("id = 3 OR id = 12")
+    t.upgrade()
+    with t.update_schema() as s:
+        s.rename_column("name", "label")
+        s.drop_column("score")
+        s.add_column("score", pa.float64())
+    enabled = t.set_mirrors(["iceberg", "delta"]).version
+    run_history(t, 10, 6, widen=False)
+    for version in range(enabled, t.version + 1):
+        check_version(t, version, ["iceberg", "delta"])
+
+
+def test_a_0_2_0_table_gets_a_delta_mirror(tmp_path: Path) -> None:
+    root = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "data" / "table_written_by_0.2.0", root)
+    t = mt.open_table(str(root))
+    with pytest.raises(MirrorTypeError, match="'ts'.*Iceberg"):
+        t.set_mirrors(["iceberg"])  # its zone is Europe/Berlin
+    t.set_mirrors(["delta"])
+    t.delete("id = 1 OR id = 90")
+    for version in (t.version - 1, t.version):
+        check_version(t, version, ["delta"])
 
 
 def test_cli_mirror_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
