@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from .errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
                      UpgradeRequiredError)
+from .format.column_types import plain_type, refusal
 from .format.field_ids import FieldIds, widens
 from .format.manifest import DataFile, Manifest
 from .format.schema import check_schema
@@ -149,8 +150,21 @@ class SchemaUpdate:
         return i
 
 
-def schema_of(data: Any) -> pa.Schema:
-    """The Arrow schema of what ``append`` accepts, to find its new columns."""
+def new_columns(data: Any, schema: pa.Schema) -> list[pa.Field]:
+    """The columns of ``data`` (what ``append`` accepts) that ``schema`` lacks, as the columns
+    ``schema_mode="merge"`` adds: typed by what their values are (a pandas categorical's
+    dictionary type by its value type, format/column_types.py). A column holding only nulls
+    has no type to add: ``SchemaMismatchError``."""
+    fields = [f.with_type(plain_type(f.type)) for f in _schema_of(data) if f.name not in schema.names]
+    untyped = [f.name for f in fields if (found := refusal(f.type)) and pa.types.is_null(found[0])]
+    if untyped:
+        raise SchemaMismatchError(f"new columns {untyped} hold only nulls (or empty lists), so their type is "
+                                  "unknown: add them first with update_schema().add_column(name, type)")
+    return fields
+
+
+def _schema_of(data: Any) -> pa.Schema:
+    """The Arrow schema of what ``append`` accepts."""
     if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return data.schema
     if isinstance(data, list):

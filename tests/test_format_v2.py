@@ -7,6 +7,7 @@ the segments a filter needs, and hostile roots and segments."""
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -177,6 +178,20 @@ def test_a_point_lookup_reads_only_the_segment_its_stats_allow():
     assert store.reset()[("get", "segment")] == 1
     assert fresh.scan().count() == 80
     assert store.reset()[("get", "segment")] == 0  # totals in the root
+
+
+def test_planned_segment_files_pickle_with_their_stats():
+    """The Spark data source sends each partition's files to its executors: a file planned
+    from a segment pickles as its own stats, not its whole segment (whose lock once made
+    every data-source read of a table with segments fail)."""
+    t = mt.create_table("mem://t", SCHEMA, store=MemoryStore(), properties={"tail_limit": 1})
+    for i in range(3):
+        t.append(rows(range(i * 10, i * 10 + 10)))
+    files = mt.open_table("mem://t", store=t.store).scan().plan_files()
+    assert t.manifest().index.segments and len(files) == 3
+    copies = pickle.loads(pickle.dumps(tuple(files)))  # (as a partition holds them)
+    assert [dict(f.stats) for f in copies] == [dict(f.stats) for f in files]
+    assert copies[1].stats["id"].min == 10
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputFileError, InvalidArgumentError
+from ..format.column_types import plain_type
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},
@@ -54,7 +55,10 @@ def parse_type(text: str) -> pa.DataType:
 
 
 def parquet_schema(path: str) -> pa.Schema:
+    """The columns of a Parquet file, typed by what their values are: a column pyarrow wrote
+    from a pandas categorical (dictionary-encoded) has its value type (format/column_types.py)."""
     try:
-        return pq.read_schema(path).remove_metadata()
+        schema = pq.read_schema(path).remove_metadata()
     except pa.ArrowInvalid as exc:
         raise InputFileError(f"cannot read the schema of {path}: {exc}") from None
+    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])

@@ -309,25 +309,38 @@ def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
 
 
 def _check_rewrites(rewrites: Any, key: str) -> None:
-    """``parameters.rewrites`` of a compaction, which rebasing and GC decode later."""
+    """``parameters.rewrites`` of a compaction, which rebasing and GC decode later: ``output``
+    (0.1.0 and later) or ``outputs`` (0.3.0 and later, several files) whose rows are exactly
+    the sources' live rows, since rebasing remaps positions by those counts."""
     if type(rewrites) is not list:
         raise corrupt(key, "parameters.rewrites", rewrites, "a JSON array")
     for i, rewrite in enumerate(rewrites):
         at = f"parameters.rewrites[{i}]"
         if type(rewrite) is not dict:
             raise corrupt(key, at, rewrite, "a JSON object")
-        output = rewrite.get("output", MISSING)
-        if output is not None:
-            stored_key(output, DATA_PREFIX, key, f"{at}.output")
+        live = 0
         for j, source in enumerate(of_type(rewrite, "sources", key, list, at)):
             where = f"{at}.sources[{j}]"
-            if type(source) is not dict:
-                raise corrupt(key, where, source, "a JSON object")
-            stored_key(source.get("path", MISSING), DATA_PREFIX, key, f"{where}.path")
-            rows = integer(source, "rows", key, 0, ROW_POSITIONS, where)
+            rows = _rows_of_file(source, key, where)
             deletes = source.get("deletes", MISSING)
-            if deletes is not None:
-                _decode_deletes(deletes, rows, key, f"{where}.deletes")
+            live += rows - (_decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality
+                            if deletes is not None else 0)
+        if "outputs" not in rewrite:
+            output = rewrite.get("output", MISSING)
+            if output is not None:
+                stored_key(output, DATA_PREFIX, key, f"{at}.output")
+        elif live != sum(_rows_of_file(output, key, f"{at}.outputs[{j}]")
+                         for j, output in enumerate(of_type(rewrite, "outputs", key, list, at))):
+            raise corrupt(key, f"{at}.outputs", rewrite["outputs"],
+                          f"outputs whose rows add up to the sources' {live} live rows")
+
+
+def _rows_of_file(doc: Any, key: str, at: str) -> int:
+    """The ``rows`` of a rewrite's source or output ``{"path": <data key>, "rows": ...}``."""
+    if type(doc) is not dict:
+        raise corrupt(key, at, doc, "a JSON object")
+    stored_key(doc.get("path", MISSING), DATA_PREFIX, key, f"{at}.path")
+    return integer(doc, "rows", key, 0, ROW_POSITIONS, at)
 
 
 def _decode_app_transactions(doc: dict[str, Any], key: str) -> dict[str, int]:
