@@ -19,7 +19,8 @@ from .vectors import Tombstones
 
 def location_of(store: ObjectStore, uri: str) -> str:
     """The table's absolute location, as the other formats name files: ``file:///abs/dir``
-    for a local directory, ``s3://bucket/prefix`` for S3, else the URI given."""
+    for a local directory, ``<scheme>://bucket/prefix`` for an object store (``s3``, ``gs``,
+    ``az``), else the URI given."""
     inner = getattr(store, "inner", store)
     while hasattr(inner, "inner"):
         inner = inner.inner
@@ -29,7 +30,7 @@ def location_of(store: ObjectStore, uri: str) -> str:
     bucket = getattr(inner, "bucket", None)
     if isinstance(bucket, str):
         prefix = getattr(inner, "prefix", "")
-        return f"s3://{bucket}/{prefix}".rstrip("/")
+        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}".rstrip("/")
     return uri.rstrip("/")
 
 
