@@ -23,11 +23,13 @@ from pyroaring import BitMap, FrozenBitMap
 from .changes import Changes, rewrites_to_json
 from .errors import CommitConflictError
 from .format.manifest import DataFile, DeletionVector, Manifest
+from .format.mirrors import merged
 from .format.root import FileIndex, Properties, Totals
 from .format.segment import (Segment, SegmentSummary, encode_segment, entries_of, new_segment_key, summarize,
                              with_deletes)
 from .listing import locate
 from .log import VersionLog
+from .mirrors.types import check_mirrored
 from .tombstones import DeletionVectors, write_tombstone
 
 
@@ -47,8 +49,14 @@ class ManifestBuilder:
 
     def build(self, prev: Manifest, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
+        before = prev.fields
         if changes.schema is not None:
             prev = prev.with_fields(changes.schema.fields, changes.schema.last_field_id)
+        mirrors = prev.mirrors if changes.mirrors is None else merged(prev.mirrors, changes.mirrors)
+        if mirrors and (changes.schema is not None or changes.mirrors is not None):
+            # Checked on the version this attempt lands on: a concurrent schema change or
+            # mirror setting is caught here, after rebasing.
+            check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
         metrics = dict(changes.metrics)
         if changes.deletes:
@@ -64,7 +72,8 @@ class ManifestBuilder:
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
             commit_id=commit_id, operation=changes.operation, schema=prev.schema, tail=files,
             parameters=parameters, metrics=metrics, app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version, index=index, reader=prev.reader)
+            format_version=2 if index is not None else prev.format_version, index=index, reader=prev.reader,
+            mirrors=mirrors if index is not None else {})
 
     def lost(self) -> None:
         """The attempt's root can never land (another commit holds its version): the

@@ -75,10 +75,13 @@ class Changes:
     """Set by ``Table.upgrade()``: move a v1 table to format v2 with these properties."""
     schema: SchemaChange | None = None
     """A schema change (schema_evolution.py), applied before the files this commit adds."""
+    mirrors: dict[str, dict[str, Any]] | None = None
+    """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
+    enabled one (format/mirrors.py). None leaves the setting as it is."""
 
     def is_empty(self) -> bool:
         return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction
-                    or self.upgrade or self.schema)
+                    or self.upgrade or self.schema or self.mirrors is not None)
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
         if positions:

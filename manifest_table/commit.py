@@ -132,6 +132,9 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
         _discard(log, changes, builder)
         raise
     _acknowledge(log, stored, pointer)
+    if stored.mirrors:  # best effort, after the commit point (docs/mirrors.md)
+        from .mirrors.sync import after_commit
+        after_commit(log, stored)
     return CommitInfo.of(stored)
 
 

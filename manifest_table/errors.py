@@ -77,3 +77,9 @@ class SchemaEvolutionError(ManifestTableError, ValueError):
 
 class UpgradeRequiredError(SchemaEvolutionError):
     """The change needs format version 2 (field ids): run ``Table.upgrade()`` first."""
+
+
+class MirrorTypeError(InvalidArgumentError, SchemaEvolutionError):
+    """A column (or a schema change) that a mirror's format cannot represent while that
+    mirror is on (docs/mirrors.md, "Types"); the message names the column and the mirror.
+    Nothing was committed."""

@@ -125,7 +125,10 @@ class SchemaUpdate:
         schema = pa.schema([f for _, f in self._columns], metadata=self._base.schema.metadata)
         if ids == base.ids and schema.equals(base.schema):
             return None
-        mapping = base.name_mapping if base.evolved else dict(zip(base.schema.names, base.ids))
+        mapping = dict(base.name_mapping if base.evolved else zip(base.schema.names, base.ids))
+        for fid, f in self._columns:
+            if fid not in mapping.values():
+                mapping[_free_name(f.name, fid, mapping)] = fid
         return SchemaChange(FieldIds(schema, ids, mapping), self._last, tuple(self._steps))
 
     def __enter__(self) -> "SchemaUpdate":
@@ -200,6 +203,17 @@ def carry_files(files: Sequence[DataFile], old: FieldIds, new: FieldIds, what: s
     return [replace(f, stats={names[n]: s for n, s in f.stats.items() if n in names},
                     encoded_stats=None if f.encoded_stats is None else
                     {names[n]: s for n, s in f.encoded_stats.items() if n in names}) for f in files]
+
+
+def _free_name(name: str, fid: int, taken: dict[str, int]) -> str:
+    """The physical name of a new column (the name its data files carry it under): its name,
+    unless an earlier column's files already use it (a dropped or renamed column), then a
+    generated one. Never reused, so a file column always means one field id."""
+    candidate, n = name, 0
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{fid}" if n == 1 else f"{name}_{fid}_{n}"
+    return candidate
 
 
 def _check_name(name: Any) -> None:

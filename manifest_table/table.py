@@ -12,18 +12,21 @@ import pyarrow as pa
 
 from .arguments import check_int, check_location, check_time, check_version
 from .commit import CommitInfo, CommitOptions
-from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
+from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError, UpgradeRequiredError
 from .expressions import Expr, to_expr
 from .changes import Changes
 from .commit import commit
 from .format.keys import SEGMENT_PREFIX
 from .format.manifest import FORMAT_VERSION, Manifest, manifest_key
+from .format.mirrors import MIRRORS, merged, requested
 from .format.root import FileIndex, Properties, Totals
 from .format.pointer import POINTER_KEY, encode_pointer
+from .format.field_ids import plain
 from .format.schema import check_schema
 from .listing import VersionFiles
 from .log import VersionLog
 from .maintenance import GCReport, collect_garbage, compact
+from .mirrors.types import check_mirrored
 from .scan import Scan, Snapshot
 from .schema_evolution import SchemaChange, SchemaUpdate
 from .storage import FileIO, ObjectStore, store_for_uri
@@ -176,6 +179,35 @@ class Table:
             tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched)
             return tx.commit()
 
+    # --- mirrors ------------------------------------------------------------------------
+    @property
+    def mirrors(self) -> list[str]:
+        """The formats the latest version is mirrored to (docs/mirrors.md)."""
+        return [name for name in MIRRORS if name in self._latest().mirrors]
+
+    def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> CommitInfo:
+        """Mirror the table to exactly ``mirrors`` (``["iceberg", "delta"]``; ``[]``: none)
+        from now on, in one commit, and write the mirror of that version. A column a mirror
+        cannot represent is a ``MirrorTypeError``. ``{"delta": {"checkpoint_interval": 10}}``
+        sets a new Delta mirror's checkpoint interval. Format v2 only. See docs/mirrors.md."""
+        wanted = requested(mirrors)
+        base, pointer = self._log.latest()
+        if base.index is None:
+            raise UpgradeRequiredError("mirrors need format version 2 (field ids): run table.upgrade() first")
+        check_mirrored(base.fields, wanted)
+        if merged(base.mirrors, wanted) == base.mirrors:
+            self.sync_mirrors()
+            return CommitInfo(base.version, "set_mirrors", base.timestamp, None, {}, committed=False)
+        changes = Changes(operation="set_mirrors", mirrors=wanted, parameters={"mirrors": sorted(wanted)})
+        return commit(self._log, base, pointer, changes, self.commit_options, time.monotonic())
+
+    def sync_mirrors(self) -> dict[str, int | None]:
+        """Bring every mirror up to the latest version (idempotent, safe to run concurrently);
+        returns each mirror's version."""
+        from .mirrors.sync import sync
+
+        return sync(self._log, self._latest())
+
     # --- maintenance --------------------------------------------------------------------
     def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
@@ -202,10 +234,12 @@ class Table:
 
 def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
                  storage_options: dict[str, str] | None = None, format_version: int = FORMAT_VERSION,
-                 properties: dict[str, int] | None = None, **options: Any) -> Table:
+                 properties: dict[str, int] | None = None, mirrors: Sequence[str] | None = None,
+                 **options: Any) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
-    ``format_version=1`` makes a table that older releases can read."""
+    ``format_version=1`` makes a table that older releases can read. ``mirrors``
+    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md)."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     check_schema(schema)
@@ -214,12 +248,17 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     if format_version == 1 and properties is not None:
         raise InvalidArgumentError("properties apply to format version 2 tables only")
     props = Properties.of(properties)
-    table = _table(uri, store, storage_options, options)
+    wanted = requested(mirrors) if mirrors is not None else {}
+    if wanted and format_version == 1:
+        raise InvalidArgumentError("mirrors apply to format version 2 tables only")
     ids = tuple(range(1, len(schema) + 1))
+    check_mirrored(plain(schema), wanted)
+    table = _table(uri, store, storage_options, options)
     index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
     empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
                      commit_id=uuid.uuid4().hex, operation="create", schema=schema, tail=(),
-                     format_version=format_version, index=index, reader=table._log.segments)
+                     format_version=format_version, index=index, reader=table._log.segments,
+                     mirrors=merged({}, wanted))
     exists = TableExistsError(f"a table already exists at {table.uri}")
     # The pointer first: once GC has expired version 0 of a table, only the pointer shows it.
     if table.store.head(POINTER_KEY) is not None:
@@ -229,6 +268,9 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
         table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
     except (PreconditionFailed, StoreError):
         pass  # it exists (a reader repaired it first) or will be repaired by the next reader
+    if wanted:
+        from .mirrors.sync import after_commit
+        after_commit(table._log, empty)
     return table
 
 

@@ -105,7 +105,8 @@ class Transaction:
             raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
         fields = self._fields()
         files = write_data_files(self._table.io, batches_of(data, fields.schema), fields.schema,
-                                 self._table.write_options, field_ids=fields.ids)
+                                 self._table.write_options, field_ids=fields.ids,
+                                 physical_names=fields.physical_names)
         self._stage_files(files)
         return sum(f.rows for f in files)
 

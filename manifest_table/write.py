@@ -11,7 +11,7 @@ import sys
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -60,7 +60,8 @@ def new_data_key() -> str:
 
 def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
                      options: WriteOptions = WriteOptions(), max_workers: int | None = None,
-                     field_ids: Sequence[int] | None = None, file_rows: int | None = None) -> list[DataFile]:
+                     field_ids: Sequence[int] | None = None, file_rows: int | None = None,
+                     physical_names: Sequence[str] | None = None) -> list[DataFile]:
     """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
     rows keep their input order across the returned files. Up to ``max_workers`` files
     (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
@@ -74,18 +75,30 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     id (format/field_ids.py). ``file_rows``: cut the files by rows instead of bytes, every
     file but the last holding exactly that many, and never split the last one to keep a
     thread busy (compaction: outputs of the sizes it planned, not halves that would be small
-    files again for its next run)."""
+    files again for its next run). ``physical_names``: the names the files carry the columns
+    under (``FieldIds.physical_names``) where they differ from the schema's; the entries'
+    stats keep the schema's names."""
     check_schema(schema, appending=True)
     keys: list[str] = []
     source = _Source(batches)
+    table_names = schema.names
+    names = list(physical_names) if physical_names is not None else schema.names
+    file_batches: Iterable[pa.RecordBatch] = source
+    if names != schema.names:
+        file_batches = (batch.rename_columns(names) for batch in source)
+        schema = pa.schema([f.with_name(n) for f, n in zip(schema, names)], metadata=schema.metadata)
     try:
         workers = max_workers or max(1, os.cpu_count() or 1)
-        return _write(io, source, schema, options, keys, workers, field_ids, file_rows)
+        files = _write(io, file_batches, schema, options, keys, workers, field_ids, file_rows)
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
         if isinstance(exc, OSError) and not source.failed:
             raise StoreError(f"writing data file {keys[-1] if keys else ''} failed: {exc}") from exc
         raise
+    if names != table_names:
+        table_name = dict(zip(names, table_names))
+        files = [replace(f, stats={table_name[n]: s for n, s in f.stats.items()}) for f in files]
+    return files
 
 
 class _Source:

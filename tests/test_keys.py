@@ -93,7 +93,7 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     assert key_problem(f"tombstones/{HEX}.roaring", DATA_PREFIX) == "is not under data/"
     assert key_problem(f"data/{HEX}.parquet", TOMBSTONE_PREFIX) == "is not under tombstones/"
     assert key_problem("manifest/v00000000000000000001.json", DATA_PREFIX) is not None
-    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/", "segments/"}
+    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/", "segments/", "metadata/", "_delta_log/"}
 
 
 @pytest.mark.parametrize("key, ours", [
@@ -103,6 +103,21 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     ("manifest/v99999999999999999999.json", True),
     (f"segments/{HEX}.parquet", True),
     (f"segments/{HEX}.json", False),
+    # The mirrors' objects (docs/mirrors.md)
+    (f"tombstones/{HEX}.puffin", True),
+    ("tombstones/deletion_vector_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.bin", True),
+    ("tombstones/deletion_vector_0f1e2d3c.bin", False),
+    ("metadata/v12.metadata.json", True),
+    ("metadata/version-hint.text", True),
+    (f"metadata/snap-123-{HEX}.avro", True),
+    (f"metadata/{HEX}-d-{HEX}.avro", True),
+    (f"metadata/{HEX}-x3-{HEX}.avro", True),
+    (f"metadata/t-x-{HEX}.avro", True),
+    ("metadata/notes.json", False),
+    ("_delta_log/00000000000000000007.json", True),
+    ("_delta_log/00000000000000000010.checkpoint.parquet", True),
+    ("_delta_log/_last_checkpoint", True),
+    ("_delta_log/00000000000000000007.crc", False),
     (f"data/{HEX.upper()}.parquet", False),
     (f"data/{HEX[:-1]}.parquet", False),
     (f"data/{HEX}0.parquet", False),

@@ -352,7 +352,10 @@ def test_a_0_2_0_table_without_field_ids_evolves(tmp_path: Path) -> None:
     assert [r["renamed"] for r in after] == [r[first] for r in before]
     assert all(r[first] is None and second not in r for r in after)
     assert rows(t.scan(version=t.version - 1).to_arrow()) == before
-    assert t.manifest().index.name_mapping == dict(zip(t.scan(version=0).schema.names, range(1, 100)))
+    # The original names, and the re-added column's physical name: its files cannot carry
+    # the name the renamed column's old files use.
+    assert t.manifest().index.name_mapping == {**dict(zip(t.scan(version=0).schema.names, range(1, 100))),
+                                               f"{first}_6": 6}
 
 
 def test_an_upgraded_0_1_0_table_evolves(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Callable, NoReturn
 import pyarrow.fs as pafs
 
 from ..errors import InvalidFilterError, ManifestTableError
-from . import maintain, read, write
+from . import maintain, mirror, read, write
 from .options import common_options
 
 PROG = read.PROG
@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     read.add_commands(command, snapshot)
     write.add_commands(command)
     maintain.add_commands(command)
+    mirror.add_commands(command)
     return parser
 
 

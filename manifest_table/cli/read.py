@@ -14,6 +14,7 @@ import pyarrow as pa
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
 from ..table import Table
+from .mirror import describe as describe_mirrors, versions as mirror_versions
 from .options import csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
@@ -42,6 +43,7 @@ def info(args: argparse.Namespace) -> None:
     }
     if manifest.index is not None:
         facts["last_field_id"] = manifest.index.last_field_id
+    facts["mirrors"] = mirror_versions(table)
     if args.json:
         print(json.dumps(facts, indent=2))
         return
@@ -51,6 +53,7 @@ def info(args: argparse.Namespace) -> None:
         **{name.replace("_", " "): facts[name] for name in
            ("format_version", "oldest_retained_version", "data_files", "segments", "live_rows", "deleted_rows",
             "data_bytes")},
+        "mirrors": describe_mirrors(facts["mirrors"]),
     }
     width = max(map(len, lines)) + 1
     for name, value in lines.items():

@@ -33,6 +33,18 @@ class FieldIds:
     """Column name in files without field ids -> field id (None: the schema's own names)."""
 
     @property
+    def physical_names(self) -> tuple[str, ...]:
+        """The name each column's data files carry it under: fixed when the column is
+        created and never reused (the name mapping records it, see ``SchemaUpdate``). Delta
+        readers match Parquet columns by this name even in column-mapping ``id`` mode
+        (docs/mirrors.md); our readers resolve by field id and do not care. A column added
+        before this was recorded keeps its current name."""
+        if self.name_mapping is None:
+            return tuple(self.schema.names)
+        by_id = {fid: name for name, fid in self.name_mapping.items()}
+        return tuple(by_id.get(fid, f.name) for f, fid in zip(self.schema, self.ids))
+
+    @property
     def evolved(self) -> bool:
         """True once the schema has changed: files may then differ from it by more than names."""
         return self.name_mapping is not None

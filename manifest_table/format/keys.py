@@ -23,6 +23,8 @@ DATA_PREFIX = "data/"
 TOMBSTONE_PREFIX = "tombstones/"
 MANIFEST_PREFIX = "manifest/"
 SEGMENT_PREFIX = "segments/"
+METADATA_PREFIX = "metadata/"
+DELTA_LOG_PREFIX = "_delta_log/"
 
 # Prefix -> the exact shape of the names our writers create under it. A format version that
 # adds a kind of object (v2's ``segments/``) adds one line here.
@@ -31,9 +33,16 @@ WRITER_SHAPES: dict[str, re.Pattern[str]] = {
     # driver that died mid-job leaves behind: GC removes it after the grace period.
     DATA_PREFIX: re.compile(r"data/(?:[0-9a-f]{32}\.parquet"
                             r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"),
-    TOMBSTONE_PREFIX: re.compile(r"tombstones/[0-9a-f]{32}\.roaring"),
+    # Tombstones, and the Iceberg and Delta files mirroring each (mirrors/puffin.py, delta_dv.py).
+    TOMBSTONE_PREFIX: re.compile(r"tombstones/(?:[0-9a-f]{32}\.(?:roaring|puffin)|deletion_vector_"
+                                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
     SEGMENT_PREFIX: re.compile(r"segments/[0-9a-f]{32}\.parquet"),
+    # The Iceberg mirror (mirrors/iceberg.py): metadata files, manifest lists, manifests, the hint.
+    METADATA_PREFIX: re.compile(r"metadata/(?:v[0-9]+\.metadata\.json|version-hint\.text|snap-[0-9]+-[0-9a-f]{32}\.avro"
+                                r"|(?:[0-9a-f]{32}-(?:d|x[0-9]+)|t-d|t-x)-[0-9a-f]{32}\.avro)"),
+    # The Delta mirror (mirrors/delta.py): commits, checkpoints, the last-checkpoint pointer.
+    DELTA_LOG_PREFIX: re.compile(r"_delta_log/(?:[0-9]{20}\.(?:json|checkpoint\.parquet)|_last_checkpoint)"),
 }
 PREFIXES = tuple(WRITER_SHAPES)
 

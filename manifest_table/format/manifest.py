@@ -23,6 +23,7 @@ from ..expressions import ColumnStats
 from .field_ids import FieldIds, plain
 from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
 from .listed_once import ListedPaths, check_listed_once
+from .mirrors import decode_mirrors
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
@@ -69,6 +70,9 @@ class Manifest:
     index: FileIndex | None = None
     reader: SegmentReader | None = field(default=None, compare=False, repr=False)
     """Where this version's segments are read from (set by the version log)."""
+    mirrors: dict[str, Any] = field(default_factory=dict)
+    """Format v2: the other formats this table is mirrored to, with their options
+    (format/mirrors.py, docs/mirrors.md)."""
 
     @property
     def timestamp(self) -> datetime:
@@ -162,6 +166,8 @@ class Manifest:
             doc["schema"] = encode_schema(with_field_ids(self.schema, self.index.field_ids))
             doc.update(encode_index(self.index, self.schema))
             doc["tail"] = [_encode_file(f, self.schema, self.index.field_ids) for f in self.tail]
+            if self.mirrors:
+                doc["mirrors"] = self.mirrors
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
 
     @classmethod
@@ -179,7 +185,7 @@ class Manifest:
         parameters = of_type(doc, "parameters", key, dict, default={})
         if "rewrites" in parameters:
             _check_rewrites(parameters["rewrites"], key)
-        index = None
+        index, mirrors = None, {}
         if fmt == 1:
             files = _decode_files(of_type(doc, "files", key, list), schema, key, "files")
         else:
@@ -193,6 +199,7 @@ class Manifest:
             tail = of_type(doc, "tail", key, list)
             files = _decode_files(tail, schema, key, "tail", field_ids)
             _check_totals(index, files, key)
+            mirrors = decode_mirrors(doc, key)
         return cls(
             version=version,
             parent_version=parent,
@@ -207,6 +214,7 @@ class Manifest:
             format_version=fmt,
             index=index,
             reader=reader,
+            mirrors=mirrors,
         )
 
 

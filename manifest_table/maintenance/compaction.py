@@ -119,7 +119,8 @@ def rewrite_group(table: "Table", group: CompactionGroup,
     table handle can be opened."""
     snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
     outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, table.write_options,
-                               field_ids=group.fields.ids, file_rows=group.output_rows)
+                               field_ids=group.fields.ids, file_rows=group.output_rows,
+                               physical_names=group.fields.physical_names)
     try:
         return outputs, rewrite_record(table.io, group, outputs)
     except BaseException:

@@ -2,8 +2,9 @@
 
 Retained versions are a contiguous suffix of the log (readers rely on expired versions
 being a prefix): the latest always, plus older versions while a retention rule keeps them.
-Every object a retained version references survives; any other object under ``data/``,
-``tombstones/``, ``segments/`` and ``manifest/`` goes, but only once it is older than the grace period,
+Every object a retained version references survives (its mirrors' objects too: see
+mirrors/expiry.py); any other object under ``data/``, ``tombstones/``, ``segments/``,
+``manifest/``, ``metadata/`` and ``_delta_log/`` goes, but only once it is older than the grace period,
 because a writer may be about to commit it, and only if its key has exactly a shape our
 writers produce (``keys.is_writer_key``): anything else found there (a user's notes, another
 table nested under ``data/``) is reported as unknown and kept. Why that is safe:
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Iterable
 from ..arguments import check_bool, check_duration, check_int
 from ..changes import rewrites_from_json
 from ..errors import InvalidArgumentError
-from ..format.keys import DATA_PREFIX, MANIFEST_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, is_writer_key
+from ..format.keys import (DATA_PREFIX, DELTA_LOG_PREFIX, MANIFEST_PREFIX, METADATA_PREFIX, SEGMENT_PREFIX,
+                           TOMBSTONE_PREFIX, is_writer_key)
 from ..format.listed_once import ListedPaths
 from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("manifest_table.maintenance")
 
 CATEGORIES = {MANIFEST_PREFIX: "manifests", SEGMENT_PREFIX: "segments", DATA_PREFIX: "data files",
-              TOMBSTONE_PREFIX: "tombstones"}
+              TOMBSTONE_PREFIX: "tombstones", METADATA_PREFIX: "mirrors", DELTA_LOG_PREFIX: "mirrors"}
 _SHOWN_KEYS = 20
 
 
@@ -84,7 +86,7 @@ class GCReport:
             lines.append(f"  pointer rolled forward to version {self.versions_retained[-1]} "
                          "(a writer died before moving it)")
         lines.append(f"  {'':<12}{'referenced':>22}{'within grace':>22}{verb:>22}")
-        for name in CATEGORIES.values():
+        for name in dict.fromkeys(CATEGORIES.values()):
             cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
             lines.append(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells))
         if self.unknown_keys:
@@ -130,7 +132,7 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
     latest = vlog.probe_forward(pointer.version)
     if latest > pointer.version and not dry_run:
         vlog.advance_pointer(latest, pointer.etag)
-    retained = _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for)
+    retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for))
 
     listed = list(table.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
@@ -153,8 +155,9 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
     needed = _referenced(retained)
-    for prefix in (SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
-        for info in table.store.list(prefix):
+    mirrored = _mirror_objects(vlog, retained, needed)
+    for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
+        for info in mirrored.get(prefix) or table.store.list(prefix):
             if info.key in needed:
                 report.referenced[CATEGORIES[prefix]].add(info)
             elif not is_writer_key(info.key):
@@ -165,8 +168,8 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
             else:
                 report.in_grace[CATEGORIES[prefix]].add(info)
 
-    # Manifests first and oldest first: a crash leaves orphans for the next run, never a hole
-    # in the versions nor a readable manifest whose files are gone.
+    # Manifests (ours, then the mirrors') first and oldest first: a crash leaves orphans for the
+    # next run, never a hole in the versions nor a readable manifest whose files are gone.
     for info in doomed:
         if not dry_run:
             table.store.delete(info.key)
@@ -194,6 +197,30 @@ def _retained(vlog: VersionLog, latest: Manifest, now: datetime, retain_versions
             break
         kept.append(manifest)
     return kept
+
+
+def _mirror_objects(vlog: VersionLog, retained: list[Manifest], needed: set[str]) -> dict[str, list[ObjectInfo]]:
+    """Every object of the mirrors, by prefix in deletion order; adds those the retained
+    versions need to ``needed`` (mirrors/expiry.py, imported here: it brings fastavro)."""
+    from ..mirrors import expiry
+
+    listed = expiry.listing(vlog.store)
+    needed |= expiry.needed(vlog, retained, needed, listed)
+    return listed
+
+
+def _keep_mirrored(vlog: VersionLog, retained: list[Manifest]) -> list[Manifest]:
+    """``retained``, extended back to the newest version each mirror that is on describes:
+    a lagging mirror must not point at files this run would delete (mirrors/expiry.py)."""
+    from ..mirrors.expiry import floor
+
+    oldest = floor(vlog, retained[0]) if retained[0].mirrors else None
+    while oldest is not None and retained[-1].version > oldest:
+        older = vlog.find(retained[-1].version - 1)
+        if older is None:
+            break
+        retained.append(older)
+    return retained
 
 
 def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,

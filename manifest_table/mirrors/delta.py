@@ -1,0 +1,210 @@
+"""The Delta mirror: ``_delta_log/<N as 20 digits>.json`` is our version N (docs/mirrors.md,
+"Delta").
+
+1. Write the Delta DV files of the tombstones the version references first (delta_dv.py).
+2. Create the version's JSON commit with put-if-absent (the mirror's commit point, as in
+   Delta itself): ``remove`` for each file gone or whose deletion vector changed (with the
+   vector it had), ``add`` for each new file or new vector, ``metaData`` / ``protocol`` when
+   the schema or the features it needs changed. Taken means another writer mirrored N first.
+3. Every ``checkpoint_interval`` versions, and at the version a mirror starts from, write a
+   checkpoint (every live file) and advance ``_last_checkpoint`` (never backwards).
+The table uses column mapping in ``id`` mode (files carry field ids and physical names,
+format/field_ids.py) and deletion vectors: reader version 3, writer version 7."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import NotFound
+from ..format.field_ids import FieldIds
+from ..format.manifest import DataFile, Manifest
+from ..format.mirrors import DELTA
+from .change import VersionChange, tombstones_of
+from .columns import Bounds, bounds_of
+from .delta_dv import descriptor, dv_file, dv_key
+from ..format.keys import DELTA_LOG_PREFIX
+from .source import Source, advance_hint
+from .types import delta_type
+
+LAST_CHECKPOINT = f"{DELTA_LOG_PREFIX}_last_checkpoint"
+_ENTRY = re.compile(r"_delta_log/([0-9]{20})\.(json|checkpoint\.parquet)")
+
+
+def json_key(version: int) -> str:
+    return f"{DELTA_LOG_PREFIX}{version:020d}.json"
+
+
+def checkpoint_key(version: int) -> str:
+    return f"{DELTA_LOG_PREFIX}{version:020d}.checkpoint.parquet"
+
+
+def has(src: Source, version: int) -> bool:
+    return src.store.head(json_key(version)) is not None or src.store.head(checkpoint_key(version)) is not None
+
+
+def latest(src: Source) -> int | None:
+    """The newest mirrored version: the last checkpoint (or a LIST), then probing forward."""
+    try:
+        version: int | None = json.loads(src.store.get(LAST_CHECKPOINT))["version"]
+    except (NotFound, ValueError, KeyError, TypeError):
+        found = [int(m.group(1)) for info in src.store.list(DELTA_LOG_PREFIX) if (m := _ENTRY.fullmatch(info.key))]
+        version = max(found, default=None)
+    if version is None:
+        return None
+    while src.store.head(json_key(version + 1)) is not None:
+        version += 1
+    exists = src.store.head(json_key(version)) or src.store.head(checkpoint_key(version))
+    return version if exists is not None else None
+
+
+# --- table-level actions ------------------------------------------------------------------
+def _schema(fields: FieldIds) -> str:
+    return json.dumps({"type": "struct", "fields": [
+        {"name": f.name, "type": delta_type(f.type), "nullable": f.nullable,
+         "metadata": {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical}}
+        for fid, f, physical in zip(fields.ids, fields.schema, fields.physical_names)]}, separators=(",", ":"))
+
+
+def protocol(fields: FieldIds) -> dict[str, Any]:
+    features = ["columnMapping", "deletionVectors"]
+    if any(delta_type(f.type) == "timestamp_ntz" for f in fields.schema):
+        features.append("timestampNtz")
+    return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
+
+
+def metadata(manifest: Manifest) -> dict[str, Any]:
+    options, index = manifest.mirrors[DELTA], manifest.index
+    assert index is not None
+    return {"id": options["table_id"], "format": {"provider": "parquet", "options": {}},
+            "schemaString": _schema(manifest.fields), "partitionColumns": [],
+            "configuration": {"delta.enableDeletionVectors": "true", "delta.columnMapping.mode": "id",
+                              "delta.columnMapping.maxColumnId": str(index.last_field_id),
+                              "delta.checkpointInterval": str(options["checkpoint_interval"])}}
+
+
+# --- file actions ---------------------------------------------------------------------------
+_BOUNDED = ("byte", "short", "integer", "long", "float", "double", "string", "date")
+"""The types whose bounds Delta's JSON stats hold exactly (not timestamps, which Delta
+truncates to milliseconds, nor decimals)."""
+
+
+def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds], fields: FieldIds,
+                when: int) -> list[dict[str, Any]]:
+    """``add`` actions of ``files``, with their statistics keyed by physical name. The stats
+    cover every row of a file, deleted ones included: with a deletion vector they are "wide"
+    (``tightBounds`` false), as the protocol allows."""
+    columns = []
+    for fid, column, physical in zip(fields.ids, fields.schema, fields.physical_names):
+        b = bounds[fid]
+        exact = delta_type(column.type) in _BOUNDED and b.mins is not None
+        columns.append((physical, b.mins.to_pylist() if exact else None,  # type: ignore[union-attr]
+                        b.maxs.to_pylist() if exact else None, b.nulls))  # type: ignore[union-attr]
+    out = []
+    for i, f in enumerate(files):
+        lows, highs, nulls = {}, {}, {}
+        for physical, mins, maxs, null_counts in columns:
+            if null_counts is not None and null_counts[i] is not None:
+                nulls[physical] = null_counts[i]
+            for values, into in ((mins, lows), (maxs, highs)):
+                value = values[i] if values is not None else None
+                if value is not None and value == value:  # (NaN is no bound)
+                    into[physical] = value.isoformat() if isinstance(value, date) else value
+        stats = {"numRecords": f.rows, "tightBounds": f.deletes is None, "minValues": lows, "maxValues": highs,
+                 "nullCount": nulls}
+        action = {"path": f.path, "partitionValues": {}, "size": f.size, "modificationTime": when,
+                  "dataChange": True, "stats": json.dumps(stats, separators=(",", ":"))}
+        if f.deletes is not None:
+            action["deletionVector"] = descriptor(f.deletes, src.tombstones)
+        out.append(action)
+    return out
+
+
+def _remove(src: Source, f: DataFile, when: int) -> dict[str, Any]:
+    action = {"path": f.path, "deletionTimestamp": when, "dataChange": True, "extendedFileMetadata": True,
+              "partitionValues": {}, "size": f.size}
+    if f.deletes is not None:
+        action["deletionVector"] = descriptor(f.deletes, src.tombstones)
+    return action
+
+
+def write_dv_files(src: Source, tombstones: Iterable[str]) -> None:
+    for tombstone in tombstones:
+        src.create(dv_key(tombstone), dv_file(src.tombstones.object(tombstone), src.tombstones.bitmaps(tombstone)))
+
+
+# --- commits and checkpoints -----------------------------------------------------------------
+def write_commit(src: Source, change: VersionChange) -> bool:
+    """Mirror ``change.cur`` as one JSON commit on the mirror of ``change.prev``. False when
+    another writer mirrored it first."""
+    cur, prev, when = change.cur, change.prev, change.cur.timestamp_ms
+    write_dv_files(src, change.new_tombstones)
+    actions: list[dict[str, Any]] = [{"commitInfo": {
+        "timestamp": when, "operation": cur.operation.upper(), "operationParameters": {},
+        "engineInfo": "manifest_table", "isBlindAppend": cur.operation == "append",
+        "manifest_table": {"version": cur.version, "commit_id": cur.commit_id}}}]
+    if protocol(cur.fields) != protocol(prev.fields):
+        actions.append({"protocol": protocol(cur.fields)})
+    if prev.mirrors.get(DELTA) != cur.mirrors[DELTA] or metadata(cur) != metadata(prev):
+        actions.append({"metaData": metadata(cur)})
+    actions += [{"remove": _remove(src, f, when)} for f in change.removed]
+    actions += [{"remove": _remove(src, old, when)} for old, _ in change.redeleted]
+    added = change.added + [new for _, new in change.redeleted]
+    actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
+    data = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
+    if not src.create(json_key(cur.version), data):
+        return False
+    if cur.version % cur.mirrors[DELTA]["checkpoint_interval"] == 0:
+        write_checkpoint(src, cur)
+    return True
+
+
+def write_checkpoint(src: Source, cur: Manifest) -> None:
+    """A checkpoint of ``cur`` from its manifest (every live file, and the DV files of every
+    vector they have), then ``_last_checkpoint``. Create-only: a concurrent writer's
+    checkpoint of the same version is as good."""
+    rows = [{"protocol": protocol(cur.fields)}, {"metaData": metadata(cur)}]
+    for files, segment in _parts(cur):
+        write_dv_files(src, tombstones_of(files))
+        rows += [{"add": a} for a in add_actions(src, files, bounds_of(cur, files, segment), cur.fields,
+                                                 cur.timestamp_ms)]
+    table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
+    advance_hint(src.store, LAST_CHECKPOINT, cur.version,
+                 lambda v: json.dumps({"version": v, "size": len(rows)}).encode(), lambda b: json.loads(b)["version"])
+
+
+def _parts(manifest: Manifest) -> Iterable[tuple[list[DataFile], str | None]]:
+    """A version's files, segment by segment (with the segment's key), then its tail."""
+    index = manifest.index
+    for summary in index.segments if index is not None else ():
+        yield manifest.segment(summary.path).files(None, index.deletes), summary.path  # type: ignore[union-attr]
+    yield list(manifest.tail), None
+
+
+_STRINGS = pa.map_(pa.string(), pa.string())
+_DV = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
+                 ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
+CHECKPOINT_SCHEMA = pa.schema([
+    ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
+    ("add", pa.struct([("path", pa.string()), ("partitionValues", _STRINGS), ("size", pa.int64()),
+                       ("modificationTime", pa.int64()), ("dataChange", pa.bool_()), ("stats", pa.string()),
+                       ("tags", _STRINGS), ("deletionVector", _DV), ("baseRowId", pa.int64()),
+                       ("defaultRowCommitVersion", pa.int64())])),
+    ("remove", pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
+                          ("extendedFileMetadata", pa.bool_()), ("partitionValues", _STRINGS),
+                          ("size", pa.int64()), ("deletionVector", _DV)])),
+    ("metaData", pa.struct([("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
+                            ("format", pa.struct([("provider", pa.string()), ("options", _STRINGS)])),
+                            ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())),
+                            ("configuration", _STRINGS), ("createdTime", pa.int64())])),
+    ("protocol", pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
+                            ("readerFeatures", pa.list_(pa.string())), ("writerFeatures", pa.list_(pa.string()))])),
+])

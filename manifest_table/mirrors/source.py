@@ -1,0 +1,95 @@
+"""What a mirror writer reads and writes through: the table's store (creates of mirror
+objects retried, since each is either uniquely named or the same bytes whoever writes it), its
+version log, its location as an absolute URI, and the tombstone objects it converts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFound, PreconditionFailed, StoreError
+from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
+from ..log import VersionLog
+from ..storage import ObjectStore
+from ..storage.retry import RetryingStore
+from .vectors import Tombstones
+
+
+
+def location_of(store: ObjectStore, uri: str) -> str:
+    """The table's absolute location, as the other formats name files: ``file:///abs/dir``
+    for a local directory, ``<scheme>://bucket/prefix`` for an object store (``s3``, ``gs``,
+    ``az``), else the URI given."""
+    inner = getattr(store, "inner", store)
+    while hasattr(inner, "inner"):
+        inner = inner.inner
+    root = getattr(inner, "root", None)
+    if isinstance(root, str) and os.path.isabs(root):
+        return "file://" + root.rstrip("/")
+    bucket = getattr(inner, "bucket", None)
+    if isinstance(bucket, str):
+        prefix = getattr(inner, "prefix", "")
+        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}".rstrip("/")
+    return uri.rstrip("/")
+
+
+@dataclass
+class Source:
+    log: VersionLog
+    location: str
+    store: ObjectStore = field(init=False)
+    tombstones: Tombstones = field(init=False)
+
+    def __post_init__(self) -> None:
+        inner = getattr(self.log.store, "inner", self.log.store)
+        self.store = RetryingStore(inner, (METADATA_PREFIX, DELTA_LOG_PREFIX, TOMBSTONE_PREFIX))
+        self.tombstones = Tombstones(self.store)
+
+    @classmethod
+    def of(cls, log: VersionLog) -> "Source":
+        return cls(log, location_of(log.store, log.location))
+
+    def create(self, key: str, data: bytes) -> bool:
+        """Create ``key`` with ``data``; False if it exists (a concurrent writer made it)."""
+        try:
+            self.store.put_if_absent(key, data)
+            return True
+        except PreconditionFailed:
+            return False
+
+    def size_of(self, key: str) -> int:
+        info = self.store.head(key)
+        if info is None:
+            raise NotFound(key)
+        return info.size
+
+
+def advance_hint(store: ObjectStore, key: str, version: int, encode: Any, decode: Any) -> None:
+    """Move a pointer object such as ``version-hint.text`` or ``_last_checkpoint`` to
+    ``version``, never backwards: compare-and-swap, re-reading after a lost race or a failed
+    call (which may have landed). Best effort: a reader that finds it behind probes forward
+    (or lists), and the next sync moves it."""
+    for _ in range(_HINT_ATTEMPTS):
+        try:
+            try:
+                data, etag = store.get_with_etag(key)
+            except NotFound:
+                store.put_if_absent(key, encode(version))
+                return
+            if _decoded(decode, data) >= version:
+                return
+            store.put_if_match(key, encode(version), etag)
+            return
+        except StoreError:  # PreconditionFailed included: read again
+            continue
+
+
+_HINT_ATTEMPTS = 8
+
+
+def _decoded(decode: Any, data: bytes) -> int:
+    try:
+        return decode(data)
+    except (ValueError, TypeError, KeyError):
+        return -1  # unreadable: replace it

@@ -1,0 +1,98 @@
+"""Deciding what each mirror writes, for which versions (docs/mirrors.md, "Consistency").
+
+1. Find the mirror's newest version m (its pointer, then probing forward).
+2. Each version after m, up to the target, is written incrementally from the one before it,
+   as long as our version m is still retained and every version in between had the mirror on
+   with the target's options. Otherwise the mirror starts over at the target: a full
+   description (Iceberg: every manifest; Delta: a checkpoint).
+3. A version another writer mirrored first is taken as it is.
+A mirror only ever describes committed versions (it reads our manifests), never blocks a
+commit (``after_commit`` logs and swallows its failures) and may lag: the next sync, the next
+commit or the maintenance job catches it up."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from ..format.manifest import Manifest
+from ..format.mirrors import DELTA, ICEBERG, MIRRORS
+from ..log import VersionLog
+from . import delta, iceberg
+from .change import version_change
+from .source import Source
+
+log = logging.getLogger("manifest_table.mirrors")
+LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
+HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
+
+
+def after_commit(vlog: VersionLog, committed: Manifest) -> None:
+    """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
+    effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
+    src = Source.of(vlog)
+    for name in MIRRORS:
+        if name in committed.mirrors:
+            try:
+                sync_one(src, name, committed)
+            except Exception as exc:  # never fail a commit that has landed
+                log.warning("%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+                            vlog.location, committed.version, name, type(exc).__name__, exc)
+
+
+def sync(vlog: VersionLog, target: Manifest) -> dict[str, int | None]:
+    """Bring every mirror ``target`` has on up to ``target``; returns each one's version."""
+    src = Source.of(vlog)
+    return {name: sync_one(src, name, target) for name in MIRRORS if name in target.mirrors}
+
+
+def status(vlog: VersionLog, names: list[str]) -> dict[str, int | None]:
+    """Each mirror's newest version (None: none yet)."""
+    src = Source.of(vlog)
+    return {name: LATEST[name](src) for name in names}
+
+
+def _mirrored(src: Source, name: str, target: Manifest) -> int | None:
+    """The mirror's newest version. Found with a HEAD or two when it is the target or the
+    version before it (a commit mirrored right after the one before it), else from the
+    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version."""
+    for version in (target.version, target.version - 1):
+        if version >= 0 and HAS[name](src, version):
+            return version
+    return LATEST[name](src)
+
+
+def sync_one(src: Source, name: str, target: Manifest) -> int:
+    mirrored = _mirrored(src, name, target)
+    if mirrored is not None and mirrored >= target.version:
+        if name == ICEBERG:
+            iceberg.advance(src, mirrored)
+        return mirrored
+    prev = src.log.find(mirrored) if mirrored is not None else None
+    options = target.mirrors[name]
+    versions = [src.log.find(v) for v in range(prev.version + 1, target.version)] if prev is not None else []
+    if prev is None or any(m is None or m.mirrors.get(name) != options for m in [prev, *versions]):
+        _full(src, name, target)
+        return target.version
+    for cur in [*versions, target]:
+        assert cur is not None
+        _incremental(src, name, prev, cur)
+        prev = cur
+    return target.version
+
+
+def _full(src: Source, name: str, target: Manifest) -> None:
+    log.info("%s: %s mirror starts at version %d", src.location, name, target.version)
+    if name == ICEBERG:
+        iceberg.write_version(src, target, None, None, None)
+    else:
+        delta.write_checkpoint(src, target)
+
+
+def _incremental(src: Source, name: str, prev: Manifest, cur: Manifest) -> None:
+    change = version_change(prev, cur)
+    if name == ICEBERG:
+        state = iceberg.read_state(src, prev.version)
+        iceberg.write_version(src, cur, prev if state is not None else None, state, change.new_tombstones)
+    else:
+        delta.write_commit(src, change)

@@ -1,0 +1,186 @@
+"""What the Iceberg and Delta mirrors add to a commit (issue 22), at 10 and 100,000 files.
+
+    python tests/benchmarks/mirror_cost.py [--sizes 10,100000] [--repeat 5] [--work /tmp/mirror-cost]
+
+Per size, a local-directory table built as ``manifest_table.bench.scale`` builds it (3 real
+files, the rest synthetic entries committed by one ``add_files``; no operation here reads a
+synthetic file), then:
+- enabling both mirrors: the full description of that version (every manifest, Puffin and DV
+  file, a Delta checkpoint), its objects, bytes and seconds;
+- a 1-row append and a 1-row delete (of a row of a real file), ``--repeat`` times each: the
+  median milliseconds of the whole commit and of the mirror writes after its commit point,
+  and the objects and bytes the mirrors PUT per commit (new objects and pointer updates);
+- one Delta checkpoint of the table (written every ``checkpoint_interval`` = 100 versions):
+  its bytes and seconds.
+Prints a table; ``--json`` also writes the figures. Not a test: it times things.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import pyarrow as pa  # noqa: E402
+
+import manifest_table as mt  # noqa: E402
+from manifest_table.bench.scale import REAL_FILES, REAL_ROWS, build  # noqa: E402
+from manifest_table.mirrors import delta, sync  # noqa: E402
+from manifest_table.mirrors.source import Source  # noqa: E402
+from manifest_table.storage import LocalStore, ObjectStore  # noqa: E402
+
+
+class RecordingStore(ObjectStore):
+    """Delegates to ``inner``; records every PUT as (key, bytes)."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner, self.puts = inner, []
+
+    def get(self, key):
+        return self.inner.get(key)
+
+    def get_with_etag(self, key):
+        return self.inner.get_with_etag(key)
+
+    def head(self, key):
+        return self.inner.head(key)
+
+    def put_if_absent(self, key, data):
+        self.puts.append((key, len(data)))
+        return self.inner.put_if_absent(key, data)
+
+    def put_if_match(self, key, data, etag):
+        self.puts.append((key, len(data)))
+        return self.inner.put_if_match(key, data, etag)
+
+    def list(self, prefix=""):
+        return self.inner.list(prefix)
+
+    def delete(self, key):
+        return self.inner.delete(key)
+
+    def arrow_filesystem(self):
+        return self.inner.arrow_filesystem()
+
+    def mirror_puts(self) -> tuple[int, int, str]:
+        """(objects, bytes, by kind) of the mirrors' PUTs since the last call."""
+        kinds: Counter[str] = Counter()
+        total = count = 0
+        for key, size in self.puts:
+            kind = _kind(key)
+            if kind:
+                kinds[kind] += 1
+                count, total = count + 1, total + size
+        self.puts = []
+        return count, total, ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+
+
+def _kind(key: str) -> str | None:
+    if key.startswith("metadata/"):
+        return "iceberg " + ("metadata" if key.endswith(".json") else "hint" if key.endswith(".text")
+                             else "manifest list" if "/snap-" in key else "manifest")
+    if key.startswith("_delta_log/"):
+        return "delta " + ("commit" if key.endswith(".json") else "checkpoint" if "checkpoint." in key else "pointer")
+    if key.endswith(".puffin"):
+        return "puffin"
+    if key.endswith(".bin"):
+        return "delta dv"
+    return None
+
+
+class HookTimer:
+    """Times the mirror writes after each commit point (``mirrors.sync.after_commit``)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self._original = sync.after_commit
+
+    def __enter__(self) -> "HookTimer":
+        def timed(*args: Any) -> None:
+            started = time.perf_counter()
+            self._original(*args)
+            self.last = time.perf_counter() - started
+        sync.after_commit = timed
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        sync.after_commit = self._original
+
+
+def measure(table: mt.Table, store: RecordingStore, op: Callable[[int], Any], repeat: int) -> dict[str, Any]:
+    totals, hooks, objects, sizes, kinds = [], [], [], [], ""
+    with HookTimer() as hook:
+        for k in range(repeat):
+            store.mirror_puts()
+            started = time.perf_counter()
+            op(k)
+            totals.append(time.perf_counter() - started)
+            hooks.append(hook.last)
+            count, size, kinds = store.mirror_puts()
+            objects.append(count)
+            sizes.append(size)
+    return {"commit_ms": round(statistics.median(totals) * 1000, 1),
+            "mirror_ms": round(statistics.median(hooks) * 1000, 1),
+            "mirror_objects": statistics.median(objects), "mirror_bytes": int(statistics.median(sizes)),
+            "kinds": kinds}
+
+
+def run_size(work: str, files: int, repeat: int) -> dict[str, Any]:
+    root = os.path.join(work, f"t{files}")
+    shutil.rmtree(root, ignore_errors=True)
+    build(root, files)
+    store = RecordingStore(LocalStore(root))
+    table = mt.open_table(root, store=store)
+    started = time.perf_counter()
+    table.set_mirrors({"iceberg": {}, "delta": {"checkpoint_interval": 100}})
+    enable_s = time.perf_counter() - started
+    count, size, kinds = store.mirror_puts()
+    result: dict[str, Any] = {"files": files, "enable": {"seconds": round(enable_s, 2), "objects": count,
+                                                         "bytes": size, "kinds": kinds}}
+    schema = table.schema
+    result["append"] = measure(table, store, lambda k: table.append(
+        pa.Table.from_pylist([{"id": 3_000_000_000 + k}], schema=schema)), repeat)
+    result["delete"] = measure(table, store, lambda k: table.delete(
+        f"id = {(k % REAL_FILES) * REAL_ROWS + k // REAL_FILES}"), repeat)
+    started = time.perf_counter()
+    latest = table.manifest()
+    src = Source.of(table._log)
+    delta.write_checkpoint(src, latest)  # the version has one already: this measures writing it
+    result["delta_checkpoint"] = {"seconds": round(time.perf_counter() - started, 2),
+                                  "bytes": (Path(root) / delta.checkpoint_key(latest.version)).stat().st_size}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,100000")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--work", default="/tmp/mirror-cost")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    results = [run_size(args.work, int(n), args.repeat) for n in args.sizes.split(",")]
+    for r in results:
+        print(f"== {r['files']:,} files ==")
+        e = r["enable"]
+        print(f"  enable both mirrors: {e['seconds']} s, {e['objects']} objects, {e['bytes']:,} bytes ({e['kinds']})")
+        for op in ("append", "delete"):
+            m = r[op]
+            print(f"  1-row {op}: commit {m['commit_ms']} ms, of which mirrors {m['mirror_ms']} ms; mirrors PUT "
+                  f"{m['mirror_objects']} objects, {m['mirror_bytes']:,} bytes ({m['kinds']})")
+        c = r["delta_checkpoint"]
+        print(f"  a Delta checkpoint (every 100 versions): {c['seconds']} s, {c['bytes']:,} bytes")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
