@@ -37,6 +37,8 @@ def test_spark_over_renamed_and_dropped_columns(spark, tmp_path: Path) -> None:
     added = next(f for f in t.manifest().files if f.path not in {g.path for g in t.manifest(before).files})
     file_schema = pq.read_schema(Path(uri) / added.path)
     assert [int(f.metadata[FIELD_ID]) for f in file_schema] == list(t.manifest().index.field_ids)
+    physical = list(t.manifest().fields.physical_names)  # what Delta mirrors' readers match
+    assert file_schema.names == physical and physical[1] == "name" and physical[3] != "tag"
 
     expected = sorted_rows(t.to_arrow())
     assert [(r["id"], r["label"], r["tag"]) for r in expected] == [(1, "n1", None), (3, "n3", None), (4, "n4", 40)]
@@ -49,6 +51,11 @@ def test_spark_over_renamed_and_dropped_columns(spark, tmp_path: Path) -> None:
 
     delete(spark, uri, "label = 'n3' OR tag = 40")
     assert [r["id"] for r in sorted_rows(t.to_arrow())] == [1]
+    spark.createDataFrame([(5, "n5", 2.5, 50)], "id long, label string, score double, tag long") \
+        .write.format("manifest_table").mode("append").save(uri)
+    t.delete("id = 5")
     compact(spark, uri, min_deleted_fraction=0.1)
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
+    for f in t.manifest().files:  # the data source's file and the compaction's outputs
+        assert pq.read_schema(Path(uri) / f.path).names == physical, f.path
     assert [(r["id"], r["label"], r["tag"]) for r in sorted_rows(t.to_arrow())] == [(1, "n1", None)]

@@ -12,7 +12,7 @@ max longer than ``MAX_STRING_STAT`` is dropped rather than trusted, types withou
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,13 +25,15 @@ from ..storage import FileIO
 from ..write import MAX_FILE_ROWS
 
 
-def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None) -> DataFile:
+def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None,
+                          physical_names: Sequence[str] | None = None) -> DataFile:
     """The manifest entry of the Parquet file at ``key`` (recorded under ``as_key``, its
-    final name, when given). The file must have the table's (flat) columns (``_check_columns``)."""
+    final name, when given). The file must have the table's columns, under their
+    ``physical_names`` (default: the schema's names; ``_check_columns``)."""
     with io.open(key) as source:
         size = source.size()
         meta = pq.ParquetFile(source).metadata
-    _check_columns(key, meta, schema)
+    _check_columns(key, meta, schema, physical_names or schema.names)
     if meta.num_rows > MAX_FILE_ROWS:
         raise CorruptTableError(f"{key} has {meta.num_rows} rows; a data file holds at most {MAX_FILE_ROWS}")
     stats = {}
@@ -51,15 +53,15 @@ def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str |
     return DataFile(as_key or key, meta.num_rows, size, stats)
 
 
-def _check_columns(key: str, meta: pq.FileMetaData, schema: pa.Schema) -> None:
+def _check_columns(key: str, meta: pq.FileMetaData, schema: pa.Schema, names: Sequence[str]) -> None:
     """The file's columns must be the table's, in order, of the same types. Nullability is
     the table's to decide: a NOT NULL file column fits a nullable table column (Spark's
     optimiser makes a column NOT NULL when it folds it to a literal, whatever the
     DataFrame's schema said), and a nullable one fits a NOT NULL column if its footer
     counts no nulls."""
     found = meta.schema.to_arrow_schema()
-    if found.names != schema.names:
-        raise SchemaMismatchError(f"{key} has columns {found.names}, the table has {schema.names}")
+    if found.names != list(names):
+        raise SchemaMismatchError(f"{key} has columns {found.names}, the table's files have {list(names)}")
     problems = [f"column {t.name!r} is {f.type}, the table has {t.type}" for f, t in zip(found, schema)
                 if not f.type.equals(t.type)]
     leaves = leaf_columns(schema)

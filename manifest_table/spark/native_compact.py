@@ -64,7 +64,7 @@ def rewrite_groups(spark: Any, location: TableLocation, groups: Sequence[Compact
     ordered = (tagged.withColumn(_OUTPUT, output).repartition(max(1, outputs), _OUTPUT)
                .sortWithinPartitions(_OUTPUT, _PLACE, ROW_COLUMN)
                .select(*[quoted(name) for name in schema.names], _OUTPUT))
-    written = write_staged(ordered, location, schema, groups[0].fields.ids, options, partition_by=_OUTPUT)
+    written = write_staged(ordered, location, groups[0].fields, options, partition_by=_OUTPUT)
     try:
         by_output = {int(directory.removeprefix(f"{_OUTPUT}=")): file for directory, file in written}
         if len(by_output) < len(written):  # two files of one output: their order would be unknown

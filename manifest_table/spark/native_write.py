@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..storage import FileIO
 from ..write import MAX_FILE_ROWS, WriteOptions, new_data_key
@@ -73,7 +74,7 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         return _data_source_write(df, location, mode, where)
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
-    files = [file for _, file in write_staged(frame, location, target.table_schema, target.field_ids, options)]
+    files = [file for _, file in write_staged(frame, location, target.fields, options)]
     try:
         return target.commit(files)
     except BaseException:
@@ -81,14 +82,16 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         raise
 
 
-def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, field_ids: Sequence[int],
-                 options: WriteOptions, partition_by: str | None = None) -> list[tuple[str, DataFile]]:
-    """Steps 2 and 3: Spark writes ``frame`` (already conformed to ``schema``), the driver
-    gathers and renames its files. Returns each file with the staging subdirectory it was
-    written to (``<partition_by>=<value>``, or "" without ``partition_by``). Files without
-    rows are dropped. Nothing is left behind on failure. The files carry ``field_ids``
-    (Spark writes a column's ``parquet.field.id`` metadata as its Parquet field id)."""
-    frame = _with_field_ids(frame, schema, field_ids)
+def write_staged(frame: DataFrame, location: TableLocation, fields: FieldIds, options: WriteOptions,
+                 partition_by: str | None = None) -> list[tuple[str, DataFile]]:
+    """Steps 2 and 3: Spark writes ``frame`` (already conformed to ``fields.schema``), the
+    driver gathers and renames its files. Returns each file with the staging subdirectory it
+    was written to (``<partition_by>=<value>``, or "" without ``partition_by``). Files
+    without rows are dropped. Nothing is left behind on failure. The files carry each
+    column's field id (Spark writes a column's ``parquet.field.id`` metadata as its Parquet
+    field id) under its physical name (what Delta mirrors' readers match, docs/mirrors.md)."""
+    schema = fields.schema
+    frame = _as_stored(frame, fields)
     store = location.store()
     fs, root = _filesystem(store)
     staging = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
@@ -110,7 +113,7 @@ def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, f
                     and not info.base_name.startswith(("_", "."))]
         io = FileIO(store)
         with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
-            files = list(pool.map(lambda key: data_file_from_footer(io, key, schema, new_data_key()), produced))
+            files = list(pool.map(lambda key: data_file_from_footer(io, key, schema, new_data_key(), fields.physical_names), produced))
         found = []
         for key, file in zip(produced, files):
             if file.rows:
@@ -134,12 +137,17 @@ def conform(df: DataFrame, schema: pa.Schema) -> DataFrame:
     return df.to(spark_schema(schema))
 
 
-def _with_field_ids(frame: DataFrame, schema: pa.Schema, field_ids: Sequence[int]) -> DataFrame:
-    ids = dict(zip(schema.names, field_ids))
+def _as_stored(frame: DataFrame, fields: FieldIds) -> DataFrame:
+    """``frame``'s table columns under their physical names, with their field ids; any other
+    column (the one a write is partitioned by) as it is."""
+    stored = {f.name: (physical, fid) for f, physical, fid in zip(fields.schema, fields.physical_names, fields.ids)}
     columns = []
     for name in frame.columns:
         column = quoted(name)
-        columns.append(column.alias(name, metadata={"parquet.field.id": ids[name]}) if name in ids else column)
+        if name in stored:
+            physical, fid = stored[name]
+            column = column.alias(physical, metadata={"parquet.field.id": fid})
+        columns.append(column)
     return frame.select(*columns)
 
 

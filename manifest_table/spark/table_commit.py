@@ -14,6 +14,7 @@ from ..commit import CommitInfo
 from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError,
                       TableNotFoundError)
 from ..expressions import Expr
+from ..format.field_ids import plain
 from ..format.manifest import DataFile
 from ..table import Table, create_table
 from .options import TableLocation
@@ -40,13 +41,13 @@ class TableCommit:
             # NULL is often an accident of how it was built (range(), literals).
             self.table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
             self.base_version: int | None = None
-            self.field_ids: tuple[int, ...] = tuple(range(1, len(self.table_schema) + 1))
+            self.fields = plain(self.table_schema)
         else:
             base = table.manifest()
             check_write_schema(frame, base.schema, table.uri)
             self.table_schema = base.schema
             self.base_version = base.version
-            self.field_ids = base.fields.ids  # written into the job's files
+            self.fields = base.fields  # the job's files carry its field ids and physical names
         if where is not None:
             where.bind(self.table_schema)  # an unknown column fails now, not after the job
 

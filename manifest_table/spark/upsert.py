@@ -80,7 +80,7 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
             if when_not_matched == "insert":
                 parts.append(source.join(target.select(*[quoted(k) for k in keys]), keys, "left_anti"))
             written = [f for _, f in write_staged(functools.reduce(DataFrame.unionByName, parts), location,
-                                                  schema, snapshot.fields.ids, table.write_options)] if parts else []
+                                                  snapshot.fields, table.write_options)] if parts else []
             tx.add_files(written)
             positions = _positions(matched, scan.plan_files()) if when_matched == "update" else {}
             stage_replacements(tx, positions, where, keys, when_matched, when_not_matched,

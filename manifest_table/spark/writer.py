@@ -23,6 +23,7 @@ from pyspark.sql.types import StructType
 
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..ingest import batches_of
 from ..storage import FileIO, ObjectStore
@@ -38,7 +39,7 @@ class WrittenFiles(WriterCommitMessage):
     files: list[DataFile]
 
 
-def write_task(location: TableLocation, schema: pa.Schema, field_ids: tuple[int, ...], options: WriteOptions,
+def write_task(location: TableLocation, fields: FieldIds, options: WriteOptions,
                batches: Iterator[pa.RecordBatch]) -> WrittenFiles:
     """Executor side: write one task's batches, conformed to the table schema, as data files.
     On failure the files written so far are removed before the error propagates."""
@@ -48,8 +49,8 @@ def write_task(location: TableLocation, schema: pa.Schema, field_ids: tuple[int,
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_data_files(io, batches_of(stream, schema), schema, options,
-                                                     field_ids=field_ids))
+        return WrittenFiles(write_data_files(io, batches_of(stream, fields.schema), fields.schema, options,
+                                             field_ids=fields.ids, physical_names=fields.physical_names))
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -65,7 +66,7 @@ class _TableWrite:
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._target.table_schema, self._target.field_ids,
+        return write_task(self._options.location, self._target.fields,
                           self._options.write, iterator)
 
     def _commit(self, messages: Iterable[Optional[WriterCommitMessage]],
