@@ -11,11 +11,11 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from .arguments import check_int, check_location, check_time, check_version
-from .commit import CommitInfo, CommitOptions
+from .commit.loop import CommitInfo, CommitOptions
 from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError, UpgradeRequiredError
 from .expressions import Expr, to_expr
-from .changes import Changes
-from .commit import commit
+from .commit.changes import Changes
+from .commit.loop import commit
 from .format.keys import SEGMENT_PREFIX
 from .format.manifest import FORMAT_VERSION, Manifest, manifest_key
 from .format.mirrors import MIRRORS, merged, requested
@@ -23,17 +23,18 @@ from .format.root import FileIndex, Properties, Totals
 from .format.pointer import POINTER_KEY, encode_pointer
 from .format.field_ids import plain
 from .format.schema import check_schema
-from .listing import VersionFiles
-from .log import VersionLog
-from .maintenance import GCReport, collect_garbage, compact
+from .data.file_sets import VersionFiles
+from .log.version_log import VersionLog
+from .operations.compaction import compact
+from .operations.garbage_collection import GCReport, collect_garbage
 from .mirrors.types import check_mirrored
-from .scan import Scan, Snapshot
-from .schema_evolution import SchemaChange, SchemaUpdate
+from .data.scan import Scan, Snapshot
+from .operations.schema_change import SchemaChange, SchemaUpdate
 from .storage import FileIO, ObjectStore, store_for_uri
 from .storage.retry import RetryingStore
-from .tombstones import TOMBSTONE_PREFIX, DeletionVectors
+from .data.tombstones import TOMBSTONE_PREFIX, DeletionVectors
 from .transaction import Transaction
-from .write import DATA_PREFIX, WriteOptions
+from .data.write import DATA_PREFIX, WriteOptions
 
 
 def retrying(store: ObjectStore) -> RetryingStore:

@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Ty
 from pyroaring import AbstractBitMap, BitMap
 
 from .arguments import check_int, check_string
-from .changes import Changes
-from .commit import CommitInfo, commit
+from .commit.changes import Changes
+from .commit.loop import CommitInfo, commit
 from .errors import InvalidArgumentError, InvalidFilterError, ManifestTableError
 from .expressions import Expr, to_expr
 from .format.field_ids import FieldIds
 from .format.keys import DATA_PREFIX, caller_key, is_writer_key
 from .format.manifest import DataFile, check_new_file
-from .ingest import batches_of
-from .listing import StagedFiles, VersionFiles, locate
-from .scan import Scan, Snapshot
-from .schema_evolution import SchemaUpdate, new_columns
-from .tombstones import DeletionVectors
-from .update import update
-from .upsert import UpsertCounts, upsert
-from .write import write_data_files
+from .data.ingest import batches_of
+from .data.file_sets import StagedFiles, VersionFiles, locate
+from .data.scan import Scan, Snapshot
+from .operations.schema_change import SchemaUpdate, new_columns
+from .data.tombstones import DeletionVectors
+from .operations.update import update
+from .operations.upsert import UpsertCounts, upsert
+from .data.write import write_data_files
 
 if TYPE_CHECKING:
     from .table import Table

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from manifest_table import create_table, open_table
-from manifest_table.storage.files import WHOLE_READ_BYTES
+from manifest_table.storage.fileio import WHOLE_READ_BYTES
 from tests.conftest import store_location
 
 SCHEMA = pa.schema([("id", pa.int64()), ("blob", pa.string())])

@@ -19,14 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manifest_table import Table, create_table, open_table
-from manifest_table.changes import Rewrite
+from manifest_table.commit.changes import Rewrite
 from manifest_table.errors import CommitConflictError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
-from manifest_table.maintenance import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
+from manifest_table.operations.compaction import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
                                         rewrite_record)
 from manifest_table.storage import MemoryStore, ObjectStore
-from manifest_table.tombstones import DeletionVectors
-from manifest_table.write import MAX_FILE_ROWS
+from manifest_table.data.tombstones import DeletionVectors
+from manifest_table.data.write import MAX_FILE_ROWS
 from tests.conftest import make_store
 from tests.stores import WrappedStore
 

@@ -20,7 +20,7 @@ import pytest
 from manifest_table import Table, create_table, open_table
 from manifest_table.errors import CommitFailedError, InvalidArgumentError, TableExistsError, VersionExpiredError
 from manifest_table.format.manifest import manifest_key
-from manifest_table.maintenance import collect_garbage
+from manifest_table.operations.garbage_collection import collect_garbage
 from manifest_table.storage import ObjectStore
 from tests.conftest import make_store
 from tests.stores import WrappedStore

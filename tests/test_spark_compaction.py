@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 import manifest_table as mt
 from manifest_table.format.manifest import DataFile
-from manifest_table.maintenance import CompactionGroup, commit_compaction
+from manifest_table.operations.compaction import CompactionGroup, commit_compaction
 from manifest_table.spark import compact
 from manifest_table.spark.native_compact import rewrite_groups
 from manifest_table.spark.options import TableLocation

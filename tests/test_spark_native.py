@@ -412,7 +412,7 @@ def test_literals_a_column_cannot_hold_are_left_to_our_evaluator(spark, tmp_path
     would cast them its own way, so the delete's Spark-side narrowing leaves them out, and the
     rows deleted are exactly those the Python API deletes."""
     from manifest_table.expressions import parse
-    from manifest_table.spark.spark_filter import exact
+    from manifest_table.spark.to_spark import exact
 
     schema = pa.schema([("i", pa.int32()), ("d", pa.decimal128(10, 2))])
     for text in ("i = 100000000000000000000", "i < 0.5", "d = 1.005", "i IN (1, 100000000000000000000)"):

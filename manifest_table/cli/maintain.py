@@ -8,7 +8,7 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
-from ..maintenance import plan_compaction
+from ..operations.compaction import plan_compaction
 from ..maintenance.job import (JobOptions, describe_compaction, duration, find_tables, fraction, retention,
                                run_job, size)
 from ..errors import InvalidArgumentError

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
 from ..table import Table
 from .mirror import describe as describe_mirrors, versions as mirror_versions

@@ -21,11 +21,11 @@ import pyarrow.types as pat
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
 from .field_ids import FieldIds, plain
-from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
-from .files import ROW_POSITIONS, DataFile, DeletionVector
+from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
 from .schema import decode_schema, encode_schema
 from .segment import Segment, SegmentReader, SegmentSummary

@@ -14,7 +14,7 @@ import uuid
 from typing import Any, Mapping
 
 from ..errors import InvalidArgumentError
-from .fields import corrupt, integer
+from .json_fields import corrupt, integer
 
 ICEBERG = "iceberg"
 DELTA = "delta"

@@ -15,7 +15,7 @@ from ..arguments import check_int
 from ..errors import InvalidArgumentError
 from ..expressions import ColumnStats
 from .field_ids import FIELD_ID
-from .fields import MAX_INT64, MISSING, corrupt, integer, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, integer, of_type
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, stored_key
 from .segment import SegmentSummary
 from .stats import encode_stats

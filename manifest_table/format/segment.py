@@ -33,10 +33,10 @@ from ..expressions.stats_arrow import stats_filter
 from ..storage import ObjectStore
 from .column_types import parquet_form
 from .field_ids import widens
-from .fields import MAX_INT64
+from .json_fields import MAX_INT64
 from .listed_once import ListedPaths
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
-from .files import ROW_POSITIONS, DataFile, DeletionVector
+from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .stats import has_stats, instant_type
 
 _DV_FIELDS = ("dv_path", "dv_offset", "dv_length", "dv_cardinality")

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 from ..arguments import check_string
 from ..errors import InvalidArgumentError
 from ..format.manifest import DataFile
-from ..scan import Scan, Snapshot
+from ..data.scan import Scan, Snapshot
 from ..storage import FileIO, ObjectStore
-from .files import by_column_plan, deleted_rows, file_location
+from ..data.parquet_plan import by_column_plan, deleted_rows, file_location
 
 if TYPE_CHECKING:
     import duckdb

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from ..scan import Scan, Snapshot
+from ..data.scan import Scan, Snapshot
 from ..storage import FileIO
 
 if TYPE_CHECKING:

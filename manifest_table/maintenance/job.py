@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
 
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import CommitConflictError, InvalidArgumentError, ManifestTableError
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
 from ..storage import store_for_uri
 from ..table import Table, open_table
-from .compaction import plan_compaction
-from .garbage_collection import check_retention
+from ..operations.compaction import plan_compaction
+from ..operations.garbage_collection import check_retention
 
 log = logging.getLogger("manifest_table.maintenance.job")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..format.manifest import DataFile, Manifest
-from ..listing import diff, locate
+from ..data.file_sets import diff, locate
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Iterable
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX
 from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, ICEBERG
-from ..log import VersionLog
+from ..log.version_log import VersionLog
 from ..storage import ObjectInfo, ObjectStore
 from . import delta, iceberg
 from .delta_dv import dv_key

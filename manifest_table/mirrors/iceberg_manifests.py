@@ -25,7 +25,7 @@ from typing import Any
 from ..format.field_ids import FieldIds
 from ..format.keys import SEGMENT_PREFIX
 from ..format.manifest import DataFile, DeletionVector, Manifest
-from ..listing import locate
+from ..data.file_sets import locate
 from .iceberg_avro import DATA, DELETES, manifest, read_avro
 from .columns import bounds_of
 from .iceberg_schema import data_entries, dv_entry

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
-from ..log import VersionLog
+from ..log.version_log import VersionLog
 from ..storage import ObjectStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones

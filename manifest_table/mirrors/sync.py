@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, ICEBERG, MIRRORS
-from ..log import VersionLog
+from ..log.version_log import VersionLog
 from . import delta, iceberg
 from .change import version_change
 from .source import Source

@@ -23,7 +23,7 @@ from pyroaring import BitMap
 from ..errors import CorruptTableError
 from ..format.manifest import DeletionVector
 from ..storage import ObjectStore
-from ..tombstones import MAGIC
+from ..data.tombstones import MAGIC
 
 BLOB_MAGIC = bytes.fromhex("d1d33964")
 FRAMING = 24

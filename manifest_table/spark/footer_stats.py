@@ -22,7 +22,7 @@ from ..expressions import ColumnStats
 from ..format.manifest import DataFile
 from ..format.stats import MAX_STRING_STAT, has_stats, leaf_columns, merge_stats
 from ..storage import FileIO
-from ..write import MAX_FILE_ROWS
+from ..data.write import MAX_FILE_ROWS
 
 
 def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None,

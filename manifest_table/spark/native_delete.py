@@ -20,10 +20,10 @@ from pyroaring import BitMap
 
 from ..expressions import Expr
 from ..format.manifest import DataFile
-from ..scan import Snapshot
+from ..data.scan import Snapshot
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
 from .options import TableLocation
-from .spark_filter import narrowing, quoted
+from .to_spark import narrowing, quoted
 
 
 def matching_positions(spark: Any, location: TableLocation, snapshot: Snapshot, files: Sequence[DataFile],

@@ -26,13 +26,13 @@ from pyspark.sql import functions as F
 
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..interop.files import ColumnPlan, by_column_plan
-from ..scan import Snapshot
+from ..data.parquet_plan import ColumnPlan, by_column_plan
+from ..data.scan import Snapshot
 from ..storage import FileIO
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_readable, spark_schema
-from .spark_filter import quoted
+from .to_spark import quoted
 
 FILE_COLUMN = "_mt_file"
 """The data file a row came from (its name), when a read is asked for row positions."""

@@ -29,19 +29,19 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..storage import FileIO
-from ..write import MAX_FILE_ROWS, WriteOptions, new_data_key
+from ..data.write import MAX_FILE_ROWS, WriteOptions, new_data_key
 from .footer_stats import data_file_from_footer
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_writable, spark_schema
-from .spark_filter import quoted
-from .table_commit import TableCommit
+from .to_spark import quoted
+from .job_commit import TableCommit
 
 MODES = ("append", "overwrite")
 STAGING_PREFIX = "data/_spark-"

@@ -14,16 +14,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from pyroaring import BitMap
 
-from ..changes import Rewrite
-from ..commit import CommitInfo
+from ..commit.changes import Rewrite
+from ..commit.loop import CommitInfo
 from ..errors import InvalidFilterError
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
-from ..listing import VersionFiles
-from ..maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
-from ..scan import Snapshot
-from ..tombstones import DeletionVectors
-from ..write import WriteOptions
+from ..data.file_sets import VersionFiles
+from ..operations.compaction import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
+from ..data.scan import Snapshot
+from ..data.tombstones import DeletionVectors
+from ..data.write import WriteOptions
 from .native_compact import rewrite_groups
 from .native_delete import matching_positions
 from .native_read import native_readable_snapshot

@@ -14,7 +14,7 @@ from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
 from ..storage import ObjectStore, store_for_uri
 from ..table import Table, open_table, retrying
-from ..write import WriteOptions
+from ..data.write import WriteOptions
 
 STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
 """S3 settings passed to ``open_table(uri, storage_options=...)``; unset ones come from the

@@ -28,10 +28,10 @@ from ..errors import InvalidArgumentError, SchemaMismatchError
 from ..format.field_ids import FieldIds
 from ..expressions import And, Expr
 from ..format.manifest import DataFile
-from ..scan import Scan, Snapshot
+from ..data.scan import Scan, Snapshot
 from ..storage import FileIO
-from ..tombstones import DeletionVectors
-from .filters import from_spark_filter
+from ..data.tombstones import DeletionVectors
+from .from_spark import from_spark_filter
 from .options import SourceOptions, TableLocation
 from .planning import group_files
 from .schema import exchange_schema, spark_schema

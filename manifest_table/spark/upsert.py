@@ -31,17 +31,17 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..arguments import check_choice
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import DuplicateKeyError
 from ..expressions import Expr
-from ..upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
+from ..operations.upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
 from .native_delete import by_file
 from .native_location import report_fallback
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows, native_readable_snapshot
 from .native_write import conform, write_staged
 from .options import TableLocation
 from .schema import check_write_schema, native_writable
-from .spark_filter import narrowing, quoted
+from .to_spark import narrowing, quoted
 
 
 def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, when_matched: str = "update",

@@ -21,15 +21,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import InvalidArgumentError
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..ingest import batches_of
+from ..data.ingest import batches_of
 from ..storage import FileIO, ObjectStore
-from ..write import WriteOptions, write_data_files
+from ..data.write import WriteOptions, write_data_files
 from .options import SourceOptions, TableLocation
-from .table_commit import TableCommit
+from .job_commit import TableCommit
 
 
 @dataclass

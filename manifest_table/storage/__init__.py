@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
-from .files import FileIO
+from .fileio import FileIO
 from .local import LocalStore
 from .memory import MemoryStore
 

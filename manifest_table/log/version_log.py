@@ -7,13 +7,13 @@ import threading
 from collections import OrderedDict
 from datetime import datetime, timezone
 
-from .errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError, TableNotFoundError,
+from ..errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError, TableNotFoundError,
                      VersionExpiredError, VersionNotFoundError)
-from .format.manifest import Manifest, manifest_key
-from .format.segment import SegmentReader
-from .format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
-from .storage import ObjectStore
-from .storage.retry import RetryPolicy
+from ..format.manifest import Manifest, manifest_key
+from ..format.segment import SegmentReader
+from ..format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
+from ..storage import ObjectStore
+from ..storage.retry import RetryPolicy
 
 _CACHE_SIZE = 16
 _MAX_POINTER_ATTEMPTS = 1000

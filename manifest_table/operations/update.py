@@ -21,13 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from .errors import InvalidArgumentError
-from .expressions import Expr, Term, to_expr, to_term
-from .expressions.arrow import project
-from .scan import POSITION_COLUMN
+from ..errors import InvalidArgumentError
+from ..expressions import Expr, Term, to_expr, to_term
+from ..expressions.arrow import project
+from ..data.scan import POSITION_COLUMN
 
 if TYPE_CHECKING:
-    from .transaction import Transaction
+    from ..transaction import Transaction
 
 
 def bind_assignments(assignments: Any, schema: pa.Schema) -> dict[str, Term]:

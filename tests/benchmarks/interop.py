@@ -2,7 +2,7 @@
 files (no deletes, and 1% of rows deleted), and ``manifest-table scan --format csv``
 against ``pyarrow.csv.write_csv`` of the same rows.
 
-    python -m manifest_table.bench.interop [--rows 5000000] [--csv-rows 1500000] [--repeat 5]
+    python -m tests.benchmarks.interop [--rows 5000000] [--csv-rows 1500000] [--repeat 5]
 
 The DuckDB table is written in files of about 32 MiB (``--file-mb``) so that it has several
 files, as a real table does; deletes are spread over every file.

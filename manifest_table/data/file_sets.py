@@ -14,9 +14,9 @@ from typing import Iterable, Iterator, Mapping, Protocol, Sequence, overload
 
 import numpy as np
 
-from .expressions import Expr
-from .format.manifest import DataFile, DeletionVector, Manifest
-from .format.segment import Segment
+from ..expressions import Expr
+from ..format.manifest import DataFile, DeletionVector, Manifest
+from ..format.segment import Segment
 
 
 class FileSet(Protocol):

@@ -12,10 +12,10 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from .expressions import Expr, Or
-from .format.manifest import DataFile, DeletionVector
-from .format.root import Properties
-from .schema_evolution import SchemaChange
+from ..expressions import Expr, Or
+from ..format.manifest import DataFile, DeletionVector
+from ..format.root import Properties
+from ..operations.schema_change import SchemaChange
 
 
 @dataclass(frozen=True)

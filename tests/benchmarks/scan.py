@@ -2,7 +2,7 @@
 ours vs raw pyarrow over the very same Parquet files, and vs Delta, Iceberg (same files) and
 Lance (same rows in its own format).
 
-    python -m manifest_table.bench.scan [--rows 10000000] [--repeat 5]
+    python -m tests.benchmarks.scan [--rows 10000000] [--repeat 5]
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .arguments import check_int
-from .errors import InvalidArgumentError, StoreError
-from .format.manifest import DataFile
-from .format.root import with_field_ids
-from .format.schema import check_schema
-from .format.stats import FooterGaps, stats_from_parquet
-from .storage import FileIO
+from ..arguments import check_int
+from ..errors import InvalidArgumentError, StoreError
+from ..format.manifest import DataFile
+from ..format.root import with_field_ids
+from ..format.schema import check_schema
+from ..format.stats import FooterGaps, stats_from_parquet
+from ..storage import FileIO
 
 DATA_PREFIX = "data/"
 MAX_FILE_ROWS = 2**32 - 1  # deletion bitmaps address rows with 32 bits

@@ -2,7 +2,7 @@
 data source) against Spark's own Parquet writer and reader, on the same rows, in a local
 Spark session; and the time of a Spark delete of one row of a big table.
 
-    python -m manifest_table.bench.spark_io [--rows 3000000] [--delete-rows 10000000] [--repeat 3]
+    python -m tests.benchmarks.spark_io [--rows 3000000] [--delete-rows 10000000] [--repeat 3]
 
 Writes start from the same DataFrame cached in Spark's memory, so only the write path is
 timed; every writer uses zstd. Reads go through every column into Spark's ``noop`` sink; the

@@ -2,7 +2,7 @@
 object-store requests per operation (ours, counted on a MemoryStore), and throughput when
 several processes append to one table at once.
 
-    python -m manifest_table.bench.commit [--commits 100] [--procs 4] [--per-proc 25]
+    python -m tests.benchmarks.commit [--commits 100] [--procs 4] [--per-proc 25]
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from .arguments import check_string
-from .errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
+from ..arguments import check_string
+from ..errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
                      UpgradeRequiredError)
-from .format.column_types import plain_type, refusal
-from .format.field_ids import FieldIds, widens
-from .format.manifest import DataFile, Manifest
-from .format.schema import check_schema
+from ..format.column_types import plain_type, refusal
+from ..format.field_ids import FieldIds, widens
+from ..format.manifest import DataFile, Manifest
+from ..format.schema import check_schema
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from .errors import SchemaMismatchError
-from .format.schema import conform
+from ..errors import SchemaMismatchError
+from ..format.schema import conform
 
 
 def batches_of(data: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .arguments import check_int, check_number
-from .build import ManifestBuilder
+from ..arguments import check_int, check_number
+from .builder import ManifestBuilder
 from .changes import Changes
 from .conflicts import AlreadyCommitted, check_app_transaction, rebase
-from .errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
-from .format.manifest import Manifest
-from .format.pointer import Pointer
-from .log import VersionLog
-from .tombstones import DeletionVectors
+from ..errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
+from ..format.manifest import Manifest
+from ..format.pointer import Pointer
+from ..log.version_log import VersionLog
+from ..data.tombstones import DeletionVectors
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
         raise
     _acknowledge(log, stored, pointer)
     if stored.mirrors:  # best effort, after the commit point (docs/mirrors.md)
-        from .mirrors.sync import after_commit
+        from ..mirrors.sync import after_commit
         after_commit(log, stored)
     return CommitInfo.of(stored)
 

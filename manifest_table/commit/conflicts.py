@@ -13,11 +13,11 @@ import numpy as np
 from pyroaring import BitMap
 
 from .changes import Changes, Rewrite, rewrites_from_json
-from .errors import CommitConflictError
-from .format.manifest import DataFile, Manifest
-from .listing import diff, locate
-from .schema_evolution import SchemaChange, carry_files
-from .tombstones import DeletionVectors
+from ..errors import CommitConflictError
+from ..format.manifest import DataFile, Manifest
+from ..data.file_sets import diff, locate
+from ..operations.schema_change import SchemaChange, carry_files
+from ..data.tombstones import DeletionVectors
 
 
 class AlreadyCommitted(Exception):

@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 import pyarrow as pa
 
 from ..arguments import check_int, check_number
-from ..changes import Changes, Rewrite, RewriteOutput, RewriteSource
-from ..commit import CommitInfo, commit
+from ..commit.changes import Changes, Rewrite, RewriteOutput, RewriteSource
+from ..commit.loop import CommitInfo, commit
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, Manifest
 from ..format.pointer import Pointer
-from ..listing import locate
-from ..scan import Scan, Snapshot
+from ..data.file_sets import locate
+from ..data.scan import Scan, Snapshot
 from ..storage import FileIO
-from ..tombstones import DeletionVectors
-from ..write import MAX_FILE_ROWS, write_data_files
+from ..data.tombstones import DeletionVectors
+from ..data.write import MAX_FILE_ROWS, write_data_files
 
 if TYPE_CHECKING:
     from ..table import Table

@@ -2,7 +2,7 @@
 selective scan, pyarrow vs manifest_table vs deltalake vs pyiceberg, interleaved; a full scan
 with 1% of rows deleted; ingestion from pandas and Python rows; peak memory of a streamed append.
 
-    python -m manifest_table.bench.throughput [--rows 10000000] [--repeat 3]
+    python -m tests.benchmarks.throughput [--rows 10000000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ _STREAM = textwrap.dedent("""
     import sys
     import pyarrow as pa, pyarrow.parquet as pq
     import manifest_table as mt
-    from manifest_table.bench._common import WIDE_SCHEMA, make_wide_data
+    from tests.benchmarks._common import WIDE_SCHEMA, make_wide_data
     engine, root, rows, options = sys.argv[1], sys.argv[2], int(sys.argv[3]), eval(sys.argv[4])
     def batches():
         for start in range(0, rows, 100_000):

@@ -19,13 +19,13 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Iterable
 
 from ..arguments import check_bool, check_duration, check_int
-from ..changes import rewrites_from_json
+from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.keys import (DATA_PREFIX, DELTA_LOG_PREFIX, MANIFEST_PREFIX, METADATA_PREFIX, SEGMENT_PREFIX,
                            TOMBSTONE_PREFIX, is_writer_key)
 from ..format.listed_once import ListedPaths
 from ..format.manifest import Manifest, version_of_key
-from ..log import VersionLog
+from ..log.version_log import VersionLog
 from ..storage import ObjectInfo
 
 if TYPE_CHECKING:

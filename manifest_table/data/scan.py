@@ -15,14 +15,14 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from .arguments import check_columns
-from .errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
-from .expressions import ColumnStats, Expr
-from .format.field_ids import FieldIds, plain
-from .format.manifest import DataFile
-from .format.stats import leaf_columns
-from .listing import FileSet, ListedFiles
-from .storage import FileIO
+from ..arguments import check_columns
+from ..errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
+from ..expressions import ColumnStats, Expr
+from ..format.field_ids import FieldIds, plain
+from ..format.manifest import DataFile
+from ..format.stats import leaf_columns
+from .file_sets import FileSet, ListedFiles
+from ..storage import FileIO
 
 POSITION_COLUMN = "__row_position"
 

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from ..commit import CommitInfo
+from ..commit.loop import CommitInfo
 from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError,
                       TableNotFoundError)
 from ..expressions import Expr

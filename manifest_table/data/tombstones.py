@@ -14,10 +14,10 @@ from typing import Mapping
 
 from pyroaring import BitMap
 
-from .errors import CorruptTableError
-from .format.keys import TOMBSTONE_PREFIX
-from .format.manifest import DataFile, DeletionVector
-from .storage import ObjectStore
+from ..errors import CorruptTableError
+from ..format.keys import TOMBSTONE_PREFIX
+from ..format.manifest import DataFile, DeletionVector
+from ..storage import ObjectStore
 
 MAGIC = b"MTTOMB01"
 

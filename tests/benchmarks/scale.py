@@ -1,6 +1,6 @@
 """Scale (issue 9): what a small commit and a new reader cost as a table grows to 1M live files.
 
-    python -m manifest_table.bench.scale [--sizes 10,1000,10000,100000,1000000] [--repeat 5]
+    python -m tests.benchmarks.scale [--sizes 10,1000,10000,100000,1000000] [--repeat 5]
         [--peers deltalake,pyiceberg] [--peer-sizes 10000,100000] [--json results.json]
 
 A table of N live files, 10 columns of stats each (``_common.WIDE_SCHEMA``), in a local

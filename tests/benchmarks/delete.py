@@ -2,7 +2,7 @@
 (ours via overwrite, raw pyarrow) vs Delta, Iceberg (copy-on-write over the same Parquet files)
 and Lance (deletion files); and how many data files a delete opens in a table of many files.
 
-    python -m manifest_table.bench.delete [--rows 1000000,10000000] [--repeat 3] [--files 100]
+    python -m tests.benchmarks.delete [--rows 1000000,10000000] [--repeat 3] [--files 100]
 """
 
 from __future__ import annotations

@@ -27,15 +27,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from .arguments import check_choice, check_columns
-from .errors import DuplicateKeyError, InvalidArgumentError
-from .expressions import And, Comparison, Expr, In
-from .expressions.nodes import PruneOnly
-from .ingest import batches_of
-from .scan import POSITION_COLUMN
+from ..arguments import check_choice, check_columns
+from ..errors import DuplicateKeyError, InvalidArgumentError
+from ..expressions import And, Comparison, Expr, In
+from ..expressions.nodes import PruneOnly
+from ..data.ingest import batches_of
+from ..data.scan import POSITION_COLUMN
 
 if TYPE_CHECKING:
-    from .transaction import Transaction
+    from ..transaction import Transaction
 
 WHEN_MATCHED = ("update", "ignore")
 WHEN_NOT_MATCHED = ("insert", "ignore")

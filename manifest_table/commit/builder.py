@@ -21,16 +21,16 @@ import pyarrow.compute as pc
 from pyroaring import BitMap, FrozenBitMap
 
 from .changes import Changes, rewrites_to_json
-from .errors import CommitConflictError
-from .format.manifest import DataFile, DeletionVector, Manifest
-from .format.mirrors import merged
-from .format.root import FileIndex, Properties, Totals
-from .format.segment import (Segment, SegmentSummary, encode_segment, entries_of, new_segment_key, summarize,
+from ..errors import CommitConflictError
+from ..format.manifest import DataFile, DeletionVector, Manifest
+from ..format.mirrors import merged
+from ..format.root import FileIndex, Properties, Totals
+from ..format.segment import (Segment, SegmentSummary, encode_segment, entries_of, new_segment_key, summarize,
                              with_deletes)
-from .listing import locate
-from .log import VersionLog
-from .mirrors.types import check_mirrored
-from .tombstones import DeletionVectors, write_tombstone
+from ..data.file_sets import locate
+from ..log.version_log import VersionLog
+from ..mirrors.types import check_mirrored
+from ..data.tombstones import DeletionVectors, write_tombstone
 
 
 class ManifestBuilder:

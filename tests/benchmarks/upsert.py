@@ -2,7 +2,7 @@
 new; time and bytes written, ours (tombstones + one new file) vs deltalake ``merge`` and
 pyiceberg ``upsert`` (both copy-on-write) over the same Parquet files.
 
-    python -m manifest_table.bench.upsert [--rows 10000000] [--source 1000] [--repeat 3]
+    python -m tests.benchmarks.upsert [--rows 10000000] [--source 1000] [--repeat 3]
 
 Two layouts of the matching keys: spread at random over the whole table (every file holds
 some: nobody can skip a file), and clustered in one id range (stats prune the other files).
