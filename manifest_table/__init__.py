@@ -3,9 +3,9 @@
 Write-once data, tombstone and manifest objects; one pointer advanced by compare-and-swap.
 See README.md and docs/ for the format and the commit protocol."""
 
-from .commit.loop import CommitInfo
-from .expressions import col
+from .commit import CommitInfo
 from .data.scan import Scan
+from .expressions import col
 from .table import Table, create_table, open_table
 from .transaction import Transaction
 

@@ -180,7 +180,7 @@ def test_a_commit_older_than_retention_does_not_resurrect_a_collected_version():
         table.append(pa.table({"writer": [2], "seq": [seq]}, schema=SCHEMA))
     for version in (1, 2):  # what GC does to expired versions, oldest first
         table.store.delete(manifest_key(version))
-    slow._started -= 3600  # the transaction has been open for an hour
+    slow.staging.started -= 3600  # the transaction has been open for an hour
     with pytest.raises(CommitConflictError, match="removed by garbage collection"):
         slow.commit()
     assert table.store.head(manifest_key(1)) is None and table.version == 3
@@ -254,7 +254,7 @@ def test_a_commit_past_its_deadline_gives_up_and_leaves_nothing_behind():
     table = mt.create_table("mem://t", SCHEMA, store=MemoryStore(), deadline=5.0)
     tx = table.transaction()
     tx.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
-    tx._started -= 10  # the transaction has been open for 10 s
+    tx.staging.started -= 10  # the transaction has been open for 10 s
     with pytest.raises(CommitFailedError, match="deadline of 5.0 s .* unchanged"):
         tx.commit()
     assert [info.key for info in table.store.list()] == ["_latest_manifest", manifest_key(0)]

@@ -29,7 +29,8 @@ from manifest_table import Table
 from manifest_table.errors import ManifestTableError, StoreError, TableNotFoundError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.operations.garbage_collection import collect_garbage
-from manifest_table.storage import LocalStore, MemoryStore, ObjectStore, files
+from manifest_table.storage import LocalStore, MemoryStore, ObjectStore
+from manifest_table.storage import fileio as files
 from manifest_table.testing import (CRASH_AFTER, CRASH_BEFORE, FAULTS, TIMEOUT, TRANSIENT, FaultPlan, FaultyStore,
                                     WriterCrashed)
 

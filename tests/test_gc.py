@@ -226,7 +226,7 @@ def test_orphans_of_commits_killed_at_every_step(table: Table, operation: Callab
             pass
         else:
             break
-        committed = table._log.probe_forward(table.version) > table.version  # died before the pointer
+        committed = table.log.probe_forward(table.version) > table.version  # died before the pointer
         outcomes.append(committed)
         # Before its grace period ends nothing a dying writer left is touched...
         report = table.gc(retain_versions=1, retain_for=HOUR, grace=HOUR)

@@ -14,7 +14,8 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CorruptTableError
-from manifest_table.storage import LocalStore, MemoryStore, files
+from manifest_table.storage import LocalStore, MemoryStore
+from manifest_table.storage import fileio as files
 from tests.catalog import assert_rejected
 from tests.crafted import commit_raw, latest_doc
 from tests.s3_server import take_requests

@@ -48,7 +48,7 @@ def test_spark_cuts_groups_into_outputs_and_remaps_a_racing_delete(spark, tmp_pa
     # a delete of rows in every output commits before the compaction does.
     t.delete("k < 300")
     model = model.filter(pc.greater_equal(model["k"], 300))
-    base, pointer = t._log.latest()
+    base, pointer = t.log.latest()
     half = len(base.files) // 2
     groups = [CompactionGroup(files, base.fields, base.version, int(live_bytes(files) / 3))  # 3 outputs
               for files in (base.files[:half], base.files[half:])]  # of 4 files each

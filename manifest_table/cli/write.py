@@ -8,11 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..commit.loop import CommitInfo
+from ..commit import CommitInfo
 from ..format.manifest import FORMAT_VERSION
+from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
-from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
 from .options import csv_options, dialect, names, open_from, storage_options
 from .progress import counted
 from .read import metrics

@@ -13,24 +13,31 @@ Segments are written create-only under new names before the root that lists them
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap, FrozenBitMap
 
-from .changes import Changes, rewrites_to_json
+from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
 from ..format.root import FileIndex, Properties, Totals
-from ..format.segment import (Segment, SegmentSummary, encode_segment, entries_of, new_segment_key, summarize,
-                             with_deletes)
-from ..data.file_sets import locate
+from ..format.segment import (
+    Segment,
+    SegmentSummary,
+    encode_segment,
+    entries_of,
+    new_segment_key,
+    summarize,
+    with_deletes,
+)
+from ..log.version import Version, locate
 from ..log.version_log import VersionLog
 from ..mirrors.types import check_mirrored
-from ..data.tombstones import DeletionVectors, write_tombstone
+from .changes import Changes, rewrites_to_json
 
 
 class ManifestBuilder:
@@ -47,7 +54,7 @@ class ManifestBuilder:
         """Every object staged by the attempts so far (tombstones and segments)."""
         return self._tombstones.written + self._segments
 
-    def build(self, prev: Manifest, changes: Changes, commit_id: str) -> Manifest:
+    def build(self, prev: Version, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
         before = prev.fields
         if changes.schema is not None:
@@ -72,7 +79,7 @@ class ManifestBuilder:
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
             commit_id=commit_id, operation=changes.operation, schema=prev.schema, tail=files,
             parameters=parameters, metrics=metrics, app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version, index=index, reader=prev.reader,
+            format_version=2 if index is not None else prev.format_version, index=index,
             mirrors=mirrors if index is not None else {})
 
     def lost(self) -> None:
@@ -83,7 +90,7 @@ class ManifestBuilder:
         self._attempt = []
 
     # --- v1: the whole list ---------------------------------------------------------------
-    def _files(self, prev: Manifest, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex | None]:
+    def _files(self, prev: Version, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex | None]:
         if changes.upgrade is not None:
             return (), 0, self._upgrade(prev, changes.upgrade)
         if prev.index is not None:
@@ -96,7 +103,7 @@ class ManifestBuilder:
             files[path] = files[path].with_deletes(ref)
         return tuple(files.values()), sum(n for _, n in refs.values()), None
 
-    def _upgrade(self, prev: Manifest, properties: Properties) -> FileIndex:
+    def _upgrade(self, prev: Version, properties: Properties) -> FileIndex:
         """A v1 version's files as a v2 index: segments of ``segment_target_files`` entries."""
         field_ids = tuple(range(1, len(prev.schema) + 1))
         files = prev.tail
@@ -106,7 +113,7 @@ class ManifestBuilder:
         return FileIndex(field_ids, len(field_ids), properties, prev.totals, segments, {})
 
     # --- v2: what changed -----------------------------------------------------------------
-    def _v2(self, prev: Manifest, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex]:
+    def _v2(self, prev: Version, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex]:
         index = prev.index
         assert index is not None
         props = index.properties
@@ -116,7 +123,8 @@ class ManifestBuilder:
         located = locate(prev, wanted)
         if len(located) != len(wanted):  # rebasing keeps every file a commit changes in the table
             missing = sorted(wanted - located.keys())
-            raise CommitConflictError(f"version {prev.version} no longer holds files this commit changes: {missing[:5]}")
+            raise CommitConflictError(f"version {prev.version} no longer holds files this commit changes: "
+                                      f"{missing[:5]}")
         refs = self._tombstones.stage({p: added[p] if p in added else located[p][0] for p in touched}, changes.deletes)
         new_dv = {path: ref for path, (ref, _) in refs.items()}
         newly_deleted = sum(n for _, n in refs.values())
@@ -135,11 +143,9 @@ class ManifestBuilder:
         if len(deletes) > props.deletes_limit:
             removed_from.update({key: removed_from.get(key, set()) for key in self._flush_plan(prev, deletes)})
 
-        segments = list(index.segments)
-        for i, summary in enumerate(segments):
-            if summary.path in removed_from:
-                segments[i] = self._rewrite([summary], prev, deletes, removed_from[summary.path])
-        segments = [s for s in segments if s is not None and s.files]
+        rewritten = [self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
+                     for s in index.segments]
+        segments = [s for s in rewritten if s is not None and s.files]
         if len(tail) > props.tail_limit:
             chunk = props.segment_target_files
             segments += [self._write(entries_of(tail[i:i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
@@ -155,7 +161,7 @@ class ManifestBuilder:
                         old.bytes - sum(f.size for f in gone) + sum(f.size for f in changes.added))
         return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
 
-    def _flush_plan(self, prev: Manifest, deletes: dict[str, DeletionVector]) -> list[str]:
+    def _flush_plan(self, prev: Version, deletes: dict[str, DeletionVector]) -> list[str]:
         """Segments to rewrite so that the map falls to half its limit: those holding the most
         of its entries first."""
         holders: dict[str, int] = {}
@@ -171,7 +177,7 @@ class ManifestBuilder:
             remaining -= count
         return plan
 
-    def _merge_small(self, segments: list[SegmentSummary], prev: Manifest,
+    def _merge_small(self, segments: list[SegmentSummary], prev: Version,
                      deletes: dict[str, DeletionVector]) -> list[SegmentSummary]:
         props = prev.index.properties  # type: ignore[union-attr]
 
@@ -181,10 +187,11 @@ class ManifestBuilder:
         while sum(map(small, segments)) > props.max_small_segments:
             i = min((j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
                     key=lambda j: segments[j].files + segments[j + 1].files)
-            segments[i:i + 2] = [self._rewrite(segments[i:i + 2], prev, deletes, set())]
+            merged = self._rewrite(segments[i:i + 2], prev, deletes, set())
+            segments[i:i + 2] = [merged] if merged is not None else []
         return segments
 
-    def _rewrite(self, sources: Sequence[SegmentSummary], prev: Manifest, deletes: dict[str, DeletionVector],
+    def _rewrite(self, sources: Sequence[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector],
                  removed: set[str]) -> SegmentSummary | None:
         """One segment of the entries of ``sources`` minus ``removed``, with the deletion
         vectors of ``deletes`` folded in (and taken out of the map)."""
@@ -202,13 +209,12 @@ class ManifestBuilder:
             return None
         return self._write(table, prev, field_ids)
 
-    def _write(self, table: pa.Table, prev: Manifest, field_ids: Sequence[int]) -> SegmentSummary:
+    def _write(self, table: pa.Table, prev: Version, field_ids: Sequence[int]) -> SegmentSummary:
         key = new_segment_key()
         self._log.store.put_if_absent(key, encode_segment(table))
         self._segments.append(key)
         self._attempt.append(key)
-        if prev.reader is not None:
-            prev.reader.remember(Segment(key, table, prev.schema, field_ids))
+        self._log.segments.remember(Segment(key, table, prev.schema, field_ids))
         return summarize(key, table, prev.schema, field_ids)
 
 

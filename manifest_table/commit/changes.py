@@ -13,9 +13,19 @@ from typing import Any
 from pyroaring import BitMap
 
 from ..expressions import Expr, Or
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
 from ..format.root import Properties
-from ..operations.schema_change import SchemaChange
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """Where a commit moves the table's schema."""
+
+    fields: FieldIds
+    last_field_id: int
+    steps: tuple[str, ...]
+    """Each change, as ``history()`` shows it (``parameters["schema_changes"]``)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,7 @@ class Changes:
     upgrade: Properties | None = None
     """Set by ``Table.upgrade()``: move a v1 table to format v2 with these properties."""
     schema: SchemaChange | None = None
-    """A schema change (schema_evolution.py), applied before the files this commit adds."""
+    """A schema change (operations/schema_change.py), applied before the files this commit adds."""
     mirrors: dict[str, dict[str, Any]] | None = None
     """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
     enabled one (format/mirrors.py). None leaves the setting as it is."""
@@ -100,7 +110,7 @@ class Changes:
     def added_paths(self) -> set[str]:
         return {f.path for f in self.added}
 
-    def copy(self) -> "Changes":
+    def copy(self) -> Changes:
         """An independent copy (bitmaps, lists and dicts too): what a transaction restores
         when an operation fails halfway."""
         return replace(self, added=list(self.added), removed=set(self.removed),

@@ -1,9 +1,13 @@
-"""The commit protocol (docs/protocol.md).
+"""The commit loop (docs/protocol.md), free of what a version holds: like SlateDB's
+compare-and-swap crate, it drives any log of write-once versions behind one pointer, so a
+table's manifest (table_commit.py) and a database's version commit through the same code.
 
-1. The caller read the pointer and built ``changes`` on that version's manifest.
-2. Build manifest v(N+1) and create it with put-if-absent: that create is the commit point.
+1. The caller read the pointer and staged a proposal on the version it names (``base``).
+2. Build the next version from the previous one and create it create-only: that create is
+   the commit point.
 3. Lost the race (the key exists)? Read it back: our own commit id means a retried PUT that
-   landed (we won). Otherwise rebase onto the winner and try v(N+2), with jittered backoff.
+   landed (we won). Otherwise rebase onto the winner, and onto every version the pointer
+   shows after it, and try the next version, with jittered backoff.
 4. Advance the pointer by compare-and-swap (never backwards) and only then acknowledge.
 """
 
@@ -12,19 +16,12 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from ..arguments import check_int, check_number
-from .builder import ManifestBuilder
-from .changes import Changes
-from .conflicts import AlreadyCommitted, check_app_transaction, rebase
 from ..errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
-from ..format.manifest import Manifest
 from ..format.pointer import Pointer
-from ..log.version_log import VersionLog
-from ..data.tombstones import DeletionVectors
 
 
 @dataclass(frozen=True)
@@ -51,6 +48,74 @@ class CommitOptions:
             check_number("deadline", self.deadline, positive=True)
 
 
+class Committed(Protocol):
+    """What the loop reads of a version: its number and the id of the commit that made it."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def commit_id(self) -> str: ...
+
+
+V = TypeVar("V", bound=Committed)
+
+
+class VersionedLog(Protocol[V]):
+    """Write-once versions behind one pointer: a table's ``VersionLog``, or a database's."""
+
+    @property
+    def location(self) -> str: ...
+
+    def pointer(self) -> Pointer:
+        """The pointer as of now (its version and etag)."""
+        ...
+
+    def find(self, version: int) -> V | None:
+        """The stored version, or None if nothing is stored under it."""
+        ...
+
+    def create(self, version: V) -> V:
+        """Create-only write of ``version``: ``PreconditionFailed`` if it exists. Returns it as
+        the log reads it."""
+        ...
+
+    def advance_pointer(self, version: int, etag: str | None = None) -> None:
+        """Move the pointer to ``version`` unless it is there or past it already."""
+        ...
+
+
+class Proposal(Protocol[V]):
+    """One commit's change, as the loop drives it through its attempts."""
+
+    def build(self, prev: V, commit_id: str) -> V:
+        """The version after ``prev`` holding this change (it may write objects of its own)."""
+        ...
+
+    def rebase(self, prev: V, winner: V) -> None:
+        """Make the change, built on ``prev``, apply on top of ``winner`` (prev's successor),
+        or raise ``CommitConflictError`` (or ``AlreadyCommitted``)."""
+        ...
+
+    def lost(self) -> None:
+        """The last attempt's version can never land: the objects it wrote for itself alone
+        are referenced by nothing."""
+        ...
+
+    def discard(self) -> None:
+        """Nothing was committed: remove every object this change staged."""
+        ...
+
+
+class AlreadyCommitted(Exception, Generic[V]):
+    """``version`` already holds this commit's change (a replayed streaming batch, an upgrade
+    another writer made): there is nothing left to commit."""
+
+    def __init__(self, version: V) -> None:
+        super().__init__(version.version)
+        self.version = version
+
+
 def _backoff(losses: int, options: CommitOptions) -> float:
     """Full-jitter exponential backoff after the free retries, to spread a thundering herd."""
     if losses <= options.free_retries:
@@ -58,140 +123,98 @@ def _backoff(losses: int, options: CommitOptions) -> float:
     return random.uniform(0, min(options.backoff_cap, options.backoff_base * 2 ** (losses - options.free_retries)))
 
 
-@dataclass(frozen=True)
-class CommitInfo:
-    """One version of the table, as ``history()`` lists it and writes return it."""
-
-    version: int
-    operation: str
-    timestamp: datetime
-    commit_id: str | None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    parameters: dict[str, Any] = field(default_factory=dict)
-    committed: bool = True
-    """False when the write had nothing to do (or was a replay) and no version was made."""
-
-    @classmethod
-    def of(cls, manifest: Manifest, committed: bool = True) -> "CommitInfo":
-        return cls(manifest.version, manifest.operation, manifest.timestamp, manifest.commit_id,
-                   manifest.metrics, manifest.parameters, committed)
-
-
-def commit(log: VersionLog, base: Manifest, pointer: Pointer, changes: Changes,
-           options: CommitOptions = CommitOptions(), started: float = 0.0,
-           dvs: DeletionVectors | None = None) -> CommitInfo:
-    """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
+def commit(log: VersionedLog[V], proposal: Proposal[V], base: V, pointer: Pointer,
+           options: CommitOptions = CommitOptions(), started: float = 0.0) -> V:
+    """Commit ``proposal`` staged on ``base`` (the version ``pointer`` named, read at
     ``time.monotonic()`` ``started``; unknown means "long ago": one more pointer read).
-    Returns once the pointer is at or past the new version. Raises ``CommitConflictError``
-    (nothing was committed; staged objects are removed) or ``CommitFailedError``.
-    ``dvs``: the caller's tombstone cache (a delete already loaded the bitmaps it unions)."""
-    dvs = dvs if dvs is not None else DeletionVectors(log.store)
-    builder = ManifestBuilder(log, dvs)
-    try:
-        check_app_transaction(changes, base)
-    except AlreadyCommitted as done:  # a replayed batch: what it staged will never be committed
-        _discard(log, changes, builder)
-        return CommitInfo.of(done.manifest, committed=False)
+    Returns the committed version once the pointer is at or past it. Raises
+    ``CommitConflictError`` (nothing was committed; staged objects are removed),
+    ``CommitFailedError``, or ``AlreadyCommitted`` (staged objects removed, the pointer at or
+    past the version that holds the change)."""
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
     began = started or time.monotonic()
     try:
         for _ in range(options.max_attempts):
             if options.deadline is not None and time.monotonic() - began > options.deadline:
-                _discard(log, changes, builder)
+                proposal.discard()
                 raise CommitFailedError(
                     f"commit {commit_id} to {log.location} gave up: more than its deadline of "
-                    f"{options.deadline} s passed since its snapshot; the table is unchanged by this commit")
+                    f"{options.deadline} s passed since its snapshot; {log.location} is unchanged by this commit")
             if time.monotonic() - started > options.recheck_after:
                 # Garbage collection may have removed versions after a snapshot this old; a
                 # create-only write of a removed version would succeed and then be lost.
-                changes, prev = _rebase_to_pointer(log, changes, prev, dvs)
+                prev = _rebase_to_pointer(log, proposal, prev)
                 started = time.monotonic()
-            manifest = builder.build(prev, changes, commit_id)
-            stored = _create(log, manifest)
+            stored = _create(log, proposal.build(prev, commit_id))
             if stored is not None and stored.commit_id == commit_id:
                 break
             if stored is not None:
-                builder.lost()
-                changes, prev = _catch_up(log, changes, prev, stored, dvs)
+                proposal.lost()
+                proposal.rebase(prev, stored)
+                prev = _rebase_to_pointer(log, proposal, stored)  # cheaper than losing a race to each
             losses += 1
             time.sleep(_backoff(losses, options))
         else:
-            _discard(log, changes, builder)
+            proposal.discard()
             raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
-                                    f"{log.location}; the table is unchanged by this commit ({commit_id})")
+                                    f"{log.location}; it is unchanged by this commit ({commit_id})")
     except AlreadyCommitted as done:
-        _discard(log, changes, builder)
-        log.advance_pointer(done.manifest.version)
-        return CommitInfo.of(done.manifest, committed=False)
+        proposal.discard()
+        log.advance_pointer(done.version.version)
+        raise
     except CommitFailedError:
         raise  # the outcome is unknown or the staged objects are already gone: keep them
     except ManifestTableError:
         # A conflict, or a store or corruption error before our create landed (every earlier
         # attempt was resolved: nothing was committed). The staged objects are garbage.
-        _discard(log, changes, builder)
+        proposal.discard()
         raise
     _acknowledge(log, stored, pointer)
-    if stored.mirrors:  # best effort, after the commit point (docs/mirrors.md)
-        from ..mirrors.sync import after_commit
-        after_commit(log, stored)
-    return CommitInfo.of(stored)
+    return stored
 
 
-def _acknowledge(log: VersionLog, manifest: Manifest, pointer: Pointer) -> None:
+def _acknowledge(log: VersionedLog[V], committed: V, pointer: Pointer) -> None:
     """Advance the pointer past our committed version. After the commit point a failure must
     never read as "nothing committed": a retrying caller would commit the change twice."""
     try:
         # The pointer can only have moved forward since we read it, so a CAS on its old etag
         # can never move it backwards.
-        log.advance_pointer(manifest.version, pointer.etag)
+        log.advance_pointer(committed.version, pointer.etag)
     except ManifestTableError as exc:  # a failing store, or a pointer that no longer decodes
         raise CommitFailedError(
-            f"commit {manifest.commit_id} landed as version {manifest.version} of {log.location} and is "
+            f"commit {committed.commit_id} landed as version {committed.version} of {log.location} and is "
             f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
             "once the next writer or gc rolls the pointer forward") from exc
 
 
-def _catch_up(log: VersionLog, changes: Changes, prev: Manifest, winner: Manifest,
-              dvs: DeletionVectors) -> tuple[Changes, Manifest]:
-    """Rebase onto the winner and onto every version the pointer shows after it: reading a
-    few manifests is cheaper than losing a create race for each of them in turn."""
-    return _rebase_to_pointer(log, rebase(changes, prev, winner, dvs), winner, dvs)
-
-
-def _rebase_to_pointer(log: VersionLog, changes: Changes, prev: Manifest,
-                       dvs: DeletionVectors) -> tuple[Changes, Manifest]:
+def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V) -> V:
+    """Rebase onto every version the pointer shows after ``prev``; returns the last."""
     for version in range(prev.version + 1, log.pointer().version + 1):
         successor = log.find(version)
         if successor is None:  # versions are contiguous: only GC makes a hole
             raise CommitConflictError(
                 f"version {version} of {log.location}, committed after this commit's snapshot "
                 f"(version {prev.version}), was removed by garbage collection: the commit took longer "
-                "than the table's retention; retry it")
-        changes, prev = rebase(changes, prev, successor, dvs), successor
-    return changes, prev
+                "than the retention of old versions; retry it")
+        proposal.rebase(prev, successor)
+        prev = successor
+    return prev
 
 
-def _create(log: VersionLog, manifest: Manifest) -> Manifest | None:
-    """Try the commit point. Returns the manifest now stored at that version: ours (created,
-    or a retried PUT that landed though it reported failure) or a winner's; None when
-    nothing landed and the same version should be tried again."""
+def _create(log: VersionedLog[V], version: V) -> V | None:
+    """Try the commit point. Returns the version now stored under that number: ours (created,
+    or a retried PUT that landed though it reported failure) or a winner's; None when nothing
+    landed and the same version should be tried again."""
     try:
-        log.create(manifest)
-        return manifest
+        return log.create(version)
     except PreconditionFailed:
         pass
     except StoreError:
         pass  # timed out or failed: it may have landed; read back to know
     try:
-        existing = log.find(manifest.version)
+        return log.find(version.version)
     except StoreError as exc:
-        raise CommitFailedError(f"commit {manifest.commit_id} to {log.location} version {manifest.version}: "
+        raise CommitFailedError(f"commit {version.commit_id} to {log.location} version {version.version}: "
                                 f"outcome unknown, the store failed ({exc}); check history() for this "
                                 "commit id before retrying") from exc
-    return existing
-
-
-def _discard(log: VersionLog, changes: Changes, builder: ManifestBuilder) -> None:
-    """Remove the objects staged by a commit that definitely did not land."""
-    log.store.delete_unreferenced([f.path for f in changes.added] + builder.written)

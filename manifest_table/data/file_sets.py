@@ -1,5 +1,5 @@
-"""The data files of a table state: all of them, the ones a filter may match (planning), or
-given ones by path, reading no more of a v2 version than that needs.
+"""The data files of a table state: all of them, or the ones a filter may match (planning),
+reading no more of a v2 version than that needs.
 
 Planning a v2 version skips every segment whose summary cannot match, filters the entries
 of the others with one Arrow expression over their typed stats columns, and checks the
@@ -8,15 +8,19 @@ segments a filter touches."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Iterable, Iterator, Mapping, Protocol, Sequence, overload
+from typing import Protocol, overload
 
 import numpy as np
+import pyarrow as pa
 
 from ..expressions import Expr
-from ..format.manifest import DataFile, DeletionVector, Manifest
+from ..expressions.stats_arrow import stats_filter
+from ..format.entries import DataFile, DeletionVector
 from ..format.segment import Segment
+from ..log.version import Version
 
 
 class FileSet(Protocol):
@@ -55,7 +59,7 @@ class ListedFiles:
 class VersionFiles:
     """The files of one committed version."""
 
-    manifest: Manifest
+    manifest: Version
 
     def all(self) -> Sequence[DataFile]:
         return self.manifest.files
@@ -69,7 +73,7 @@ class VersionFiles:
         segments = list(manifest.segments(summaries))
         manifest.check_listed_once([s.listed for s in segments])
         for segment in segments:
-            chosen = segment.candidates(where, index.deletes)
+            chosen = candidates(segment, where, index.deletes)
             if where is None:
                 parts.append(_Entries(segment, chosen, index.deletes))
             else:
@@ -145,83 +149,20 @@ class _Entries(Sequence[DataFile]):
         for start in range(0, len(self.indices), 4096):
             yield from self.segment.files(self.indices[start:start + 4096], self.deletes)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         j = range(len(self.indices))[i]
         return self.segment.files(self.indices[j:j + 1], self.deletes)[0]
 
 
-def locate(manifest: Manifest, paths: Iterable[str]) -> dict[str, tuple[DataFile, str | None]]:
-    """The entries of ``paths`` that ``manifest`` lists, each with the key of the segment
-    holding it (None: the root's tail). Segments already in the reader's cache are searched
-    first: a delete or overwrite has just read the ones holding its files."""
-    wanted = set(paths)
-    found: dict[str, tuple[DataFile, str | None]] = {}
-    for f in manifest.tail:
-        if f.path in wanted:
-            found[f.path] = (f, None)
-    wanted -= found.keys()
-    index, reader = manifest.index, manifest.reader
-    if not wanted or index is None or reader is None:
-        return found
-    segments = sorted(index.segments, key=lambda s: reader.cached(s.path, manifest.schema, index.field_ids) is None)
-    for summary in segments:
-        segment = manifest.segment(summary.path)
-        hits = {path: i for path in wanted if (i := segment.index_of(path)) is not None}
-        for path, f in zip(hits, segment.files(list(hits.values()), index.deletes)):
-            found[path] = (f, summary.path)
-        wanted -= hits.keys()
-        if not wanted:
-            break
-    return found
-
-
-@dataclass(frozen=True)
-class VersionDiff:
-    """What a successor changed relative to a version, as rebasing asks it."""
-
-    gone: set[str]
-    """Files of the version that the successor no longer lists."""
-    touched: set[str]
-    """Files of both whose deletion vectors differ."""
-    new_files: list[DataFile]
-    """Files the successor added."""
-    _after: dict[str, DataFile]
-    _successor: Manifest
-
-    def after(self, paths: Iterable[str]) -> dict[str, DataFile]:
-        """The successor's entries of ``paths``."""
-        found = {p: self._after[p] for p in paths if p in self._after}
-        rest = [p for p in paths if p not in found]
-        found.update({p: f for p, (f, _) in locate(self._successor, rest).items()})
-        return found
-
-
-def diff(prev: Manifest, successor: Manifest) -> VersionDiff:
-    """Compare two versions reading only the segments one has and the other does not:
-    a segment both list holds the same entries in both (segments are write-once), and
-    their deletion vectors differ only where the roots' ``deletes`` maps do."""
-    if prev.index is None or successor.index is None:
-        before, after, shared_changes = prev.file_map(), successor.file_map(), set()
-    else:
-        shared = {s.path for s in prev.index.segments} & {s.path for s in successor.index.segments}
-        before, after = _outside(prev, shared), _outside(successor, shared)
-        maps = (prev.index.deletes, successor.index.deletes)
-        shared_changes = {p for p in maps[0].keys() | maps[1].keys()
-                          if p not in before and p not in after and maps[0].get(p) != maps[1].get(p)}
-    touched = {p for p in before.keys() & after.keys() if before[p].deletes != after[p].deletes}
-    return VersionDiff(gone=set(before.keys() - after.keys()), touched=touched | shared_changes,
-                       new_files=[f for p, f in after.items() if p not in before], _after=after,
-                       _successor=successor)
-
-
-def _outside(manifest: Manifest, shared: set[str]) -> dict[str, DataFile]:
-    """The entries of ``manifest`` outside the segments in ``shared``."""
-    index = manifest.index
-    assert index is not None
-    segments = [manifest.segment(s.path) for s in index.segments if s.path not in shared]
-    manifest.check_listed_once([s.listed for s in segments])
-    out = {}
-    for segment in segments:
-        out.update((f.path, f) for f in segment.files(None, index.deletes))
-    out.update((f.path, f) for f in manifest.tail)
-    return out
+def candidates(segment: Segment, where: Expr | None, deletes: Mapping[str, DeletionVector]) -> np.ndarray:
+    """Indices of the entries of ``segment`` with live rows whose stats may match the bound
+    ``where`` (a superset of those ``may_match`` keeps), found by one Arrow filter over its
+    typed stats columns. ``deletes``: the root's override map."""
+    live = segment.live(deletes)
+    expr = stats_filter(where, segment.stats_columns) if where is not None else None
+    if expr is not None:
+        indexed = segment.table.append_column("_i", pa.array(np.arange(len(segment), dtype=np.int64)))
+        chosen = np.zeros(len(segment), dtype=bool)
+        chosen[indexed.filter(expr).column("_i").to_numpy()] = True
+        live &= chosen
+    return np.flatnonzero(live)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import numbers
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

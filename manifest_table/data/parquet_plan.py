@@ -5,8 +5,8 @@ table's: what every native reader needs besides the paths."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa

@@ -5,9 +5,9 @@ the residual filter, and stream record batches while files are read in parallel.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,11 +18,11 @@ from pyroaring import BitMap
 from ..arguments import check_columns
 from ..errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from ..expressions import ColumnStats, Expr
-from ..format.field_ids import FieldIds, plain
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..format.stats import leaf_columns
-from .file_sets import FileSet, ListedFiles
 from ..storage import FileIO
+from .file_sets import FileSet, ListedFiles
 
 POSITION_COLUMN = "__row_position"
 
@@ -40,14 +40,12 @@ class Snapshot:
     """The committed bitmap of a file (what its manifest entry references)."""
     staged_deletes: Mapping[str, BitMap] = field(default_factory=dict)
     """Positions deleted by an uncommitted transaction, per file path."""
-    fields: FieldIds | None = None
-    """How files map onto ``schema`` by field id (None: by name, as for a v1 table)."""
+    fields: FieldIds = field(kw_only=True)
+    """How files map onto ``schema`` by field id (``plain(schema)`` for a v1 table: by name)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.file_set, Sequence):
             object.__setattr__(self, "file_set", ListedFiles(self.file_set))
-        if self.fields is None:
-            object.__setattr__(self, "fields", plain(self.schema))
 
     @property
     def files(self) -> Sequence[DataFile]:
@@ -213,7 +211,6 @@ class Scan:
             raise CorruptTableError(f"{file.path}: its Parquet footer has {meta.num_rows} rows, the "
                                     f"manifest's rows field says {file.rows}")
         fields = self.snapshot.fields
-        assert fields is not None
         sources = fields.sources(fragment.physical_schema, needed)
         leaves = leaf_columns(fragment.physical_schema)
         starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyroaring import BitMap
 

@@ -10,9 +10,9 @@ import os
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,13 +20,13 @@ import pyarrow.parquet as pq
 
 from ..arguments import check_int
 from ..errors import InvalidArgumentError, StoreError
+from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
 from ..format.root import with_field_ids
 from ..format.schema import check_schema
 from ..format.stats import FooterGaps, stats_from_parquet
 from ..storage import FileIO
 
-DATA_PREFIX = "data/"
 MAX_FILE_ROWS = 2**32 - 1  # deletion bitmaps address rows with 32 bits
 
 
@@ -158,7 +158,7 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
         except BaseException:
             flow.abort()
             raise
-    errors = [f.exception() for f in futures if f.exception() is not None]
+    errors = [e for f in futures if (e := f.exception()) is not None]
     if errors:
         raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
     return [f.result() for f in futures]
@@ -299,8 +299,9 @@ def _write_file(io: FileIO, key: str, schema: pa.Schema, file_schema: pa.Schema,
     rows, gaps = 0, FooterGaps(schema)
     try:
         with io.create(key) as sink:
-            with pq.ParquetWriter(sink, file_schema, compression=options.compression, use_dictionary=encoding.dictionary,
-                                  column_encoding=encoding.delta, write_statistics=True) as writer:
+            with pq.ParquetWriter(sink, file_schema, compression=options.compression,
+                                  use_dictionary=encoding.dictionary, column_encoding=encoding.delta,
+                                  write_statistics=True) as writer:
                 while (group := jobs.get()) is not None:
                     flow.check()
                     before = sink.tell()
@@ -345,8 +346,9 @@ def delta_columns(schema: pa.Schema, dictionary: list[str] | bool) -> dict[str, 
     faster (docs/benchmarks.md, "Deletes"). Standard Parquet: every reader decodes it."""
     if dictionary is True:
         return None
+    encoded = dictionary or []
     chosen = {f.name: "DELTA_BINARY_PACKED" for f in schema
-              if f.name not in dictionary and _delta_encodable(f.type)}
+              if f.name not in encoded and _delta_encodable(f.type)}
     return chosen or None
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
-from ..expressions import ColumnStats
+from .stats import ColumnStats
 
 ROW_POSITIONS = 2**32  # rows per file are bounded by 32-bit positions (bitmaps address rows with uint32)
 
@@ -39,5 +40,5 @@ class DataFile:
     def live_rows(self) -> int:
         return self.rows - self.deleted_rows
 
-    def with_deletes(self, deletes: DeletionVector | None) -> "DataFile":
+    def with_deletes(self, deletes: DeletionVector | None) -> DataFile:
         return replace(self, deletes=deletes)

@@ -11,7 +11,8 @@ acted on."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InvalidArgumentError
 from .json_fields import corrupt, integer

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from ..errors import (CorruptTableError, NotFound, PreconditionFailed, StoreError, TableNotFoundError,
-                     VersionExpiredError, VersionNotFoundError)
+from ..errors import (
+    CorruptTableError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    TableNotFoundError,
+    VersionExpiredError,
+    VersionNotFoundError,
+)
 from ..format.manifest import Manifest, manifest_key
-from ..format.segment import SegmentReader
 from ..format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
 from ..storage import ObjectStore
 from ..storage.retry import RetryPolicy
+from .segments import SegmentReader
+from .version import Version
 
 _CACHE_SIZE = 16
 _MAX_POINTER_ATTEMPTS = 1000
@@ -24,7 +32,7 @@ class VersionLog:
     def __init__(self, store: ObjectStore, location: str) -> None:
         self.store = store
         self.location = location
-        self._cache: OrderedDict[int, Manifest] = OrderedDict()
+        self._cache: OrderedDict[int, Version] = OrderedDict()
         self._lock = threading.Lock()
         self.segments = SegmentReader(store)
         """Every version read through this log reads its segments through this one cache."""
@@ -105,12 +113,15 @@ class VersionLog:
                          f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost")
 
     # --- manifests ---------------------------------------------------------------------
-    def create(self, manifest: Manifest) -> None:
-        """The commit point: create-only write of the version's manifest."""
+    def create(self, manifest: Manifest) -> Version:
+        """The commit point: create-only write of the version's manifest; returns it as read
+        through this log."""
         self.store.put_if_absent(manifest_key(manifest.version), manifest.to_json())
-        self._remember(manifest)
+        created = Version.of(manifest, self.segments)
+        self._remember(created)
+        return created
 
-    def manifest(self, version: int) -> Manifest:
+    def manifest(self, version: int) -> Version:
         """One version's manifest: one GET, or none when cached (manifests are immutable)."""
         found = self.find(version)
         if found is not None:
@@ -122,7 +133,7 @@ class VersionLog:
         raise VersionNotFoundError(f"version {version} does not exist in {self.location} "
                                    f"(latest is {latest})")
 
-    def find(self, version: int) -> Manifest | None:
+    def find(self, version: int) -> Version | None:
         """The manifest of ``version``, or None if no such object exists."""
         if version < 0:
             return None
@@ -132,7 +143,7 @@ class VersionLog:
                 return self._cache[version]
         key = manifest_key(version)
         try:
-            manifest = Manifest.from_json(self.store.get(key), key, self.segments)
+            manifest = Version.of(Manifest.from_json(self.store.get(key), key), self.segments)
         except NotFound:
             return None
         if manifest.version != version:
@@ -140,14 +151,14 @@ class VersionLog:
         self._remember(manifest)
         return manifest
 
-    def latest(self) -> tuple[Manifest, Pointer]:
+    def latest(self) -> tuple[Version, Pointer]:
         pointer = self.pointer()
         return self.manifest(pointer.version), pointer
 
-    def as_of(self, when: datetime) -> Manifest:
+    def as_of(self, when: datetime) -> Version:
         """The version that was current at ``when``: the newest one committed at or before it."""
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
         target_ms = int(when.timestamp() * 1000)
         latest = self.pointer().version
         lo, hi = 0, latest  # invariant: answer in [lo-1, hi]; expired versions form a prefix
@@ -166,10 +177,10 @@ class VersionLog:
                                       "removed by garbage collection")
         return found
 
-    def history(self, limit: int | None = None) -> list[Manifest]:
+    def history(self, limit: int | None = None) -> list[Version]:
         """Manifests from the latest back to the oldest retained, newest first."""
         version = self.pointer().version
-        out = []
+        out: list[Version] = []
         while version >= 0 and (limit is None or len(out) < limit):
             manifest = self.find(version)
             if manifest is None:
@@ -185,7 +196,7 @@ class VersionLog:
             for cached in [v for v in self._cache if v < version]:
                 del self._cache[cached]
 
-    def _remember(self, manifest: Manifest) -> None:
+    def _remember(self, manifest: Version) -> None:
         with self._lock:
             self._cache[manifest.version] = manifest
             self._cache.move_to_end(manifest.version)

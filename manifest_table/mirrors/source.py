@@ -16,7 +16,6 @@ from ..storage.retry import RetryingStore
 from .vectors import Tombstones
 
 
-
 def location_of(store: ObjectStore, uri: str) -> str:
     """The table's absolute location, as the other formats name files: ``file:///abs/dir``
     for a local directory, ``<scheme>://bucket/prefix`` for an object store (``s3``, ``gs``,
@@ -47,7 +46,7 @@ class Source:
         self.tombstones = Tombstones(self.store)
 
     @classmethod
-    def of(cls, log: VersionLog) -> "Source":
+    def of(cls, log: VersionLog) -> Source:
         return cls(log, location_of(log.store, log.location))
 
     def create(self, key: str, data: bytes) -> bool:

@@ -14,26 +14,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..arguments import check_int, check_number
+from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, Rewrite, RewriteOutput, RewriteSource
-from ..commit.loop import CommitInfo, commit
-from ..errors import CorruptTableError, InvalidArgumentError
-from ..format.field_ids import FieldIds
-from ..format.manifest import DataFile, Manifest
-from ..format.pointer import Pointer
-from ..data.file_sets import locate
 from ..data.scan import Scan, Snapshot
-from ..storage import FileIO
 from ..data.tombstones import DeletionVectors
 from ..data.write import MAX_FILE_ROWS, write_data_files
-
-if TYPE_CHECKING:
-    from ..table import Table
+from ..errors import CorruptTableError, InvalidArgumentError
+from ..format.field_ids import FieldIds
+from ..format.manifest import DataFile
+from ..format.pointer import Pointer
+from ..handle import TableHandle
+from ..log.version import Version, locate
+from ..storage import FileIO
 
 log = logging.getLogger("manifest_table.maintenance")
 
@@ -77,7 +76,7 @@ def _live_bytes(f: DataFile) -> float:
     return f.size * f.live_rows / f.rows if f.rows else 0.0
 
 
-def plan_compaction(manifest: Manifest, target_file_size: int,
+def plan_compaction(manifest: Version, target_file_size: int,
                     min_deleted_fraction: float) -> list[CompactionGroup]:
     """Groups to rewrite, from the manifest alone (no data is read).
 
@@ -111,20 +110,20 @@ def plan_compaction(manifest: Manifest, target_file_size: int,
             for b in bins if len(b) > 1 or heavy(b[0])]
 
 
-def rewrite_group(table: "Table", group: CompactionGroup,
+def rewrite_group(handle: TableHandle, group: CompactionGroup,
                   dvs: DeletionVectors) -> tuple[list[DataFile], Rewrite]:
     """Write the group's live rows, in order, into new data files of ``group.output_rows``
     rows (none when no row is live), and describe how their positions map back to the
-    sources. Only ``table.io`` and ``table.write_options`` are used, so this runs wherever a
+    sources. Only ``handle.io`` and ``handle.write_options`` are used, so this runs wherever a
     table handle can be opened."""
     snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
-    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, table.write_options,
+    outputs = write_data_files(handle.io, Scan(snapshot, handle.io).to_batches(), group.schema, handle.write_options,
                                field_ids=group.fields.ids, file_rows=group.output_rows,
                                physical_names=group.fields.physical_names)
     try:
-        return outputs, rewrite_record(table.io, group, outputs)
+        return outputs, rewrite_record(handle.io, group, outputs)
     except BaseException:
-        table.store.delete_unreferenced(f.path for f in outputs)
+        handle.store.delete_unreferenced(f.path for f in outputs)
         raise
 
 
@@ -148,7 +147,7 @@ def rewrite_record(io: FileIO, group: CompactionGroup, outputs: Sequence[DataFil
                    tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files))
 
 
-def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
+def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Pointer,
                       results: Sequence[tuple[Sequence[DataFile], Rewrite]],
                       parameters: dict[str, Any], started: float = 0.0) -> CommitInfo:
     """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
@@ -172,30 +171,30 @@ def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
         "bytes_removed": sum(f.size for f in sources),
         "bytes_added": sum(f.size for f in changes.added),
     }
-    return commit(table._log, base_manifest, pointer, changes, table.commit_options, started)
+    return commit(handle.log, base_manifest, pointer, changes, handle.commit_options, started)
 
 
-def compact(table: "Table", target_file_size: int | None = None,
+def compact(handle: TableHandle, target_file_size: int | None = None,
             min_deleted_fraction: float = 0.2) -> CommitInfo:
     """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
-    target = table.write_options.target_file_size if target_file_size is None else target_file_size
+    target = handle.write_options.target_file_size if target_file_size is None else target_file_size
     started = time.monotonic()
-    base, pointer = table._log.latest()
+    base, pointer = handle.log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)
-    log.info("%s: compacting version %d: %d files in %d groups", table.uri, base.version,
+    log.info("%s: compacting version %d: %d files in %d groups", handle.uri, base.version,
              sum(len(g.files) for g in groups), len(groups))
-    dvs = DeletionVectors(table.store)
+    dvs = DeletionVectors(handle.store)
     results: list[tuple[list[DataFile], Rewrite]] = []
     try:
         for i, group in enumerate(groups, 1):
-            results.append(rewrite_group(table, group, dvs))
-            log.info("%s: rewrote group %d/%d (%d files, %d live rows)", table.uri, i, len(groups),
+            results.append(rewrite_group(handle, group, dvs))
+            log.info("%s: rewrote group %d/%d (%d files, %d live rows)", handle.uri, i, len(groups),
                      len(group.files), group.live_rows)
     except BaseException:
-        table.store.delete_unreferenced(f.path for outputs, _ in results for f in outputs)
+        handle.store.delete_unreferenced(f.path for outputs, _ in results for f in outputs)
         raise
-    info = commit_compaction(table, base, pointer, results, {
+    info = commit_compaction(handle, base, pointer, results, {
         "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)
     if info.committed:
-        log.info("%s: compaction committed as version %d: %s", table.uri, info.version, info.metrics)
+        log.info("%s: compaction committed as version %d: %s", handle.uri, info.version, info.metrics)
     return info

@@ -14,22 +14,28 @@ docs/operations.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Iterable
+from datetime import UTC, datetime, timedelta
 
 from ..arguments import check_bool, check_duration, check_int
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
-from ..format.keys import (DATA_PREFIX, DELTA_LOG_PREFIX, MANIFEST_PREFIX, METADATA_PREFIX, SEGMENT_PREFIX,
-                           TOMBSTONE_PREFIX, is_writer_key)
+from ..format.keys import (
+    DATA_PREFIX,
+    DELTA_LOG_PREFIX,
+    MANIFEST_PREFIX,
+    METADATA_PREFIX,
+    SEGMENT_PREFIX,
+    TOMBSTONE_PREFIX,
+    is_writer_key,
+)
 from ..format.listed_once import ListedPaths
-from ..format.manifest import Manifest, version_of_key
+from ..format.manifest import version_of_key
+from ..handle import TableHandle
+from ..log.version import Version
 from ..log.version_log import VersionLog
 from ..storage import ObjectInfo
-
-if TYPE_CHECKING:
-    from ..table import Table
 
 log = logging.getLogger("manifest_table.maintenance")
 
@@ -114,7 +120,7 @@ def check_retention(retain_versions: int | None, retain_for: timedelta | None, g
             "a version GC expires could lose its commit; force it only if no commit takes that long")
 
 
-def collect_garbage(table: "Table", retain_versions: int | None = None,
+def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
                     retain_for: timedelta | None = timedelta(days=7), grace: timedelta = timedelta(hours=24),
                     dry_run: bool = False, force: bool = False, now: datetime | None = None) -> GCReport:
     """Expire versions no rule retains and delete what no retained version needs (see
@@ -125,23 +131,23 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
     check_bool("dry_run", dry_run)
     # Read the clock before the pointer: an object staged by a commit that lands after we read
     # the pointer is then younger than ``now - grace`` however long this run takes.
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     cutoff = now - grace
-    vlog: VersionLog = table._log
+    vlog: VersionLog = handle.log
     pointer = vlog.pointer()
     latest = vlog.probe_forward(pointer.version)
     if latest > pointer.version and not dry_run:
         vlog.advance_pointer(latest, pointer.etag)
     retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for))
 
-    listed = list(table.store.list(MANIFEST_PREFIX))
+    listed = list(handle.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
     by_rule = retained[-1].version
     expired, young = _split_expired(manifests, by_rule, cutoff)
     # An expired manifest too young to delete stays readable, so its objects stay too.
     retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
     floor = young[0][0] if young else by_rule
-    report = GCReport(table.uri, dry_run, range(floor, latest + 1),
+    report = GCReport(handle.uri, dry_run, range(floor, latest + 1),
                       range(expired[0][0], floor) if expired else range(0),
                       pointer_rolled_forward=latest > pointer.version)
     for v, info in manifests:
@@ -157,7 +163,7 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
     needed = _referenced(retained)
     mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
-        for info in mirrored.get(prefix) or table.store.list(prefix):
+        for info in mirrored.get(prefix) or handle.store.list(prefix):
             if info.key in needed:
                 report.referenced[CATEGORIES[prefix]].add(info)
             elif not is_writer_key(info.key):
@@ -172,19 +178,19 @@ def collect_garbage(table: "Table", retain_versions: int | None = None,
     # next run, never a hole in the versions nor a readable manifest whose files are gone.
     for info in doomed:
         if not dry_run:
-            table.store.delete(info.key)
+            handle.store.delete(info.key)
         report.deleted[_category(info.key)].add(info)
         report.deleted_keys.append(info.key)
     if not dry_run:
         vlog.forget_before(floor)
-    log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", table.uri,
+    log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", handle.uri,
              "would delete" if dry_run else "deleted", len(doomed), _span(report.versions_retained),
              len(report.unknown_keys))
     return report
 
 
-def _retained(vlog: VersionLog, latest: Manifest, now: datetime, retain_versions: int | None,
-              retain_for: timedelta | None) -> list[Manifest]:
+def _retained(vlog: VersionLog, latest: Version, now: datetime, retain_versions: int | None,
+              retain_for: timedelta | None) -> list[Version]:
     """Newest first: the latest manifest, then older ones while a retention rule keeps them."""
     kept = [latest]
     while kept[-1].version > 0:
@@ -199,7 +205,7 @@ def _retained(vlog: VersionLog, latest: Manifest, now: datetime, retain_versions
     return kept
 
 
-def _mirror_objects(vlog: VersionLog, retained: list[Manifest], needed: set[str]) -> dict[str, list[ObjectInfo]]:
+def _mirror_objects(vlog: VersionLog, retained: list[Version], needed: set[str]) -> dict[str, list[ObjectInfo]]:
     """Every object of the mirrors, by prefix in deletion order; adds those the retained
     versions need to ``needed`` (mirrors/expiry.py, imported here: it brings fastavro)."""
     from ..mirrors import expiry
@@ -209,7 +215,7 @@ def _mirror_objects(vlog: VersionLog, retained: list[Manifest], needed: set[str]
     return listed
 
 
-def _keep_mirrored(vlog: VersionLog, retained: list[Manifest]) -> list[Manifest]:
+def _keep_mirrored(vlog: VersionLog, retained: list[Version]) -> list[Version]:
     """``retained``, extended back to the newest version each mirror that is on describes:
     a lagging mirror must not point at files this run would delete (mirrors/expiry.py)."""
     from ..mirrors.expiry import floor
@@ -233,7 +239,7 @@ def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
     return below[:stop], below[stop:]
 
 
-def _referenced(manifests: Iterable[Manifest]) -> set[str]:
+def _referenced(manifests: Iterable[Version]) -> set[str]:
     """Every object key the manifests need: segments, data files, their bitmaps, and the
     bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
     Roots share most segments: each distinct one is read once. A segment entry's bitmap

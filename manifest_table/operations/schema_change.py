@@ -3,10 +3,10 @@
 
 1. Every column has a field id; data files carry them (or are resolved through the name
    mapping, format/field_ids.py), so no change rewrites data.
-2. A change is staged as a ``SchemaChange``: the schema, ids and name mapping the commit
-   moves the table to. ``build.py`` applies it (``Manifest.with_fields``) before the
-   commit's other changes.
-3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change, and
+2. A change is staged as a ``SchemaChange`` (commit/changes.py): the schema, ids and name
+   mapping the commit moves the table to. ``commit/builder.py`` applies it
+   (``Manifest.with_fields``) before the commit's other changes.
+3. Rebasing (commit/conflicts.py): a schema change conflicts with any concurrent schema change, and
    one adding a non-nullable column with any concurrent commit that leaves the table with
    rows; an append written under the old schema carries over when every column it wrote
    still exists with the same or a wider type and every added column is nullable
@@ -15,29 +15,35 @@ New ids are ``last_field_id + 1`` onwards: a dropped column's id is never reused
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..arguments import check_string
-from ..errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
-                     UpgradeRequiredError)
-from ..format.column_types import plain_type, refusal
-from ..format.field_ids import FieldIds, widens
-from ..format.manifest import DataFile, Manifest
+from ..commit import CommitInfo, commit
+from ..commit.changes import Changes, SchemaChange
+from ..errors import InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError, UpgradeRequiredError
+from ..format.column_types import plain_type, refusal, widens
+from ..format.field_ids import FieldIds
+from ..format.manifest import Manifest
 from ..format.schema import check_schema
+from ..handle import TableHandle
 
 
-@dataclass(frozen=True)
-class SchemaChange:
-    """Where a commit moves the table's schema."""
+def update_schema(handle: TableHandle) -> SchemaUpdate:
+    """See ``Table.update_schema``: the block's changes, staged on the latest version, commit
+    as one version on a clean exit."""
+    base, pointer = handle.log.latest()
+    started = time.monotonic()
 
-    fields: FieldIds
-    last_field_id: int
-    steps: tuple[str, ...]
-    """Each change, as ``history()`` shows it (``parameters["schema_changes"]``)."""
+    def commit_change(change: SchemaChange) -> CommitInfo:
+        changes = Changes(operation="update_schema", schema=change,
+                          parameters={"schema_changes": list(change.steps)})
+        return commit(handle.log, base, pointer, changes, handle.commit_options, started)
+    return SchemaUpdate(base, commit_change)
 
 
 class SchemaUpdate:
@@ -60,7 +66,7 @@ class SchemaUpdate:
         """What the commit returned (a ``CommitInfo``), once the block has exited."""
 
     # --- the changes ---------------------------------------------------------------------
-    def add_column(self, name: str, type: pa.DataType, nullable: bool = True) -> "SchemaUpdate":
+    def add_column(self, name: str, type: pa.DataType, nullable: bool = True) -> SchemaUpdate:
         """A new column, null in every existing row (so it must be nullable unless the table
         has no rows: there is no default value)."""
         _check_name(name)
@@ -77,7 +83,7 @@ class SchemaUpdate:
         self._steps.append(f"add_column {name} {type}{'' if nullable else ' not null'}")
         return self
 
-    def rename_column(self, old: str, new: str) -> "SchemaUpdate":
+    def rename_column(self, old: str, new: str) -> SchemaUpdate:
         i = self._index(old)
         _check_name(new)
         if self._find(new) is not None:
@@ -87,7 +93,7 @@ class SchemaUpdate:
         self._steps.append(f"rename_column {old} -> {new}")
         return self
 
-    def drop_column(self, name: str) -> "SchemaUpdate":
+    def drop_column(self, name: str) -> SchemaUpdate:
         """Remove a column; its data stays in the files but is never read again (its id is
         retired, so a later column of the same name is a new column)."""
         i = self._index(name)
@@ -97,7 +103,7 @@ class SchemaUpdate:
         self._steps.append(f"drop_column {name}")
         return self
 
-    def widen(self, name: str, new_type: pa.DataType) -> "SchemaUpdate":
+    def widen(self, name: str, new_type: pa.DataType) -> SchemaUpdate:
         """Widen a column's type (int8 -> int16 -> int32 -> int64, float32 -> float64, a decimal's
         precision up at the same scale); files keep the old type and are cast on read."""
         i = self._index(name)
@@ -110,7 +116,7 @@ class SchemaUpdate:
         self._steps.append(f"widen {name} {f.type} -> {new_type}")
         return self
 
-    def set_nullable(self, name: str) -> "SchemaUpdate":
+    def set_nullable(self, name: str) -> SchemaUpdate:
         i = self._index(name)
         fid, f = self._columns[i]
         self._columns[i] = (fid, f.with_nullable(True))
@@ -125,13 +131,13 @@ class SchemaUpdate:
         schema = pa.schema([f for _, f in self._columns], metadata=self._base.schema.metadata)
         if ids == base.ids and schema.equals(base.schema):
             return None
-        mapping = dict(base.name_mapping if base.evolved else zip(base.schema.names, base.ids))
+        mapping = dict(base.name_mapping) if base.name_mapping is not None else dict(zip(base.schema.names, base.ids))
         for fid, f in self._columns:
             if fid not in mapping.values():
                 mapping[_free_name(f.name, fid, mapping)] = fid
         return SchemaChange(FieldIds(schema, ids, mapping), self._last, tuple(self._steps))
 
-    def __enter__(self) -> "SchemaUpdate":
+    def __enter__(self) -> SchemaUpdate:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -178,31 +184,6 @@ def _schema_of(data: Any) -> pa.Schema:
         return pa.Schema.from_pandas(data, preserve_index=False)
     raise SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
                               "RecordBatchReader, a pandas DataFrame, or a list of dicts")
-
-
-def carry_files(files: Sequence[DataFile], old: FieldIds, new: FieldIds, what: str) -> list[DataFile]:
-    """Files written under ``old``, for a commit that now lands on ``new``: their stats keyed
-    by the new names. ``CommitConflictError`` (``what`` says who changed the schema) when
-    the new schema would lose or misread what they hold."""
-    new_fields = dict(zip(new.ids, new.schema))
-    problems = []
-    for fid, f in zip(old.ids, old.schema):
-        now = new_fields.get(fid)
-        if now is None:
-            problems.append(f"dropped column {f.name!r}")
-        elif not widens(f.type, now.type):
-            problems.append(f"changed column {f.name!r} from {f.type} to {now.type}")
-        elif f.nullable and not now.nullable:
-            problems.append(f"made column {f.name!r} non-nullable")
-    problems += [f"added non-nullable column {f.name!r}" for fid, f in new_fields.items()
-                 if fid not in old.ids and not f.nullable]
-    if problems and files:
-        raise CommitConflictError(f"{what} changed the schema this commit's files were written with: "
-                                  f"{'; '.join(problems)}; retry the write against the new schema")
-    names = {f.name: new_fields[fid].name for fid, f in zip(old.ids, old.schema) if fid in new_fields}
-    return [replace(f, stats={names[n]: s for n, s in f.stats.items() if n in names},
-                    encoded_stats=None if f.encoded_stats is None else
-                    {names[n]: s for n, s in f.encoded_stats.items() if n in names}) for f in files]
 
 
 def _free_name(name: str, fid: int, taken: dict[str, int]) -> str:

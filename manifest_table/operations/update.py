@@ -13,21 +13,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..data.scan import POSITION_COLUMN
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, Term, to_expr, to_term
 from ..expressions.arrow import project
-from ..data.scan import POSITION_COLUMN
-
-if TYPE_CHECKING:
-    from ..transaction import Transaction
+from ..format.column_types import assignable, cast_safely
+from .append import append
+from .staging import Staging
 
 
 def bind_assignments(assignments: Any, schema: pa.Schema) -> dict[str, Term]:
@@ -40,25 +40,24 @@ def bind_assignments(assignments: Any, schema: pa.Schema) -> dict[str, Term]:
     return {name: to_term(value).bind(schema) for name, value in assignments.items()}
 
 
-def update(tx: "Transaction", assignments: Any, where: str | Expr | None) -> int:
-    """Stage step 1-4 in ``tx``; returns the number of rows updated."""
-    schema = tx.scan().schema
+def update(staging: Staging, assignments: Any, where: str | Expr | None) -> int:
+    """Stage steps 1-4; returns the number of rows updated."""
+    schema = staging.scan().schema
     terms = bind_assignments(assignments, schema)
     expr = to_expr(where)
     expr = expr.bind(schema) if expr is not None else None
     positions: dict[str, BitMap] = {}
 
     def new_rows() -> Iterator[pa.RecordBatch]:
-        for file, rows in tx.scan(where=expr).matching_rows():
+        for file, rows in staging.scan(where=expr).matching_rows():
             positions[file.path] = BitMap(rows.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
             yield from assigned(rows.drop_columns([POSITION_COLUMN]), terms, schema).to_batches()
 
-    tx.append(pa.RecordBatchReader.from_batches(schema, new_rows()))
-    updated = tx._stage_deletes(positions.items())
-    tx._changes.serialize_against(expr)
-    tx._changes.parameters.setdefault("updates", []).append(
-        {"set": {name: str(term) for name, term in terms.items()}, "where": None if expr is None else str(expr)})
-    tx._record("update", rows_updated=updated)
+    append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()))
+    updated = staging.stage_deletes(positions.items())
+    staging.serialize_against(expr)
+    staging.record("update", ("updates", {"set": {name: str(term) for name, term in terms.items()},
+                                          "where": None if expr is None else str(expr)}), rows_updated=updated)
     return updated
 
 
@@ -75,23 +74,8 @@ def assigned(rows: pa.Table, terms: dict[str, Term], schema: pa.Schema) -> pa.Ta
     for field in schema:
         column = computed.column(field.name)
         if column.type != field.type:
-            if not _storable(column.type, field.type):
-                raise InvalidArgumentError(f"update cannot store {terms[field.name]} (of type {column.type}) "
-                                           f"in column {field.name!r} of type {field.type}")
-            try:
-                column = column.cast(field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise InvalidArgumentError(f"update cannot store {terms[field.name]} (of type {column.type}) "
-                                           f"in column {field.name!r} of type {field.type}: {exc}") from None
+            column = cast_safely(column, field.type, assignable, InvalidArgumentError,
+                                 f"update cannot store {terms[field.name]} (of type {column.type}) in column "
+                                 f"{field.name!r} of type {field.type}")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _storable(value: pa.DataType, column: pa.DataType) -> bool:
-    """Stored by a (checked) cast: a number into any number column, a null anywhere, a
-    string into a string column, a timestamp into a timestamp column; never a number into
-    a string column or a string parsed into a date, which SQL engines disagree on."""
-    t = pa.types
-    kinds = (lambda x: t.is_integer(x) or t.is_floating(x) or t.is_decimal(x),
-             lambda x: t.is_string(x) or t.is_large_string(x), t.is_timestamp, t.is_date)
-    return t.is_null(value) or any(kind(value) and kind(column) for kind in kinds)

@@ -20,7 +20,8 @@ appended, in one commit whose cost follows the source, not the table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,14 +29,13 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_choice, check_columns
+from ..data.ingest import batches_of
+from ..data.scan import POSITION_COLUMN
 from ..errors import DuplicateKeyError, InvalidArgumentError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
-from ..data.ingest import batches_of
-from ..data.scan import POSITION_COLUMN
-
-if TYPE_CHECKING:
-    from ..transaction import Transaction
+from .append import append
+from .staging import Staging
 
 WHEN_MATCHED = ("update", "ignore")
 WHEN_NOT_MATCHED = ("insert", "ignore")
@@ -66,12 +66,12 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
     return keys
 
 
-def upsert(tx: "Transaction", data: Any, on: Sequence[str], when_matched: str,
+def upsert(staging: Staging, data: Any, on: Sequence[str], when_matched: str,
            when_not_matched: str) -> UpsertCounts:
-    """Stage steps 1-4 in ``tx``."""
+    """Stage steps 1-4."""
     check_choice("when_matched", when_matched, WHEN_MATCHED)
     check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
-    schema = tx.scan().schema
+    schema = staging.scan().schema
     keys = check_keys(on, schema)
     source = pa.Table.from_batches(list(batches_of(data, schema)), schema)
     valid = _all_valid(source, keys)
@@ -82,7 +82,7 @@ def upsert(tx: "Transaction", data: Any, on: Sequence[str], when_matched: str,
     replacing: list[pa.ChunkedArray] = []
     if where is not None:
         probe = keyed.select(keys).append_column(_SOURCE_ROW, pa.array(np.flatnonzero(valid)))
-        for file, rows in tx.scan(columns=keys, where=PruneOnly(where)).matching_rows():
+        for file, rows in staging.scan(columns=keys, where=PruneOnly(where)).matching_rows():
             matched = rows.join(probe, keys=keys, join_type="inner")
             if matched.num_rows:
                 positions[file.path] = BitMap(matched.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
@@ -96,21 +96,20 @@ def upsert(tx: "Transaction", data: Any, on: Sequence[str], when_matched: str,
         unmatched[matched_rows] = False
         parts.append(source.filter(pa.array(unmatched)))
     new_rows = pa.concat_tables(parts) if parts else schema.empty_table()
-    tx.append(new_rows)
-    return stage_replacements(tx, positions, where, keys, when_matched, when_not_matched, new_rows.num_rows)
+    append(staging, new_rows)
+    return stage_replacements(staging, positions, where, keys, when_matched, when_not_matched, new_rows.num_rows)
 
 
-def stage_replacements(tx: "Transaction", positions: dict[str, BitMap], where: Expr | None, keys: list[str],
+def stage_replacements(staging: Staging, positions: dict[str, BitMap], where: Expr | None, keys: list[str],
                        when_matched: str, when_not_matched: str, rows_written: int) -> UpsertCounts:
     """Step 4 once the new rows are staged (here, or written by Spark): delete the matched
     positions, serialize against the key filter, record the counts."""
-    updated = tx._stage_deletes(positions.items()) if when_matched == "update" else 0
+    updated = staging.stage_deletes(positions.items()) if when_matched == "update" else 0
     if where is not None:
-        tx._changes.serialize_against(where)
+        staging.serialize_against(where)
     counts = UpsertCounts(updated, rows_written - updated)
-    tx._changes.parameters.setdefault("upserts", []).append(
-        {"on": keys, "when_matched": when_matched, "when_not_matched": when_not_matched})
-    tx._record("upsert", **counts._asdict())
+    staging.record("upsert", ("upserts", {"on": keys, "when_matched": when_matched,
+                                          "when_not_matched": when_not_matched}), **counts._asdict())
     return counts
 
 

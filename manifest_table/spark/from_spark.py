@@ -7,6 +7,8 @@ three-valued logic, so ``Not`` maps onto ``Not``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from pyspark.sql import datasource as sds
 
@@ -28,7 +30,8 @@ def from_spark_filter(spark_filter: sds.Filter, schema: pa.Schema) -> Expr | Non
     if isinstance(spark_filter, sds.Not):
         child = from_spark_filter(spark_filter.child, schema)
         return None if child is None else Not(child)
-    path = getattr(spark_filter, "attribute", ())
+    path: tuple[str, ...] = getattr(spark_filter, "attribute", ())
+    value: Any = getattr(spark_filter, "value", None)
     if len(path) != 1 or schema.get_field_index(path[0]) < 0:
         return None  # a nested field, or a column we do not have
     name, kind = path[0], type(spark_filter)
@@ -38,11 +41,11 @@ def from_spark_filter(spark_filter: sds.Filter, schema: pa.Schema) -> Expr | Non
         if not same_in_spark(schema.field(name).type):
             return None
         if kind in _COMPARISONS:
-            return Comparison(name, _COMPARISONS[kind], spark_filter.value).bind(schema)
+            return Comparison(name, _COMPARISONS[kind], value).bind(schema)
         if kind is sds.In:
-            return In(name, tuple(spark_filter.value)).bind(schema)
+            return In(name, tuple(value)).bind(schema)
         if kind in _LIKE_PATTERNS:
-            return Like(name, _LIKE_PATTERNS[kind].format(_escape_like(spark_filter.value))).bind(schema)
+            return Like(name, _LIKE_PATTERNS[kind].format(_escape_like(value))).bind(schema)
     except InvalidFilterError:
         return None  # e.g. a null in an IN list or a literal type we do not compare with
     return None

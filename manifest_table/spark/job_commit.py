@@ -5,14 +5,13 @@ task runs, the table created at commit when missing, and cleanup of a job that f
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from ..commit.loop import CommitInfo
-from ..errors import (InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError,
-                      TableNotFoundError)
+from ..commit import CommitInfo
+from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
@@ -79,7 +78,7 @@ class TableCommit:
             table = self.location.open()
             first = 0 if self.base_version is None else self.base_version + 1
             # Past the pointer too: a commit whose pointer step failed has landed all the same.
-            latest = table._log.probe_forward(table.version)
+            latest = table.log.probe_forward(table.version)
             return any(paths & table.manifest(v).file_map().keys() for v in range(first, latest + 1))
         except TableNotFoundError:
             return False

@@ -10,17 +10,18 @@ SparkContext is needed, so this runs over Spark Connect."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..data.scan import Snapshot
 from ..expressions import Expr
 from ..format.manifest import DataFile
-from ..data.scan import Snapshot
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
 from .options import TableLocation
 from .to_spark import narrowing, quoted

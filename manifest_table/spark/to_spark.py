@@ -77,7 +77,7 @@ def _fits(value: object, arrow_type: pa.DataType) -> bool:
             return False
         return True
     if pa.types.is_decimal(arrow_type):
-        return isinstance(value, Decimal) and -value.as_tuple().exponent <= arrow_type.scale \
+        return isinstance(value, Decimal) and -int(value.as_tuple().exponent) <= arrow_type.scale \
             and len(value.as_tuple().digits) <= arrow_type.precision
     if pa.types.is_floating(arrow_type):
         return type(value) is float

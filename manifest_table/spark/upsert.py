@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..arguments import check_choice
-from ..commit.loop import CommitInfo
+from ..commit import CommitInfo
 from ..errors import DuplicateKeyError
 from ..expressions import Expr
 from ..operations.upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
@@ -83,7 +84,7 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
                                                   snapshot.fields, table.write_options)] if parts else []
             tx.add_files(written)
             positions = _positions(matched, scan.plan_files()) if when_matched == "update" else {}
-            stage_replacements(tx, positions, where, keys, when_matched, when_not_matched,
+            stage_replacements(tx.staging, positions, where, keys, when_matched, when_not_matched,
                                sum(f.rows for f in written))
         finally:
             source.unpersist()

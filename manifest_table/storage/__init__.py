@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from ..arguments import check_location, check_unicode

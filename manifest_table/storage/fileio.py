@@ -11,8 +11,9 @@ object makes the read fail with ``CorruptTableError``, never return other bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds

@@ -153,7 +153,7 @@ def run_size(work: str, files: int, repeat: int) -> dict[str, Any]:
         f"id = {(k % REAL_FILES) * REAL_ROWS + k // REAL_FILES}"), repeat)
     started = time.perf_counter()
     latest = table.manifest()
-    src = Source.of(table._log)
+    src = Source.of(table.log)
     delta.write_checkpoint(src, latest)  # the version has one already: this measures writing it
     result["delta_checkpoint"] = {"seconds": round(time.perf_counter() - started, 2),
                                   "bytes": (Path(root) / delta.checkpoint_key(latest.version)).stat().st_size}
