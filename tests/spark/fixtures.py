@@ -1,6 +1,6 @@
 """One local SparkSession for the whole test session (starting a JVM costs ~15 s), and helpers
 to compare what Spark reads with what the Python API reads. Load with
-``pytest_plugins = ["tests.spark_fixtures"]``."""
+``pytest_plugins = ["tests.spark.fixtures"]``."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ our table and both mirrors stay readable (by pyiceberg and deltalake), the commi
 the next sync brings the mirrors up to date.
 
 Only the calls on the mirrors' objects are failed here (our own commit's calls are
-tests/test_fault_matrix.py's). By default: a delete, with crashes after a call and lost responses (about 25 s);
+tests/protocol/test_fault_matrix.py's). By default: a delete, with crashes after a call and lost responses (about 25 s);
 ``MT_MIRROR_FAULTS=all`` adds an append and every fault kind (about 2 minutes)."""
 
 from __future__ import annotations

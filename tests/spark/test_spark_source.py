@@ -13,9 +13,9 @@ import pytest
 import manifest_table as mt
 from manifest_table.errors import InvalidArgumentError
 from manifest_table.spark.options import SourceOptions
-from tests.spark_fixtures import sorted_rows
+from tests.spark.fixtures import sorted_rows
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("i32", pa.int32()), ("name", pa.string()), ("s", pa.string()),

@@ -15,7 +15,7 @@ from manifest_table.spark.options import SourceOptions
 from manifest_table.spark.schema import spark_schema
 from manifest_table.spark.writer import StreamWriter, streaming_app_id
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 ROWS_PER_FILE = 100

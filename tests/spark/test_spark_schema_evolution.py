@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import manifest_table as mt
 from manifest_table.format.root import FIELD_ID
 from manifest_table.spark import compact, delete, read, write
-from tests.spark_fixtures import sorted_rows
+from tests.spark.fixtures import sorted_rows
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("tag", pa.string()), ("score", pa.float32())])
 

@@ -16,7 +16,7 @@ from manifest_table.spark import read
 from manifest_table.spark.schema import native_readable
 from tests.column_types import SUPPORTED, values
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 
 def at_spark_precision(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -11,9 +11,9 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import DuplicateKeyError
-from tests.spark_fixtures import sorted_rows
+from tests.spark.fixtures import sorted_rows
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 from manifest_table.spark import upsert  # noqa: E402 - after spark_fixtures' importorskip
 

@@ -19,7 +19,7 @@ from manifest_table.spark.native_compact import rewrite_groups
 from manifest_table.spark.options import TableLocation
 from tests.test_realistic_sizes import SCHEMA, realistic
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 
 def live_bytes(files: tuple[DataFile, ...]) -> float:

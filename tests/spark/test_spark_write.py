@@ -19,9 +19,9 @@ from manifest_table.spark import compact, delete
 from manifest_table.spark.options import SourceOptions
 from manifest_table.spark.schema import spark_schema
 from manifest_table.spark.writer import BatchWriter
-from tests.spark_fixtures import failing_at_marker, sorted_rows
+from tests.spark.fixtures import failing_at_marker, sorted_rows
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
                     ("ts", pa.timestamp("us", "UTC"))])
@@ -251,7 +251,7 @@ def test_maintenance_job_under_spark_submit(tmp_path: Path):
         for k in range(3):
             t.append(rows(10 * k, 10 * (k + 1)))
         t.delete("id < 5")
-    script = Path(__file__).resolve().parents[1] / "gc" / "maintain_spark.py"
+    script = Path(__file__).resolve().parents[2] / "gc" / "maintain_spark.py"
     result = subprocess.run(
         [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(script),
          str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0"],

@@ -26,7 +26,7 @@ pytest.importorskip("pyspark")
 
 import manifest_table as mt  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
                     ("ts", pa.timestamp("us", "UTC"))])
 
@@ -62,7 +62,7 @@ def test_read_write_delete_compact_over_spark_connect(tmp_path: Path):
         env.pop(name, None)
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "tests.test_spark_connect", uri], cwd=ROOT, env=env,
+        done = subprocess.run([sys.executable, "-m", "tests.spark.test_spark_connect", uri], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=100)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the Spark Connect run took over 100 s; its stderr ended with:\n{_tail(exc.stderr)}")
@@ -133,7 +133,7 @@ def _child(uri: str) -> None:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from manifest_table.spark import compact, delete, read, upsert, write
-    from tests.spark_fixtures import sorted_rows
+    from tests.spark.fixtures import sorted_rows
 
     started = time.monotonic()
     spark = _connect_session()

@@ -25,9 +25,9 @@ from manifest_table.spark import compact, delete, read, upsert, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
-from tests.spark_fixtures import failing_at_marker, sorted_rows
+from tests.spark.fixtures import failing_at_marker, sorted_rows
 
-pytest_plugins = ["tests.spark_fixtures"]
+pytest_plugins = ["tests.spark.fixtures"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
                     ("ts", pa.timestamp("us", "UTC")), ("amount", pa.decimal128(10, 2)),
