@@ -213,7 +213,7 @@ def to_timestamp(text: pa.Array, target: pa.TimestampType) -> pa.Array:
 
 def _expect(values: list[Any], kinds: tuple[type, ...], arrow_type: pa.DataType) -> list[Any]:
     """``values`` if each is null or of exactly one of ``kinds`` (so a bool is no integer):
-    judged by the set of types, as ingest.py does, not value by value."""
+    judged by the set of types, as data/ingest.py does, not value by value."""
     wrong = set(map(type, values)) - {type(None), *kinds}
     if wrong:
         value = next(v for v in values if type(v) in wrong)

@@ -35,7 +35,7 @@ class Snapshot:
     version: int
     schema: pa.Schema
     file_set: FileSet | Sequence[DataFile]
-    """The state's files (listing.py); a plain list is taken as it is."""
+    """The state's files (file_sets.py); a plain list is taken as it is."""
     load_deletes: Callable[[DataFile], BitMap]
     """The committed bitmap of a file (what its manifest entry references)."""
     staged_deletes: Mapping[str, BitMap] = field(default_factory=dict)

@@ -279,7 +279,7 @@ def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
 
 def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
     """A deletion-vector reference of a file with ``rows`` rows. Whether the offset and length
-    fit the tombstone object is checked when it is read (tombstones.py)."""
+    fit the tombstone object is checked when it is read (data/tombstones.py)."""
     if type(doc) is not dict:
         raise corrupt(key, at, doc, "a JSON object or null")
     return DeletionVector(

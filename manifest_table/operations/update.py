@@ -8,7 +8,7 @@
    safe cast, streaming into one append (new files hold only the changed rows).
 4. Stage deleting the old positions. The commit is serializable against the condition, as
    ``overwrite(where=...)`` is: a concurrent commit that adds rows the condition may match,
-   or deletes rows this one read, makes it fail (conflicts.py).
+   or deletes rows this one read, makes it fail (commit/conflicts.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ appended, in one commit whose cost follows the source, not the table.
 4. Stage deleting the matched positions and one append of the replacements and the
    unmatched source rows. The commit is serializable against the key filter, as
    ``overwrite(where=...)`` is: a concurrent commit adding rows that may hold one of the
-   keys, or deleting a row this one replaces, makes it fail (conflicts.py).
+   keys, or deleting a row this one replaces, makes it fail (commit/conflicts.py).
 """
 
 from __future__ import annotations
