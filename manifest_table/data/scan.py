@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -113,7 +114,7 @@ class Scan:
             return pa.table({"_": pa.nulls(sum(t.num_rows for t in tables))}).select([])
         return pa.concat_tables(tables)
 
-    def to_pandas(self, **kwargs):  # -> pandas.DataFrame
+    def to_pandas(self, **kwargs: Any) -> Any:  # -> pandas.DataFrame
         return self.to_arrow().to_pandas(**kwargs)
 
     def to_reader(self) -> pa.RecordBatchReader:
