@@ -765,6 +765,24 @@ def test_decimal_literal_beyond_decimal128_precision() -> None:
     assert parse("d IN (1.0000000000000000001, 1)").evaluate(table).to_pylist() == [True, None]
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("d > -10000000000000000000000", [True, True, None]),
+    ("d != -10000000000000000000000", [True, True, None]),
+    ("d < -10000000000000000000000", [False, False, None]),
+    ("d >= -9999999999999999999999.99999999", [True, True, None]),
+    ("d = -9999999999999999999999.99999999", [True, False, None]),
+    ("d < 10000000000000000000000", [True, True, None]),
+    ("d IN (-10000000000000000000000, 1.5)", [False, True, None]),
+])
+def test_decimal_literals_beyond_a_precision_above_28_digits(text: str, expected: list[bool | None]) -> None:
+    """The type's smallest value was negated in Python's default 28-digit context, rounding
+    it past the type's range: these filters raised ArrowInvalid ("precision 31 does not fit")
+    (found by tests/test_differential.py)."""
+    table = pa.table({"d": pa.array([Decimal("-9999999999999999999999.99999999"), Decimal("1.5"), None],
+                                    pa.decimal128(30, 8))})
+    assert parse(text).bind(table.schema).evaluate(table).to_pylist() == expected
+
+
 def test_timestamp_literals_below_the_column_unit() -> None:
     table = pa.table({"t": pa.array([dt.datetime(2024, 1, 1, 0, 0, 1)], pa.timestamp("s"))})
     assert parse("t < TIMESTAMP '2024-01-01 00:00:01.5'").evaluate(table).to_pylist() == [True]

@@ -188,10 +188,11 @@ def _decimal_neighbours(value: Decimal, arrow_type: pa.DataType) -> tuple[pa.Sca
     exact = decimal.Context(prec=2 * arrow_type.precision + 2, rounding=decimal.ROUND_FLOOR)
     quantum = Decimal(1).scaleb(-arrow_type.scale)
     most = exact.subtract(Decimal(1).scaleb(arrow_type.precision - arrow_type.scale), quantum)
+    least = most.copy_negate()  # exact: unary minus would round to the default context's 28 digits
     if value > most:
         return pa.scalar(most, arrow_type), None, False
-    if value < -most:
-        return None, pa.scalar(-most, arrow_type), False
+    if value < least:
+        return None, pa.scalar(least, arrow_type), False
     floor = value.quantize(quantum, context=exact)
     ceiling = floor if floor == value else exact.add(floor, quantum)
     return pa.scalar(floor, arrow_type), pa.scalar(ceiling, arrow_type), floor == value
