@@ -7,6 +7,7 @@ the segments a filter needs, and hostile roots and segments."""
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -177,6 +178,22 @@ def test_a_point_lookup_reads_only_the_segment_its_stats_allow():
     assert store.reset()[("get", "segment")] == 1
     assert fresh.scan().count() == 80
     assert store.reset()[("get", "segment")] == 0  # totals in the root
+
+
+def test_file_entries_read_from_a_segment_pickle_with_their_stats():
+    """The Spark data source ships planned files to its executors by pickling them. Entries
+    read from a segment kept their stats as a view of the whole segment, which holds a lock:
+    pickling failed ("cannot pickle '_thread.lock'"), and Spark reported it as
+    NegativeArraySizeException: -2 for every read of a table whose files sit in segments
+    (found by tests/test_differential_spark.py)."""
+    t = tiny_table()
+    for i in range(6):
+        t.append(rows(range(i * 10, i * 10 + 10)))
+    files = mt.open_table("mem://t", store=t.store.inner).scan(where="id >= 0").plan_files()
+    assert len(t.manifest().index.segments) >= 1 and len(files) == 6
+    copies = pickle.loads(pickle.dumps(files))
+    assert [dict(f.stats) for f in copies] == [dict(f.stats) for f in files]
+    assert sorted(f.stats["id"].min for f in copies) == [0, 10, 20, 30, 40, 50]
 
 
 @pytest.mark.parametrize("kwargs, match", [

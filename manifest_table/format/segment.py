@@ -184,6 +184,11 @@ class _EntryStats(Mapping[str, ColumnStats]):
     def __len__(self) -> int:
         return len(self._segment._names)
 
+    def __reduce__(self) -> tuple[type, tuple[dict[str, ColumnStats]]]:
+        """Pickled as a plain dict of this entry's stats (the Spark data source ships planned
+        files to executors), never with the segment: it is large and holds a lock."""
+        return dict, (dict(self.items()),)
+
 
 def entries_of(files: Sequence[DataFile], schema: pa.Schema, field_ids: Sequence[int]) -> pa.Table:
     """``files`` as segment rows."""
