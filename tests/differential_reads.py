@@ -339,23 +339,28 @@ class Checker:
         for name, path in paths.items():
             self.check(name, Query(version), state, path)
         others = [n for n in paths if n not in ("scan().to_arrow()", "scan().count()", "to_polars")]
-        names = state.schema.names
         floats = {c.name for c in state.columns if pa.types.is_floating(c.type)}
         for n in range(self.filters):
             where = random_filter(self.rng, state.filter_columns())
-            columns = None if self.rng.random() < 0.4 else self.rng.sample(names, self.rng.randint(1, len(names)))
+            columns = self._projection(state)
             for name in ("scan().to_arrow()", "scan().count()", others[(version + n) % len(others)]):
                 if name.startswith("to_duckdb") and floats & parse(where.ours).columns():
                     continue  # DuckDB prunes NaN rows by Parquet footer bounds (duckdb/duckdb#25521)
                 self.check(name, Query(version, columns, where), state, paths[name])
         predicate = simple_leaf(self.rng, state)
-        if predicate is not None:
-            self.check(f"to_polars with filter({polars_expr(predicate)})", Query(version, None, predicate.text),
-                       state, (lambda q: polars_read(reader, Query(q.version), predicate), compare_foreign))
+        if predicate is not None:  # a predicate and a projection pushed down by Polars
+            self.check(f"to_polars with filter({polars_expr(predicate)})",
+                       Query(version, self._projection(state), predicate.text), state,
+                       (lambda q: polars_read(reader, Query(q.version, q.columns), predicate), compare_foreign))
         if as_of is not None:
             moment, shown = as_of
             self.check(f"scan(as_of={moment}) (version {shown})", Query(version), state,
                        (lambda q: reader.scan(as_of=moment).to_arrow(), compare_own))
+
+    def _projection(self, state: State) -> list[str] | None:
+        """All columns, or some in any order."""
+        names = state.schema.names
+        return None if self.rng.random() < 0.4 else self.rng.sample(names, self.rng.randint(1, len(names)))
 
     def _expired(self, reader: Any, version: int) -> None:
         self.reads += 1

@@ -16,20 +16,21 @@ filter_generator.py, with fractional and out-of-range literals) through the scan
 and one other path in turn. Transaction scans and the rows each delete, update and upsert
 change are checked during the history. The Spark sample is tests/test_differential_spark.py.
 
-Seeded `random.Random`, not hypothesis: a case is a whole table, a history and dozens of
-reads (about a second), and its failures are in read paths, not in a small input to
-minimise. Hypothesis would replay a failure only through its example database or a
+Seeded `random.Random`, not hypothesis: a case is a whole table, a history and about two
+hundred reads (one to three seconds), and its failures are in read paths, not in a small
+input to minimise. Hypothesis would replay a failure only through its example database or a
 `@reproduce_failure` blob tied to its version, and its shrinking would re-run whole
 histories hundreds of times; a seed replays one case exactly anywhere, and the test shrinks
 what is cheap to shrink itself: the history ends at the failing step, and a failing filter
 is reduced to its smallest failing part (`Checker._shrink`).
 
 Environment (all optional):
-- `MT_DIFF_CASES` (default 12): cases per run; `MT_DIFF_SECONDS`: keep running new cases
+- `MT_DIFF_CASES` (default 48): cases per run; `MT_DIFF_SECONDS`: keep running new cases
   until that many seconds have passed (a soak; at least `MT_DIFF_CASES` cases).
-- `MT_DIFF_SEED` (default 18): case k of a run has seed `MT_DIFF_SEED + k`, so a failure's
-  seed replays alone with `MT_DIFF_SEED=<seed> MT_DIFF_CASES=1`. `MT_DIFF_SEED=random` picks
-  one (printed, and named in every failure).
+- `MT_DIFF_SEED` (default 18, so that CI runs the same cases every time): case k of a run
+  has seed `MT_DIFF_SEED + k`, so a failure's seed replays alone with
+  `MT_DIFF_SEED=<seed> MT_DIFF_CASES=1`. `MT_DIFF_SEED=random` picks one (printed with the
+  run's size and time, and named in every failure).
 - `MT_DIFF_STEPS` (default 12) steps per history, `MT_DIFF_FILTERS` (default 3) random
   filters per version.
 - `MT_DIFF_SKIP_KINDS`: comma-separated labels of tests/differential_types.py to leave out
@@ -43,14 +44,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases
-from tests.differential_reads import Checker
-from tests.differential_types import KINDS, Shape
-
-duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("duckdb")
 pytest.importorskip("polars")
 
-CASES = int(os.environ.get("MT_DIFF_CASES", "12"))
+from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
+from tests.differential_reads import Checker  # noqa: E402
+from tests.differential_types import KINDS, Shape  # noqa: E402
+
+CASES = int(os.environ.get("MT_DIFF_CASES", "48"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
 
