@@ -19,6 +19,7 @@ import pyarrow as pa
 import manifest_table as mt
 from manifest_table.expressions import parse
 from tests.differential_model import Oracle, State
+from tests.differential_types import map_leaves
 from tests.filter_generator import Text, quoted_name, random_filter, string_literal
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -55,19 +56,7 @@ def canonical(value: Any, loose: bool = False) -> Any:
 def in_utc(t: pa.DataType) -> pa.DataType:
     """``t`` with every zone UTC: the same instants, and Python can hold them all (0001-01-01
     UTC is year 0 in New York, where ``datetime`` overflows)."""
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return pa.timestamp(t.unit, tz="UTC")
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(in_utc(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_type, in_utc(t.item_type))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(in_utc(t.value_type)), t.list_size)
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(in_utc(t.value_type)))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(in_utc(t.value_type)))
-    return t
+    return map_leaves(t, lambda t: pa.timestamp(t.unit, tz="UTC") if pa.types.is_timestamp(t) and t.tz else t)
 
 
 def multiset(rows: list[tuple[Any, ...]] | pa.Table, loose: bool = False) -> Counter:

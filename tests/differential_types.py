@@ -513,21 +513,27 @@ def sort_key(value: Any) -> tuple[int, str]:
     return (value is None, repr(value))
 
 
+def map_leaves(t: pa.DataType, leaf: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``t`` with ``leaf`` applied to every type inside it that is not nested."""
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(map_leaves(f.type, leaf)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(map_leaves(t.key_type, leaf), map_leaves(t.item_type, leaf))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(map_leaves(t.value_type, leaf)), t.list_size)
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(map_leaves(t.value_type, leaf)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(map_leaves(t.value_type, leaf)))
+    return leaf(t)
+
+
 def model_type(t: pa.DataType) -> pa.DataType:
     """The type the model keeps a column in, cast back to the declared type when it answers:
     pyarrow cannot filter view types (no ``take`` kernel for them) and DuckDB cannot load
     decimal256 (its precision here is at most 38, so decimal128 holds it exactly)."""
-    plain_types = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
-    if pa.types.is_decimal256(t):
-        return pa.decimal128(t.precision, t.scale)
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(model_type(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_type, model_type(t.item_type))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(model_type(t.value_type), t.list_size)
-    if pa.types.is_large_list(t):
-        return pa.large_list(model_type(t.value_type))
-    if pa.types.is_list(t):
-        return pa.list_(model_type(t.value_type))
-    return plain_types.get(t, t)
+    def plain_type(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_decimal256(t):
+            return pa.decimal128(t.precision, t.scale)
+        return {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}.get(t, t)
+    return map_leaves(t, plain_type)

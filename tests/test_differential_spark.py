@@ -36,7 +36,7 @@ from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases
 from tests.differential_history import STEPS, History, step_required_column  # noqa: E402
 from tests.differential_model import Oracle, State  # noqa: E402
 from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
-from tests.differential_types import KINDS, Shape  # noqa: E402
+from tests.differential_types import KINDS, Shape, map_leaves  # noqa: E402
 
 pytest_plugins = ["tests.spark_fixtures"]
 
@@ -50,19 +50,7 @@ NATIVE_WRITABLE = {"int8", "int16", "int32", "int64", "float32", "float64", "dec
 
 def microseconds(t: pa.DataType) -> pa.DataType:
     """``t`` with nanosecond timestamps at microseconds (what Spark reads them as)."""
-    if pa.types.is_timestamp(t) and t.unit == "ns":
-        return pa.timestamp("us", tz=t.tz)
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(microseconds(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_type, microseconds(t.item_type))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(microseconds(t.value_type)), t.list_size)
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(microseconds(t.value_type)))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(microseconds(t.value_type)))
-    return t
+    return map_leaves(t, lambda t: pa.timestamp("us", tz=t.tz) if pa.types.is_timestamp(t) and t.unit == "ns" else t)
 
 
 def compare_spark(actual: pa.Table, expected: pa.Table) -> str | None:
