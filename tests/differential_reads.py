@@ -151,12 +151,12 @@ class Query:
         return f"version {self.version}{shown}" + ("" if self.where is None else f" where {self.where.ours}")
 
 
-def scan_of(table: mt.Table, query: Query) -> mt.Scan:  # type: ignore[name-defined]
+def scan_of(table: mt.Table, query: Query) -> mt.Scan:
     return table.scan(columns=query.columns, where=None if query.where is None else query.where.ours,
                       version=query.version)
 
 
-def duckdb_read(table: mt.Table, query: Query, con: Any) -> pa.Table:  # type: ignore[name-defined]
+def duckdb_read(table: mt.Table, query: Query, con: Any) -> pa.Table:
     table.to_duckdb(con, "t", version=query.version)
     columns = "*" if query.columns is None else ", ".join(quoted_name(c) for c in query.columns)
     where = "" if query.where is None else f" WHERE {query.where.duck}"

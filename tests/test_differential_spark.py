@@ -33,7 +33,7 @@ import manifest_table as mt  # noqa: E402
 from manifest_table.spark import read, write  # noqa: E402
 from manifest_table.spark.schema import spark_schema  # noqa: E402
 from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
-from tests.differential_history import STEPS, History, step_required_column  # noqa: E402
+from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
 from tests.differential_model import Oracle, State  # noqa: E402
 from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
 from tests.differential_types import KINDS, Shape, map_leaves  # noqa: E402
@@ -104,7 +104,7 @@ class SparkChecker:
         pass
 
 
-def spark_write_step(spark: Any) -> tuple:
+def spark_write_step(spark: Any) -> Step:
     """Append rows through ``manifest_table.spark.write``: ids from ``spark.range``, one column
     a literal (non-null to Spark's optimizer), the others typed nulls."""
 
