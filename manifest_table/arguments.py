@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import date, datetime, timedelta, timezone
@@ -27,12 +28,14 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     return int(value)
 
 
-def check_number(name: str, value: Any, minimum: float = 0.0) -> float:
-    """A finite real number (not a bool or string) of at least ``minimum``."""
+def check_number(name: str, value: Any, minimum: float = 0.0, *, positive: bool = False) -> float:
+    """A finite real number (not a bool or string) of at least ``minimum`` (above 0 when
+    ``positive``). NaN is refused: every comparison with it is false, so a NaN limit would
+    silently mean no limit."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise InvalidArgumentError(f"{name} must be a finite number, not {_describe(value)}")
-    if value < minimum:
-        raise InvalidArgumentError(f"{name} must be at least {minimum}, not {value}")
+    if value < minimum or (positive and value <= 0):
+        raise InvalidArgumentError(f"{name} must be {'above 0' if positive else f'at least {minimum}'}, not {value}")
     return float(value)
 
 
@@ -57,9 +60,40 @@ def check_duration(name: str, value: Any, optional: bool = False) -> timedelta |
 
 
 def check_string(name: str, value: Any) -> str:
+    """A non-empty string of valid Unicode (``check_unicode``)."""
     if not isinstance(value, str) or not value:
         raise InvalidArgumentError(f"{name} must be a non-empty string, not {_describe(value)}")
+    return check_unicode(name, value)
+
+
+def check_unicode(name: str, value: str) -> str:
+    """``value`` if UTF-8 can encode it. A lone surrogate (``"\\ud800"``, what a decoder with
+    ``surrogateescape`` makes of bytes that are not UTF-8) cannot: it would fail deep inside a
+    write, or be stored as JSON that strict readers refuse."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(f"{name} is not valid Unicode: {value!r} holds the lone surrogate "
+                                   f"{value[exc.start]!r} at position {exc.start} (from bytes that are not "
+                                   "UTF-8?)") from None
     return value
+
+
+def check_location(value: Any) -> str:
+    """A table location: a path, ``file://`` or ``s3://`` URI, as text. An empty or blank one
+    is refused (the empty path is the current directory: ``create_table("")`` made a table
+    wherever the process ran), and so is one with surrounding blanks (``"/data/t "`` would be
+    another directory than ``/data/t``): ``"."`` names the current directory on purpose."""
+    if not isinstance(value, str | os.PathLike) or not isinstance(text := os.fspath(value), str):
+        raise InvalidArgumentError(f"the table location must be a string or a path, not {_describe(value)}")
+    if not text.strip():
+        raise InvalidArgumentError(f"the table location is {'blank' if text else 'empty'} ({text!r}): give a "
+                                   "directory, file:///path or s3://bucket/prefix ('.' for the current directory)")
+    if text != text.strip():
+        raise InvalidArgumentError(f"the table location {text!r} starts or ends with blanks")
+    if "\0" in text:
+        raise InvalidArgumentError(f"the table location {text!r} holds a NUL character")
+    return check_unicode("the table location", text)
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:

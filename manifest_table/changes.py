@@ -26,14 +26,27 @@ class RewriteSource:
     rows: int
     deletes: DeletionVector | None
 
+    @property
+    def live_rows(self) -> int:
+        return self.rows - (self.deletes.cardinality if self.deletes else 0)
+
+
+@dataclass(frozen=True)
+class RewriteOutput:
+    """One file a compaction rewrite wrote, holding the next ``rows`` rows of the rewrite."""
+
+    path: str
+    rows: int
+
 
 @dataclass(frozen=True)
 class Rewrite:
-    """A compaction output: its sources concatenated in order, minus their deleted rows.
-    That order is what lets a concurrent delete's positions be remapped arithmetically.
-    ``output`` is None when no source row was live: nothing can map onto it."""
+    """A compaction rewrite: its sources' live rows concatenated in order, then cut, in that
+    order, into ``outputs`` (none when no source row was live; several when the rows exceed
+    the target size, or a writer splits them). That order is what lets a concurrent delete's
+    positions be remapped arithmetically (``conflicts.remap``)."""
 
-    output: str | None
+    outputs: tuple[RewriteOutput, ...]
     sources: tuple[RewriteSource, ...]
 
 
@@ -94,13 +107,28 @@ class Changes:
 
 
 def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
-    return [{"output": rw.output,
+    """The ``parameters.rewrites`` record (docs/format.md). A rewrite with at most one output
+    keeps the shape of 0.1.0 and 0.2.0 (``output``: a path or null), which those releases
+    read and rebase onto; several outputs take ``outputs``, which they refuse as corrupt
+    rather than remap a delete wrongly."""
+    return [{**({"output": rw.outputs[0].path if rw.outputs else None} if len(rw.outputs) <= 1 else
+                {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}),
              "sources": [{"path": s.path, "rows": s.rows,
                           "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources]}
             for rw in rewrites]
 
 
 def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
-    return [Rewrite(rw["output"], tuple(
-        RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
-        for s in rw["sources"])) for rw in doc]
+    """Decode ``parameters.rewrites`` (validated by ``Manifest.from_json``), either shape."""
+    rewrites = []
+    for rw in doc:
+        sources = tuple(RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
+                        for s in rw["sources"])
+        if "outputs" in rw:
+            outputs = tuple(RewriteOutput(out["path"], out["rows"]) for out in rw["outputs"])
+        elif rw["output"] is not None:  # one output holding every live row of the sources
+            outputs = (RewriteOutput(rw["output"], sum(s.live_rows for s in sources)),)
+        else:
+            outputs = ()
+        rewrites.append(Rewrite(outputs, sources))
+    return rewrites

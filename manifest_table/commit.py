@@ -47,6 +47,8 @@ class CommitOptions:
         check_int("free_retries", self.free_retries, minimum=0)
         for name in ("backoff_base", "backoff_cap", "recheck_after"):
             check_number(name, getattr(self, name))
+        if self.deadline is not None:  # checked here: a commit compares it only after writing its files
+            check_number("deadline", self.deadline, positive=True)
 
 
 def _backoff(losses: int, options: CommitOptions) -> float:

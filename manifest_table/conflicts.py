@@ -16,7 +16,7 @@ from .changes import Changes, Rewrite, rewrites_from_json
 from .errors import CommitConflictError
 from .format.manifest import DataFile, Manifest
 from .listing import diff, locate
-from .schema_evolution import carry_files
+from .schema_evolution import SchemaChange, carry_files
 from .tombstones import DeletionVectors
 
 
@@ -44,6 +44,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
         raise AlreadyCommitted(winner)  # another upgrade won: there is nothing left to do
     if prev.fields != winner.fields:
         _schema_changed(changes, prev, winner)
+    if changes.schema is not None and winner.live_rows:
+        _fail_if_required_added(changes.schema, prev, winner)
     changed = diff(prev, winner)
     gone, touched, new_files = changed.gone, changed.touched, changed.new_files
     own = changes.added_paths()
@@ -68,7 +70,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
             _fail_if({path}, winner, "deleted rows from files this commit removes")
         rw, i = ours[path]
         snapshot = dvs.load(rw.sources[i].deletes) if rw.sources[i].deletes else BitMap()
-        changes.delete_rows(rw.output, remap(dvs.of(after[path]) - snapshot, rw, i, dvs))
+        for output, positions in remap(dvs.of(after[path]) - snapshot, rw, i, dvs).items():
+            changes.delete_rows(output, positions)
 
     theirs = {src.path: (rw, i) for rw in rewrites_from_json(winner.parameters.get("rewrites", []))
               for i, src in enumerate(rw.sources)}
@@ -76,7 +79,8 @@ def rebase(changes: Changes, prev: Manifest, winner: Manifest, dvs: DeletionVect
         if path not in theirs:
             _fail_if({path}, winner, "removed files this commit deletes from")
         rw, i = theirs[path]
-        changes.delete_rows(rw.output, remap(changes.deletes.pop(path), rw, i, dvs))
+        for output, positions in remap(changes.deletes.pop(path), rw, i, dvs).items():
+            changes.delete_rows(output, positions)
     return changes
 
 
@@ -103,17 +107,33 @@ def _schema_changed(changes: Changes, prev: Manifest, winner: Manifest) -> None:
     changes.added = carry_files(changes.added, prev.fields, winner.fields, who)
 
 
-def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> BitMap:
-    """Positions in source ``index`` of ``rewrite`` -> positions in its output file.
-    Rows the rewrite had already dropped are gone and map to nothing."""
-    offset = 0
-    for src in rewrite.sources[:index]:
-        offset += src.rows - (src.deletes.cardinality if src.deletes else 0)
+def _fail_if_required_added(change: SchemaChange, prev: Manifest, winner: Manifest) -> None:
+    """A non-nullable column is only added to a table without rows (there is no value to give
+    the rows it has): the winner now has rows, which would read null in it."""
+    required = [f.name for fid, f in zip(change.fields.ids, change.fields.schema)
+                if fid not in prev.fields.ids and not f.nullable]
+    if required:
+        raise CommitConflictError(f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) "
+                                  f"left the table with {winner.live_rows} rows, which would have no value for the "
+                                  f"non-nullable columns this commit adds: {required}; add them nullable, or retry "
+                                  "on an empty table")
+
+
+def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> dict[str, BitMap]:
+    """Positions in source ``index`` of ``rewrite`` -> positions in its outputs, per output.
+    A row's place in the sources' concatenated live rows is the live rows of the sources
+    before it plus its live rows before it in its source; the outputs cut that sequence in
+    order. Rows the rewrite had already dropped are gone and map to nothing."""
     source = rewrite.sources[index]
     dropped = dvs.load(source.deletes) if source.deletes else BitMap()
     kept = np.asarray((positions - dropped).to_array(), dtype=np.int64)
     dropped_sorted = np.asarray(dropped.to_array(), dtype=np.int64)
-    return BitMap((offset + kept - np.searchsorted(dropped_sorted, kept)).tolist())
+    offset = sum(src.live_rows for src in rewrite.sources[:index])
+    placed = offset + kept - np.searchsorted(dropped_sorted, kept)
+    ends = np.cumsum([out.rows for out in rewrite.outputs], dtype=np.int64)
+    which = np.searchsorted(ends, placed, side="right")  # the output whose range holds each row
+    return {rewrite.outputs[k].path: BitMap((placed[which == k] - (ends[k] - rewrite.outputs[k].rows)).tolist())
+            for k in np.unique(which).tolist()}
 
 
 def _fail_if(paths: set[str], winner: Manifest, what: str) -> None:

@@ -53,6 +53,8 @@ def _from_pandas(frame: Any, schema: pa.Schema) -> pa.Table:
         table = pa.Table.from_pandas(frame, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatchError(f"the DataFrame does not convert to Arrow: {exc}") from None
+    except UnicodeEncodeError as exc:
+        raise _not_unicode("the DataFrame", exc) from None
     return _whole_floats_to_integers(table, schema)
 
 
@@ -103,7 +105,16 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
             arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise SchemaMismatchError(f"column {field.name!r} ({field.type}): {exc}") from None
+        except UnicodeEncodeError as exc:
+            raise _not_unicode(f"column {field.name!r}", exc) from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _not_unicode(where: str, exc: UnicodeEncodeError) -> SchemaMismatchError:
+    """A string Arrow cannot hold: one with a lone surrogate (``"\\ud800"``), which UTF-8
+    cannot encode."""
+    return SchemaMismatchError(f"{where} holds a string that is not valid Unicode: {exc.object!r} has the lone "
+                               f"surrogate {exc.object[exc.start:exc.end]!r}")
 
 
 def _check_column(column: str, values: list[Any], arrow_type: pa.DataType) -> None:

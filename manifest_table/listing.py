@@ -66,7 +66,9 @@ class VersionFiles:
             return _may_match(manifest.tail, where)
         parts: list[Sequence[DataFile]] = []
         summaries = [s for s in index.segments if where is None or where.may_match(s.stats.get)]
-        for segment in manifest.segments(summaries):
+        segments = list(manifest.segments(summaries))
+        manifest.check_listed_once([s.listed for s in segments])
+        for segment in segments:
             chosen = segment.candidates(where, index.deletes)
             if where is None:
                 parts.append(_Entries(segment, chosen, index.deletes))
@@ -216,9 +218,10 @@ def _outside(manifest: Manifest, shared: set[str]) -> dict[str, DataFile]:
     """The entries of ``manifest`` outside the segments in ``shared``."""
     index = manifest.index
     assert index is not None
+    segments = [manifest.segment(s.path) for s in index.segments if s.path not in shared]
+    manifest.check_listed_once([s.listed for s in segments])
     out = {}
-    for summary in index.segments:
-        if summary.path not in shared:
-            out.update((f.path, f) for f in manifest.segment(summary.path).files(None, index.deletes))
+    for segment in segments:
+        out.update((f.path, f) for f in segment.files(None, index.deletes))
     out.update((f.path, f) for f in manifest.tail)
     return out

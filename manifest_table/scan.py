@@ -20,6 +20,7 @@ from .errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from .expressions import ColumnStats, Expr
 from .format.field_ids import FieldIds, plain
 from .format.manifest import DataFile
+from .format.stats import leaf_columns
 from .listing import FileSet, ListedFiles
 from .storage import FileIO
 
@@ -214,10 +215,11 @@ class Scan:
         fields = self.snapshot.fields
         assert fields is not None
         sources = fields.sources(fragment.physical_schema, needed)
+        leaves = leaf_columns(fragment.physical_schema)
         starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
         groups = [i for i in range(meta.num_row_groups)
                   if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-                  and (where is None or where.may_match(_row_group_stats(meta, i, file, sources)))]
+                  and (where is None or where.may_match(_row_group_stats(meta.row_group(i), leaves, file, sources)))]
         if not groups:
             return None
         if len(groups) < meta.num_row_groups:
@@ -256,23 +258,18 @@ def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterat
         offset = end
 
 
-def _row_group_stats(meta: pq.FileMetaData, index: int, file: DataFile,
+def _row_group_stats(group: pq.RowGroupMetaData, leaves: Mapping[str, int], file: DataFile,
                      sources: Mapping[str, str]) -> Callable[[str], ColumnStats | None]:
     """Parquet footer stats of one row group, as ``ColumnStats`` keyed by table column name
-    (``sources``: table column -> the file's column; one the file lacks is unknown).
+    (``sources``: table column -> the file's column; ``leaves``: the file's flat columns ->
+    their leaf chunks, ``stats.leaf_columns``; a column the file lacks is unknown).
     Each bound is trusted only where the file's own stats have it: Parquet writers leave NaN
     out of a float max (SQL sorts NaN above every number), and our file stats record NaN by
     having no max; they also drop long strings, whose footer bounds may be truncated.
     Footer bounds of zoned timestamps are UTC datetimes already, as ours are."""
-    group = meta.row_group(index)
-    by_name = {}
-    for j in range(group.num_columns):
-        column = group.column(j)
-        by_name[column.path_in_schema] = column
-
     def lookup(name: str) -> ColumnStats | None:
-        column = by_name.get(sources.get(name, ""))
-        stats = column.statistics if column is not None else None
+        leaf = leaves.get(sources.get(name, ""))
+        stats = group.column(leaf).statistics if leaf is not None else None
         if stats is None:
             return None
         null_count = stats.null_count if stats.has_null_count else None

@@ -6,9 +6,10 @@
 2. A change is staged as a ``SchemaChange``: the schema, ids and name mapping the commit
    moves the table to. ``build.py`` applies it (``Manifest.with_fields``) before the
    commit's other changes.
-3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change; an
-   append written under the old schema carries over when every column it wrote still
-   exists with the same or a wider type and every added column is nullable
+3. Rebasing (conflicts.py): a schema change conflicts with any concurrent schema change, and
+   one adding a non-nullable column with any concurrent commit that leaves the table with
+   rows; an append written under the old schema carries over when every column it wrote
+   still exists with the same or a wider type and every added column is nullable
    (``carry_files``), otherwise it conflicts.
 New ids are ``last_field_id + 1`` onwards: a dropped column's id is never reused."""
 
@@ -20,8 +21,10 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from .arguments import check_string
 from .errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError,
                      UpgradeRequiredError)
+from .format.column_types import plain_type, refusal
 from .format.field_ids import FieldIds, widens
 from .format.manifest import DataFile, Manifest
 from .format.schema import check_schema
@@ -146,8 +149,21 @@ class SchemaUpdate:
         return i
 
 
-def schema_of(data: Any) -> pa.Schema:
-    """The Arrow schema of what ``append`` accepts, to find its new columns."""
+def new_columns(data: Any, schema: pa.Schema) -> list[pa.Field]:
+    """The columns of ``data`` (what ``append`` accepts) that ``schema`` lacks, as the columns
+    ``schema_mode="merge"`` adds: typed by what their values are (a pandas categorical's
+    dictionary type by its value type, format/column_types.py). A column holding only nulls
+    has no type to add: ``SchemaMismatchError``."""
+    fields = [f.with_type(plain_type(f.type)) for f in _schema_of(data) if f.name not in schema.names]
+    untyped = [f.name for f in fields if (found := refusal(f.type)) and pa.types.is_null(found[0])]
+    if untyped:
+        raise SchemaMismatchError(f"new columns {untyped} hold only nulls (or empty lists), so their type is "
+                                  "unknown: add them first with update_schema().add_column(name, type)")
+    return fields
+
+
+def _schema_of(data: Any) -> pa.Schema:
+    """The Arrow schema of what ``append`` accepts."""
     if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return data.schema
     if isinstance(data, list):
@@ -187,5 +203,4 @@ def carry_files(files: Sequence[DataFile], old: FieldIds, new: FieldIds, what: s
 
 
 def _check_name(name: Any) -> None:
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"a column name must be a non-empty string, not {name!r}")
+    check_string("a column name", name)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from .arguments import check_int, check_time, check_version
+from .arguments import check_int, check_location, check_time, check_version
 from .commit import CommitInfo, CommitOptions
 from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
 from .expressions import Expr, to_expr
@@ -271,13 +271,11 @@ def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_optio
                                    f"{sorted(write_keys | commit_keys)}")
     write = WriteOptions(**{k: v for k, v in options.items() if k in write_keys})
     commit = CommitOptions(**{k: v for k, v in options.items() if k in commit_keys})
-    if not isinstance(uri, str | os.PathLike):
-        raise InvalidArgumentError(f"uri must be a string or a path, not {type(uri).__name__}")
+    text = check_location(uri)
     if store is not None and not isinstance(store, ObjectStore):
         raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
     if storage_options is not None and not (isinstance(storage_options, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
-    text = os.fspath(uri)
     return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
 

@@ -22,7 +22,7 @@ from .format.manifest import DataFile, check_new_file
 from .ingest import batches_of
 from .listing import StagedFiles, VersionFiles, locate
 from .scan import Scan, Snapshot
-from .schema_evolution import SchemaUpdate, schema_of
+from .schema_evolution import SchemaUpdate, new_columns
 from .tombstones import DeletionVectors
 from .update import update
 from .upsert import UpsertCounts, upsert
@@ -224,7 +224,7 @@ class Transaction:
 
     def _merge_schema(self, data: Any) -> None:
         current = self._fields().schema
-        new = [f for f in schema_of(data) if f.name not in current.names]
+        new = new_columns(data, current)
         if not new:
             return
         update = SchemaUpdate(self._base, staged=self._changes.schema)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import sys
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,7 +60,7 @@ def new_data_key() -> str:
 
 def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
                      options: WriteOptions = WriteOptions(), max_workers: int | None = None,
-                     field_ids: Sequence[int] | None = None) -> list[DataFile]:
+                     field_ids: Sequence[int] | None = None, file_rows: int | None = None) -> list[DataFile]:
     """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
     rows keep their input order across the returned files. Up to ``max_workers`` files
     (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
@@ -70,12 +71,16 @@ def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.S
     become ``StoreError``. A schema no file could be written in (a table made by another
     writer with a float16 column) fails before any file is started. ``field_ids``: the
     table's, written into the files' Parquet schema so that readers resolve their columns by
-    id (format/field_ids.py)."""
-    check_schema(schema)
+    id (format/field_ids.py). ``file_rows``: cut the files by rows instead of bytes, every
+    file but the last holding exactly that many, and never split the last one to keep a
+    thread busy (compaction: outputs of the sizes it planned, not halves that would be small
+    files again for its next run)."""
+    check_schema(schema, appending=True)
     keys: list[str] = []
     source = _Source(batches)
     try:
-        return _write(io, source, schema, options, keys, max_workers or max(1, os.cpu_count() or 1), field_ids)
+        workers = max_workers or max(1, os.cpu_count() or 1)
+        return _write(io, source, schema, options, keys, workers, field_ids, file_rows)
     except BaseException as exc:
         io.store.delete_unreferenced(keys)
         if isinstance(exc, OSError) and not source.failed:
@@ -105,7 +110,7 @@ class _Source:
 
 
 def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, options: WriteOptions,
-           keys: list[str], workers: int, field_ids: Sequence[int] | None) -> list[DataFile]:
+           keys: list[str], workers: int, field_ids: Sequence[int] | None, file_rows: int | None) -> list[DataFile]:
     """Cut the row groups into files on this thread (where the caller's stream is read) and
     encode the files on ``workers`` threads."""
     flow = _Flow(MAX_BUFFERED)
@@ -125,11 +130,14 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
             if first is not None:
                 dictionary = dictionary_columns(first)
                 encoding = _Encoding(dictionary, delta_columns(schema, dictionary))
-                last = _cut(itertools.chain([first], groups), options.target_file_size, flow, start_file)
+                target = options.target_file_size if file_rows is None else sys.maxsize
+                last = _cut(itertools.chain([first], groups), target, min(file_rows or MAX_FILE_ROWS, MAX_FILE_ROWS),
+                            flow, start_file)
                 # The input has ended: while a thread would stay idle, the second half of the
                 # last file's unencoded row groups becomes a file of its own (an append of one
                 # file's worth or less uses every core too).
-                while sum(not f.done() for f in futures) < workers and (tail := last.split_tail()):
+                while file_rows is None and sum(not f.done() for f in futures) < workers and (
+                        tail := last.split_tail()):
                     last = start_file()
                     last.put_all(tail)
         except _Aborted:
@@ -143,22 +151,24 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     return [f.result() for f in futures]
 
 
-def _cut(groups: Iterator[pa.Table], target: int, flow: _Flow, start_file: Callable[[], _Jobs]) -> _Jobs:
+def _cut(groups: Iterator[pa.Table], target: int, max_rows: int, flow: _Flow,
+         start_file: Callable[[], _Jobs]) -> _Jobs:
     """Queue each row group to its file, in order; return the last file's queue. A file ends
-    once its estimated Parquet size reaches ``target``: its Arrow bytes times the
-    compression ratio measured so far."""
-    group = next(groups)
+    once its estimated Parquet size reaches ``target`` (its Arrow bytes times the
+    compression ratio measured so far) or it holds ``max_rows`` rows: a row group that would
+    take it past them is cut there."""
+    group: pa.Table | None = next(groups)
     while True:
         jobs = start_file()
         try:
             rows = arrow_bytes = 0
-            while group is not None and (rows == 0 or (
-                    flow.estimate(arrow_bytes, target) < target and rows + group.num_rows <= MAX_FILE_ROWS)):
-                flow.take(group.nbytes)
-                jobs.put(group)
-                rows += group.num_rows
-                arrow_bytes += group.nbytes
-                group = next(groups, None)
+            while group is not None and rows < max_rows and (rows == 0 or flow.estimate(arrow_bytes, target) < target):
+                piece, rest = group.slice(0, max_rows - rows), group.slice(max_rows - rows)
+                flow.take(piece.nbytes)
+                jobs.put(piece)
+                rows += piece.num_rows
+                arrow_bytes += piece.nbytes
+                group = rest if rest.num_rows else next(groups, None)
         finally:
             jobs.close()  # on failure too: the file's thread then sees the abort and stops
         if group is None:

@@ -139,6 +139,9 @@ CASES: list[Case] = [
     ("dicts-int-out-of-range", SchemaMismatchError, lambda t: t.append([{"id": 2**64}]), r"column 'id'"),
     ("dicts-unknown-column", SchemaMismatchError, lambda t: t.append([{"id": 1, "nope": 2}]), r"unknown columns \['nope'\]"),
     ("dicts-non-str-key", SchemaMismatchError, lambda t: t.append([{"id": 1, 3: 2}]), r"unknown columns \[3\]"),
+    ("dicts-lone-surrogate", SchemaMismatchError, lambda t: t.append([{"id": 1, "name": "a\ud800"}]), r"column 'name' holds a string that is not valid Unicode: 'a\\ud800'"),
+    ("pandas-lone-surrogate", SchemaMismatchError, lambda t: t.append(_frame(name=pd.Series(["a", "\udcff"], dtype=object))), "the DataFrame holds a string that is not valid Unicode"),
+    ("upsert-lone-surrogate", SchemaMismatchError, lambda t: t.upsert([{"id": 7, "name": "\ud800"}], ["id"]), "not valid Unicode"),
     ("list-of-non-dicts", SchemaMismatchError, lambda t: t.append([1, 2]), "must hold dicts"),
     ("dicts-null-in-required", SchemaMismatchError, lambda t: t.append([{"name": "x"}]), "'id' is not nullable"),
     ("append-str", SchemaMismatchError, lambda t: t.append("id=1"), "cannot write a str"),
@@ -169,6 +172,9 @@ CASES: list[Case] = [
     ("tx-overwrite-fails-after-append", SchemaMismatchError,
      lambda t: _in_tx(t, lambda tx: (tx.append(_rows(300, 310)), tx.overwrite([{"id": "x"}], "id < 50"))), "column 'id'"),
     ("tx-app-id-empty", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.set_app_transaction("", 1)), "app_id must be a non-empty string"),
+    ("tx-app-id-surrogate", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.set_app_transaction("app\ud800", 1)), "app_id is not valid Unicode"),
+    ("add-column-surrogate", InvalidArgumentError, lambda t: t.update_schema().add_column("c\ud800", pa.int64()), "a column name is not valid Unicode"),
+    ("storage-option-surrogate", InvalidArgumentError, lambda t: mt.open_table("s3://bucket/t", storage_options={"region": "\ud800"}), "storage option 'region' is not valid Unicode"),
     ("tx-batch-id-str", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.set_app_transaction("app", "1")), "batch_id must be an integer"),
     ("tx-batch-id-negative", InvalidArgumentError, lambda t: _in_tx(t, lambda tx: tx.set_app_transaction("app", -1)), "batch_id must be at least 0"),
     # --- table options ---------------------------------------------------------------------
@@ -179,9 +185,15 @@ CASES: list[Case] = [
     ("option-max-attempts-zero", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, max_attempts=0), "max_attempts must be at least 1"),
     ("option-backoff-negative", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, backoff_base=-1), "backoff_base must be at least 0"),
     ("option-recheck-str", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, recheck_after="1m"), "recheck_after must be a finite number"),
+    ("option-deadline-str", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, deadline="5").append(_rows(300, 310)), "deadline must be a finite number, not '5'"),
+    ("option-deadline-nan", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, deadline=float("nan")).append(_rows(300, 310)), "deadline must be a finite number, not nan"),
+    ("option-deadline-inf", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, deadline=float("inf")), "deadline must be a finite number"),
+    ("option-deadline-zero", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, deadline=0), "deadline must be above 0"),
+    ("option-backoff-cap-inf", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, backoff_cap=float("inf")), "backoff_cap must be a finite number"),
+    ("option-recheck-nan", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, recheck_after=float("nan")), "recheck_after must be a finite number"),
     ("option-unknown", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, compresion="zstd"), r"unknown table options \['compresion'\]"),
     ("open-store-wrong-type", InvalidArgumentError, lambda t: mt.open_table(t.uri, store="memory"), "store must be an ObjectStore"),
-    ("open-uri-wrong-type", InvalidArgumentError, lambda t: mt.open_table(42, store=t.store), "uri must be a string or a path"),
+    ("open-uri-wrong-type", InvalidArgumentError, lambda t: mt.open_table(42, store=t.store), "the table location must be a string or a path"),
     ("open-storage-options-type", InvalidArgumentError, lambda t: mt.open_table(t.uri, store=t.store, storage_options={"region": 1}), "storage_options must be a dict of strings"),
     ("create-over-existing", TableExistsError, lambda t: mt.create_table(t.uri, SCHEMA, store=t.store), "a table already exists"),
     # --- update and upsert ---------------------------------------------------------------
@@ -212,8 +224,9 @@ def test_bad_input_is_rejected_and_changes_nothing(table: mt.Table, name: str, e
 
 BAD_SCHEMAS = [
     ("float16", pa.schema([("h", pa.float16())]), "column 'h' has type halffloat"),
-    ("interval", pa.schema([("i", pa.month_day_nano_interval())]), "cannot be stored in Parquet"),
-    ("empty-struct", pa.schema([("s", pa.struct([]))]), "cannot be stored in Parquet"),
+    ("interval", pa.schema([("i", pa.month_day_nano_interval())]), "column 'i' has type month_day_nano_interval, "
+     "which tables do not support: Parquet cannot store intervals"),
+    ("empty-struct", pa.schema([("s", pa.struct([]))]), r"column 's' has type struct<>, which Parquet cannot store"),
     ("duplicate-names", pa.schema([("a", pa.int8()), ("a", pa.int8())]), "unique and non-empty"),
     ("empty-name", pa.schema([("", pa.int8())]), "unique and non-empty"),
 ]
@@ -227,6 +240,26 @@ def test_create_table_refuses_unstorable_schemas(tmp_path: Path, kind: str, name
     assert_rejected(store, InvalidArgumentError, lambda: mt.create_table(str(tmp_path / "new"), schema, store=store),
                     match=match)
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("location, match", [
+    ("", "is empty"), (" ", "is blank"), ("\t\n", "is blank"), (" /data/t", "starts or ends with blanks"),
+    ("t ", "starts or ends with blanks"), ("a\0b", "NUL character"), ("t\ud800", "lone surrogate"),
+])
+def test_a_location_that_means_no_directory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      location: str, match: str) -> None:
+    """The empty path is the current directory: ``create_table("")`` made a table wherever
+    the process ran. Refused wherever a location enters, with or without a store."""
+    from manifest_table.maintenance.job import find_tables
+    from manifest_table.storage import store_for_uri
+
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: mt.create_table(location, SCHEMA), lambda: mt.open_table(location),
+                 lambda: mt.create_table(location, SCHEMA, store=MemoryStore()),
+                 lambda: store_for_uri(location), lambda: find_tables(location)):
+        with pytest.raises(InvalidArgumentError, match=f"the table location .*{match}"):
+            call()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_create_table_rejects_a_schema_that_is_not_one(tmp_path: Path) -> None:

@@ -20,11 +20,10 @@ from pyroaring import BitMap
 from manifest_table import Table, col, create_table, open_table
 from manifest_table.errors import CorruptTableError, InvalidArgumentError, ManifestTableError
 from manifest_table.format.manifest import DataFile, DeletionVector
-from manifest_table.storage import LocalStore
-from manifest_table.storage.s3 import S3Store
+from manifest_table.storage import LocalStore, store_for_uri
 from manifest_table.tombstones import MAGIC
 from tests.catalog import assert_rejected
-from tests.conftest import make_store
+from tests.conftest import make_store, store_location
 from tests.crafted import (ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,
                            small_table)
 
@@ -168,6 +167,16 @@ CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], t
         {"path": f"data/{HEX}.parquet", "rows": 5, "deletes": {"path": "../t", "offset": 8, "length": 8,
                                                                "cardinality": 1}}]}]), gc, C,
      r"sources\[0\]\.deletes\.path"),
+    ("rewrite-outputs-dotdot", rewrites([{"outputs": [{"path": f"data/../{HEX}.parquet", "rows": 0}], "sources": []}]),
+     append, C, r"parameters\.rewrites\[0\]\.outputs\[0\]\.path"),
+    ("rewrite-outputs-rows-missing", rewrites([{"outputs": [{"path": f"data/{HEX}.parquet"}], "sources": []}]), gc, C,
+     r"outputs\[0\]\.rows is missing"),
+    ("rewrite-outputs-rows-not-the-live-rows", rewrites([{
+        "outputs": [{"path": f"data/{HEX}.parquet", "rows": 5}],
+        "sources": [{"path": f"data/{HEX}.parquet", "rows": 5,
+                     "deletes": {"path": f"tombstones/{HEX}.roaring", "offset": 8, "length": 8, "cardinality": 1}}],
+    }]), append, C,
+     r"rewrites\[0\]\.outputs is .*expected outputs whose rows add up to the sources' 4 live rows"),
     # item 1: keys from callers --------------------------------------------------------------
     ("add-files-dotdot", None, tx_call(lambda tx: tx.add_files([dv_file(f"data/../{HEX}.parquet")])), I,
      r"add_files: key .*'\.\.'"),
@@ -290,7 +299,8 @@ def test_file_host_uri_writes_nothing_in_the_current_directory(tmp_path: Path,
     assert os.listdir(tmp_path) == []
 
 
-def test_s3_dotdot_location_writes_nothing(s3_uri: str) -> None:
-    bucket = s3_uri.removeprefix("s3://").split("/")[0]
-    assert_rejected(S3Store.from_uri(f"s3://{bucket}"), InvalidArgumentError,
-                    lambda: create_table(f"s3://{bucket}/p/x/../y", SCHEMA), match="'..' segment")
+@pytest.mark.parametrize("kind", ["s3", "seaweedfs", "gcs", "azure"])
+def test_dotdot_location_writes_nothing(kind: str, request: pytest.FixtureRequest) -> None:
+    uri, options = store_location(kind, request)
+    assert_rejected(store_for_uri(uri, options), InvalidArgumentError,
+                    lambda: create_table(f"{uri}/p/x/../y", SCHEMA, storage_options=options), match="'..' segment")

@@ -4,23 +4,26 @@ another writer commit, then commit the compaction, and the reverse), so they are
 
 from __future__ import annotations
 
-import time
-
 import pickle
+import shutil
+import time
 from collections import Counter
 from pathlib import Path
+from dataclasses import replace
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manifest_table import Table, create_table
+from manifest_table import Table, create_table, open_table
 from manifest_table.changes import Rewrite
-from manifest_table.errors import CommitConflictError, InvalidArgumentError
+from manifest_table.errors import CommitConflictError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
-from manifest_table.maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
+from manifest_table.maintenance import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
+                                        rewrite_record)
 from manifest_table.storage import MemoryStore, ObjectStore
 from manifest_table.tombstones import DeletionVectors
 from manifest_table.write import MAX_FILE_ROWS
@@ -28,6 +31,7 @@ from tests.conftest import make_store
 from tests.stores import WrappedStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64())])
+OLD_TABLE = Path(__file__).parent / "data" / "table_written_by_0.2.0"
 TARGET = 1 << 20  # every test file (~1 KiB) is small against it
 
 
@@ -51,7 +55,7 @@ def rows(t: Table, version: int | None = None) -> Counter[tuple[int, int]]:
     return Counter(zip(data.column("id").to_pylist(), data.column("g").to_pylist()))
 
 
-def stage(t: Table, target: int = TARGET) -> tuple[Manifest, object, list[tuple[DataFile | None, Rewrite]]]:
+def stage(t: Table, target: int = TARGET) -> tuple[Manifest, object, list[tuple[list[DataFile], Rewrite]]]:
     """Plan and rewrite a compaction of the latest version, without committing it."""
     base, pointer = t._log.latest()
     dvs = DeletionVectors(t.store)
@@ -120,7 +124,7 @@ def test_groups_travel_to_other_processes(table: Table) -> None:
     (group,) = plan_compaction(table.manifest(), TARGET, 0.2)
     shipped = pickle.loads(pickle.dumps(group))
     assert shipped == group and shipped.schema == SCHEMA
-    output, rewrite = rewrite_group(table, shipped, DeletionVectors(table.store))
+    (output,), rewrite = rewrite_group(table, shipped, DeletionVectors(table.store))
     assert output.rows == 20 and [s.path for s in rewrite.sources] == [f.path for f in group.files]
 
 
@@ -167,6 +171,105 @@ def test_fully_deleted_file_is_removed_without_an_output(table: Table) -> None:
     assert info.metrics == {**info.metrics, "files_removed": 1, "files_added": 0, "rows_dropped": 10}
     assert [f.rows for f in table.manifest().files] == [10] and rows(table) == before
     assert [rw["output"] for rw in info.parameters["rewrites"]] == [None]
+
+
+def test_a_big_file_with_deletes_is_rewritten_into_outputs_near_the_target(table: Table) -> None:
+    """Before, every group became one file whatever its size (the writer was given a target
+    no file reaches), and failed when the writer split it anyway."""
+    append(table, 0, 3000)
+    table.delete("g = 1 OR g = 2")  # 40% of the file
+    (source,) = table.manifest().files
+    info = table.compact(source.size // 4)  # 0.6 of the file live: outputs of about 0.3, near 0.25
+    outputs = table.manifest().files
+    assert info.metrics["files_added"] == len(outputs) == 2 and [f.rows for f in outputs] == [900, 900]
+    assert info.parameters["rewrites"] == [{"outputs": [{"path": f.path, "rows": 900} for f in outputs],
+                                            "sources": info.parameters["rewrites"][0]["sources"]}]
+    assert rows(table) == Counter((i, i % 5) for i in range(3000) if i % 5 not in (1, 2))
+    assert not table.compact(source.size // 4).committed
+
+
+def two_files_with_deletes(t: Table) -> None:
+    """Two files of 1,000 rows with 30% deleted (``gone_after_staging``)."""
+    append(t, 0, 1000)
+    append(t, 1000, 1000)
+    t.delete("g = 1 OR id < 100 OR id >= 1900")
+
+
+def several_outputs(t: Table) -> tuple[Manifest, object, list[tuple[list[DataFile], Rewrite]]]:
+    """``two_files_with_deletes``, staged into outputs of about 230 rows."""
+    target = min(f.size for f in t.manifest().files) // 4
+    staged = stage(t, target)
+    assert [len(outputs) for outputs, _ in staged[2]] == [3, 3]
+    return staged
+
+
+def gone_after_staging(i: int) -> bool:
+    return i % 5 == 1 or i < 100 or i >= 1900
+
+
+def test_deletes_committed_during_a_compaction_with_several_outputs_are_remapped(table: Table) -> None:
+    two_files_with_deletes(table)
+    base, pointer, results = several_outputs(table)
+    table.delete("g = 3 OR id = 150 OR id = 999 OR id = 1000 OR id = 1899")  # rows in every output
+    info = commit_compaction(table, base, pointer, results, {})
+    assert info.committed and len(table.manifest().files) == 6
+    expected = Counter((i, i % 5) for i in range(2000)
+                       if not gone_after_staging(i) and i % 5 != 3 and i not in (150, 999, 1000, 1899))
+    assert rows(table) == expected
+    assert all(f.deletes is not None for f in table.manifest().files)
+
+
+def test_a_delete_staged_before_a_compaction_with_several_outputs_follows_it(table: Table) -> None:
+    two_files_with_deletes(table)
+    with table.transaction() as tx:
+        tx.delete("g = 4 OR id = 100 OR id = 1898")
+        base, pointer, results = several_outputs(table)
+        assert commit_compaction(table, base, pointer, results, {}).committed
+    expected = Counter((i, i % 5) for i in range(2000) if not gone_after_staging(i) and i % 5 != 4
+                       and i not in (100, 1898))
+    assert rows(table) == expected and table.history()[0].operation == "delete"
+
+
+def test_outputs_not_holding_the_live_rows_are_refused_and_only_damage_is_called_corrupt(table: Table) -> None:
+    """The check every engine's rewrite ends in. Once it raised ``CorruptTableError`` when
+    the table was fine and the writer had merely split the output."""
+    filled(table, files=2)
+    table.delete("id = 3")
+    (group,) = plan_compaction(table.manifest(), TARGET, 0.2)
+    outputs, rewrite = rewrite_group(table, group, DeletionVectors(table.store))
+    assert [(out.path, out.rows) for out in rewrite.outputs] == [(outputs[0].path, 19)]
+    with pytest.raises(RuntimeError, match="wrote 18 rows into 2 files, but the manifest counts 19 live rows"):
+        rewrite_record(table.io, group, [replace(outputs[0], rows=9), replace(outputs[0], rows=9)])
+    source = group.files[1]
+    table.store.delete_unreferenced([source.path])
+    with table.io.create(source.path) as sink:  # a damaged source: one row short
+        pq.write_table(pa.table({"id": list(range(9)), "g": [0] * 9}, schema=SCHEMA), sink)
+    damaged = CompactionGroup((group.files[0], replace(source, size=table.store.head(source.path).size)),
+                              group.fields, group.version, TARGET)
+    with pytest.raises(CorruptTableError, match=f"{source.path}: its Parquet footer has 9 rows, the manifest's rows"):
+        rewrite_record(table.io, damaged, [replace(outputs[0], rows=18)])
+
+
+def test_a_delete_rebases_through_a_compaction_recorded_by_0_2_0(tmp_path: Path) -> None:
+    """Releases 0.1.0 and 0.2.0 record one ``output`` per rewrite: a delete staged before such a
+    compaction and committed after it is remapped onto that output (formats are forever)."""
+    root = tmp_path / "t"
+    shutil.copytree(OLD_TABLE, root)
+    compaction = root / "manifest" / "v00000000000000000005.json"
+    assert '"output":"data/' in compaction.read_text()
+    held = compaction.read_bytes()
+    for later in (root / "manifest").glob("v*.json"):
+        if int(later.stem[1:]) >= 5:
+            later.unlink()
+    (root / "_latest_manifest").write_text('{"format_version": 1, "version": 4}')
+    table = open_table(str(root))
+    with table.transaction() as tx:
+        tx.delete("id = 5 OR id = 17 OR id = 29")  # a row of each source of that compaction
+        compaction.write_bytes(held)  # 0.2.0's compaction wins version 5
+    compacted = pq.read_table(OLD_TABLE.parent / "table_written_by_0.2.0.expected" / "v5.parquet")
+    assert table.version == 6 and table.manifest().operation == "delete"
+    assert sorted(table.to_arrow().column("id").to_pylist()) == sorted(
+        set(compacted.column("id").to_pylist()) - {5, 17, 29})
 
 
 # --- concurrent writers -----------------------------------------------------------------
@@ -253,7 +356,7 @@ def test_concurrent_compactions_conflict_and_the_loser_cleans_up(table: Table) -
     commit_compaction(table, *first, {})
     with pytest.raises(CommitConflictError, match="removed files this commit replaces"):
         commit_compaction(table, *second, {})
-    (loser_output,) = [out for out, _ in second[2]]
+    (loser_output,) = [out for outs, _ in second[2] for out in outs]
     assert table.store.head(loser_output.path) is None
     assert sum(rows(table).values()) == 30
 
@@ -277,8 +380,8 @@ def test_overwrite_and_compaction_conflict_in_either_order(table: Table) -> None
 _ops = st.lists(st.one_of(
     st.tuples(st.just("append"), st.integers(1, 25)),
     st.tuples(st.just("delete"), st.integers(0, 6)),
-    st.tuples(st.just("compact"), st.sampled_from([0.1, 0.5, 1.0])),
-    st.tuples(st.just("stage"), st.just(0)),
+    st.tuples(st.just("compact"), st.sampled_from([0.1, 0.5, 1.0, -0.1])),  # < 0: a target that splits files
+    st.tuples(st.just("stage"), st.sampled_from([4096, 300])),
     st.tuples(st.just("commit_staged"), st.just(0)),
 ), min_size=1, max_size=14)
 
@@ -305,9 +408,9 @@ def test_compaction_never_changes_what_any_version_reads(ops: list[tuple[str, fl
             t.delete(f"g = {arg}")
             live = Counter({row: n for row, n in live.items() if row[1] != arg})
         elif op == "compact":
-            t.compact(4096, arg)
+            t.compact(4096 if arg > 0 else 300, abs(arg))
         elif op == "stage":
-            staged.append(stage(t, 4096))
+            staged.append(stage(t, int(arg)))
         elif staged:
             try:
                 commit_compaction(t, *staged.pop(0), {})

@@ -262,3 +262,89 @@ def test_stats_of_the_wrong_type_fail_only_the_reads_that_use_them() -> None:
         with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.d is Decimal\('-Infinity'\)"):
             t.scan(where="d > 1").count()
     assert pa.types.is_string(t.schema.field("name").type)
+
+
+# --- a data file listed twice in one version (format v2) ------------------------------------
+def _segmented(store: ObjectStore) -> Table:
+    """Format v2, five files of ROWS rows: two segments of two, one in the root's tail."""
+    t = create_table("crafted", SCHEMA, store=store,
+                     properties={"tail_limit": 1, "segment_target_files": 2, "max_small_segments": 4})
+    for i in range(5):
+        t.append(rows(range(i * ROWS, (i + 1) * ROWS)))
+    assert [s.files for s in t.manifest().index.segments] == [2, 2] and len(t.manifest().tail) == 1
+    return t
+
+
+def _in_two_segments(t: Table, doc: dict[str, Any]) -> tuple[str, dict[str, int]]:
+    """A copy of the first segment, listed after the others: its files are in two. Returns a
+    file listed twice and what the root's totals would count again."""
+    first = doc["segments"][0]
+    doc["segments"].append({**first, "path": put_object(t, "segments/", ".parquet", t.store.get(first["path"]))})
+    return t.manifest().segment(first["path"]).files()[0].path, {n: first[n] for n in ("files", "rows", "bytes")}
+
+
+def _in_a_segment_and_the_tail(t: Table, doc: dict[str, Any], segment: int = 1) -> tuple[str, dict[str, int]]:
+    f = t.manifest().segment(t.manifest().index.segments[segment].path).files()[1]
+    doc["tail"].append({"path": f.path, "rows": f.rows, "size": f.size, "stats": {}})
+    return f.path, {"files": 1, "rows": f.rows, "bytes": f.size}
+
+
+def _listing_twice(t: Table, place: Any, *, count_twice: bool) -> tuple[str, str]:
+    """Commit a root listing a file twice (``place`` crafts it); ``count_twice``: with totals
+    that count it twice, as a consistent writer of that root would."""
+    doc = latest_doc(t)
+    path, added = place(t, doc)
+    if count_twice:
+        doc["totals"].update({n: doc["totals"][n] + added[n] for n in added})
+    return commit_raw(t, doc), path
+
+
+TWICE = {"two-segments": _in_two_segments, "segment-and-tail": _in_a_segment_and_the_tail}
+READS = {
+    "scan": lambda t: t.to_arrow(),
+    "filtered-scan": lambda t: t.scan(where="id >= 0").to_arrow(),
+    "filtered-count": lambda t: t.scan(where="id >= 0").count(),
+    "listing": lambda t: t.manifest().files,
+    "delete": lambda t: t.delete("id >= 0"),
+    "compaction": lambda t: t.compact(),
+    "gc": lambda t: collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True),
+}
+
+
+@pytest.mark.parametrize("read", READS)
+@pytest.mark.parametrize("place", TWICE)
+def test_a_file_listed_twice_in_a_version_is_refused_by_every_reader(place: str, read: str) -> None:
+    """A file in two segments, or in a segment and the tail, was read twice: a scan returned
+    more rows than count(). Every reader that combines the entries refuses the version."""
+    t = _segmented(MemoryStore())
+    key, path = _listing_twice(t, TWICE[place], count_twice=True)
+    listed = sorted(info.key for info in t.store.list())
+    with pytest.raises(CorruptTableError, match=f"^{key}: data file {path} is listed twice, in "):
+        READS[read](t)
+    assert sorted(info.key for info in t.store.list()) == listed
+
+
+@pytest.mark.parametrize("place", TWICE)
+def test_count_refuses_a_root_whose_totals_count_a_file_once_that_it_lists_twice(place: str) -> None:
+    """count() answers from the root's totals without reading segments: a root whose totals
+    are not the sum over its segments and tail is refused on decode."""
+    t = _segmented(MemoryStore())
+    key, _ = _listing_twice(t, TWICE[place], count_twice=False)
+    with pytest.raises(CorruptTableError, match=rf"^{key}: field totals\.files is 5; expected [67], the sum"):
+        t.scan().count()
+
+
+def test_a_commit_rebasing_onto_a_version_listing_a_file_twice_is_refused() -> None:
+    """The conflict check reads the segments only one of the versions lists: a file the winner
+    lists twice there is found without reading the segments both share."""
+    t = _segmented(MemoryStore())
+    with t.transaction() as tx:
+        tx.delete("id = 1")
+        doc = latest_doc(t)
+        first = doc["segments"][0]
+        doc["segments"][0] = {**first, "path": put_object(t, "segments/", ".parquet", t.store.get(first["path"]))}
+        path, added = _in_a_segment_and_the_tail(t, doc, segment=0)  # in the copy and the tail
+        doc["totals"].update({n: doc["totals"][n] + added[n] for n in added})
+        key = commit_raw(t, doc)
+        with pytest.raises(CorruptTableError, match=f"^{key}: data file {path} is listed twice"):
+            tx.commit()

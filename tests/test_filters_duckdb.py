@@ -40,6 +40,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.expressions import parse
+from manifest_table.format.stats import leaf_columns
 from manifest_table.scan import _row_group_stats
 from tests.filter_generator import FilterColumn, Text, like_pattern, random_filter, same, string_literal
 
@@ -179,7 +180,7 @@ def pieces(table: mt.Table) -> list[Piece]:
         with table.io.open(file.path) as source:
             parquet = pq.ParquetFile(source)
             ids = parquet.read(columns=["id"])["id"].to_numpy()
-            meta = parquet.metadata
+            meta, leaves = parquet.metadata, leaf_columns(parquet.schema_arrow)
         alive = np.ones(len(ids), dtype=bool)
         alive[np.asarray(snapshot.deleted(file).to_array(), dtype=np.int64)] = False
         found.append(Piece(file.path, file.stats.get, set(ids[alive].tolist())))
@@ -187,7 +188,7 @@ def pieces(table: mt.Table) -> list[Piece]:
         for group in range(meta.num_row_groups):
             end = start + meta.row_group(group).num_rows
             # read once: the same for every filter (the files have the table's column names)
-            lookup = _row_group_stats(meta, group, file, {name: name for name in SCHEMA.names})
+            lookup = _row_group_stats(meta.row_group(group), leaves, file, {name: name for name in SCHEMA.names})
             found.append(Piece(f"{file.path} row group {group}", {name: lookup(name) for name in SCHEMA.names}.get,
                                set(ids[start:end][alive[start:end]].tolist())))
             start = end

@@ -163,6 +163,69 @@ def test_duckdb_replaces_its_own_views_never_a_table(tmp_path: Path) -> None:
     assert con.sql("FROM mine").fetchall() == [(42,)]
 
 
+def test_duckdb_refuses_a_view_or_object_of_the_users(tmp_path: Path) -> None:
+    """A view, a registered DataFrame or a table of the user's, in any case or schema, is
+    refused and left as it was: a temporary view of ours would replace or hide it."""
+    table = build(mt.create_table(tmp_path / "t", SCHEMA))
+    con = duckdb.connect()
+    con.execute("CREATE VIEW mine AS SELECT 42 AS answer")
+    con.execute("CREATE TEMP VIEW scratch AS SELECT 43 AS answer")
+    con.register("frame", pa.table({"answer": [44]}))
+    con.execute('CREATE TABLE "Upper" AS SELECT 45 AS answer')
+    con.execute("CREATE SCHEMA s")
+    con.execute("CREATE VIEW s.other AS SELECT 46 AS answer")
+    for name, kind, answer in (("mine", "view", 42), ("scratch", "view", 43), ("frame", "view", 44),
+                               ("upper", "table", 45), ("other", "view", 46)):
+        assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, name), match=f"is a {kind}")
+        source = "s.other" if name == "other" else name
+        assert con.sql(f"SELECT answer FROM {source}").fetchall() == [(answer,)]
+    table.to_duckdb(con, "events")  # ours, replaced by a later call
+    assert table.to_duckdb(con, "EVENTS", version=1).count("*").fetchall() == [(300,)]
+
+
+def test_duckdb_reads_the_data_not_the_directory_names(tmp_path: Path) -> None:
+    """Under ``region=EU/id=7/`` DuckDB's hive partitioning would read the directory's
+    values (and prune files by them) instead of the columns of the same names."""
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    table = mt.create_table(tmp_path / "region=EU" / "id=7" / "t", schema)
+    table.append(pa.table({"id": [1, 2, 3], "region": ["US", "FR", "DE"]}, schema=schema))
+    table.append(pa.table({"id": [7, 8], "region": ["EU", "JP"]}, schema=schema))
+    table.delete("id = 2")
+    want = sorted(tuple(r.values()) for r in table.to_arrow().to_pylist())
+    con = duckdb.connect()
+    table.to_duckdb(con, "t")
+    assert sorted(con.sql("FROM t").fetchall()) == want == [(1, "US"), (3, "DE"), (7, "EU"), (8, "JP")]
+    assert con.sql("SELECT id FROM t WHERE region = 'US' OR id = 8 ORDER BY id").fetchall() == [(1,), (8,)]
+    assert sorted(tuple(r.values()) for r in table.to_polars().collect().to_dicts()) == want
+    assert table.to_polars().filter(pl.col("id") == 7).collect().to_dicts() == [{"id": 7, "region": "EU"}]
+
+
+def test_duckdb_reads_a_path_with_glob_characters_literally(tmp_path: Path) -> None:
+    """DuckDB expands ``?`` in a path: a copy of the table in ``ab`` would be read too."""
+    import shutil
+
+    table = build(mt.create_table(tmp_path / "a?" / "t", SCHEMA))
+    shutil.copytree(tmp_path / "a?", tmp_path / "ab")
+    con = duckdb.connect()
+    table.to_duckdb(con, "t")
+    assert con.sql("SELECT count(*) FROM t").fetchall() == [(table.scan().count(),)]
+
+
+def test_duckdb_keeps_nan_rows_and_binary_columns(tmp_path: Path) -> None:
+    """Footer min/max leave NaN out; DuckDB orders NaN above every number, so trusting them
+    drops NaN rows from ``x > 5``. A connection's ``binary_as_string`` must not retype binary."""
+    schema = pa.schema([("x", pa.float64()), ("f", pa.float32()), ("b", pa.binary())])
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(pa.table({"x": [1.0, float("nan"), 3.0], "f": [1.0, float("nan"), 3.0],
+                           "b": [b"a", b"\xff", None]}, schema=schema))
+    con = duckdb.connect()
+    con.execute("SET binary_as_string = true")
+    table.to_duckdb(con, "t")
+    assert table.scan(where="x > 5").count() == 1
+    for where in ("x > 5", "f > 5", "isnan(x)", "x = 'NaN'::DOUBLE"):
+        assert con.sql(f"SELECT b FROM t WHERE {where}").fetchall() == [(b"\xff",)], where
+
+
 def test_duckdb_sees_a_column_named_like_its_virtual_ones(tmp_path: Path) -> None:
     """A real ``filename`` column would hide DuckDB's: such a table goes through Arrow."""
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64())])
@@ -194,6 +257,8 @@ def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb("not a connection", "t"),
                     match="duckdb connection")
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, ""), match="view name")
+    assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, "v\ud800"),
+                    match="view name is not valid Unicode")
     assert_rejected(table.store, InvalidArgumentError, lambda: table.to_duckdb(con, "t", version=1, as_of="2025"),
                     match="not both")
     assert_rejected(table.store, VersionNotFoundError, lambda: table.to_polars(version=99), match="99")

@@ -91,6 +91,19 @@ def test_usage_errors_exit_2(job: ModuleType, tmp_path: Path, capsys: pytest.Cap
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("root", ["", "  "])
+def test_an_empty_root_is_a_usage_error(job: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str], root: str) -> None:
+    """An empty root is the working directory: every table under it would be maintained."""
+    small_table(str(tmp_path / "t"))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exit_:
+        job.main([root, *AGGRESSIVE])
+    assert exit_.value.code == 2 and "the table location is" in capsys.readouterr().err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
 def test_a_path_without_tables_is_a_usage_error(tmp_path: Path) -> None:
     result = run(str(tmp_path / "nowhere"))
     assert result.returncode == 2 and "no table at or under" in result.stderr

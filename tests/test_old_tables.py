@@ -6,7 +6,9 @@ overwrite with a condition, a compaction and another delete, over an int, a stri
 a float column holding NaN (0.1.0 stored no min/max for it), a decimal and a timestamp zoned
 in Europe/Berlin across the repeated hour of 2024-10-27. `...expected/v{N}.parquet` holds
 what 0.1.0 read at each version, sorted by id. `table_written_by_0.2.0/` is the same for the
-first release of format version 2 (its script: `tests/data/write_table_0.2.0.py`)."""
+first release of format version 2 (its script: `tests/data/write_table_0.2.0.py`), and
+`table_with_second_units_by_0.2.0/` one whose segments hold second-unit timestamps and date64
+(`tests/data/write_second_units_table_0.2.0.py`)."""
 
 from __future__ import annotations
 
@@ -127,3 +129,29 @@ def test_a_format_v2_table_of_0_2_0_reads_at_every_version_and_takes_commits(v2_
     latest = pq.read_table(V2_EXPECTED / f"v{v2_table.version}.parquet")
     filters_and_maintenance_work(v2_table, latest, ["id = 42", "id >= 100", "score > 20", "name IS NULL",
                                                     "amount < 0.30"], 42)
+
+
+SECONDS_WRITTEN = DATA / "table_with_second_units_by_0.2.0"
+SECONDS_EXPECTED = DATA / "table_with_second_units_by_0.2.0.expected"
+
+
+def test_a_table_of_0_2_0_with_second_units_and_date64_in_segments_reads_and_takes_commits(tmp_path: Path) -> None:
+    """Written by tests/data/write_second_units_table_0.2.0.py: the segment statistics of its
+    timestamp[s] and date64 columns are Parquet's milliseconds and date32, which 0.2.0 itself
+    could not decode from a fresh handle (issue 24); they read as the declared types, prune
+    exactly, and the table takes new commits whose segments decode too."""
+    table = copy_of(SECONDS_WRITTEN, tmp_path)
+    assert table.manifest().index.segments
+    for version in range(table.version + 1):
+        expected = pa.ipc.open_file(SECONDS_EXPECTED / f"v{version}.arrow").read_all()
+        got = table.scan(version=version).to_arrow()
+        assert got.schema == expected.schema and got.sort_by("id").equals(expected.sort_by("id")), version
+    latest = pa.ipc.open_file(SECONDS_EXPECTED / f"v{table.version}.arrow").read_all()
+    filters_and_maintenance_work(table, latest, [
+        "ts >= TIMESTAMP '2024-10-27 09:00:00'", "ts < TIMESTAMP '2024-10-27 09:00:00.5'",
+        "utc < TIMESTAMP '2024-10-20 00:00:00Z'", "utc IS NULL", "day = DATE '2022-01-08'",
+        "day > DATE '2022-01-25'", "id < 5"], 7)
+    table.append(latest.slice(0, 3).set_column(0, "id", pa.array([1000, 1001, 1002], pa.int64())))
+    fresh = mt.open_table(table.uri)
+    assert fresh.scan(where="id >= 1000").to_arrow().schema == latest.schema
+    assert fresh.scan().count() == latest.num_rows + 2

@@ -273,6 +273,28 @@ def test_an_append_conflicts_with_an_incompatible_schema_change(tmp_path: Path, 
     assert t.version == version and t.to_arrow().num_rows == 0
 
 
+def test_a_required_column_conflicts_with_a_concurrent_append(tmp_path: Path) -> None:
+    """The empty-table check ran on the change's own snapshot: an append landing first was
+    rebased over, and the committed NOT NULL column held nulls."""
+    t = mt.create_table("t", SCHEMA, store=LocalStore(tmp_path / "t"))
+    other = mt.open_table("t", store=LocalStore(tmp_path / "t"))
+    with pytest.raises(CommitConflictError, match=r"with 1 rows, which would have no value for the non-nullable "
+                                                  r"columns this commit adds: \['req'\]"):
+        with t.update_schema() as s:
+            s.add_column("req", pa.int64(), nullable=False)
+            other.append(batch([1]))
+    assert "req" not in t.schema.names and t.to_arrow().num_rows == 1
+
+
+def test_a_required_column_rebases_over_a_concurrent_commit_that_leaves_no_rows(local: mt.Table) -> None:
+    local.append(batch([1]))
+    local.delete("id = 1")
+    with local.update_schema() as s:
+        s.add_column("req", pa.int64(), nullable=False)
+        local.compact()  # the fully deleted file goes: still no rows
+    assert not local.schema.field("req").nullable and local.history(limit=2)[1].operation == "compact"
+
+
 def test_concurrent_schema_changes_conflict(local: mt.Table) -> None:
     local.append(batch([1]))
     with pytest.raises(CommitConflictError, match="changed the schema concurrently"):

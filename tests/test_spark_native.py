@@ -21,7 +21,7 @@ import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
                                    VersionNotFoundError)
 from manifest_table.format.stats import table_stats
-from manifest_table.spark import compact, delete, read, write
+from manifest_table.spark import compact, delete, read, upsert, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
@@ -155,10 +155,84 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     assert sorted_rows(read(spark, uri).filter("id > 250")) == sorted_rows(t.scan(where="id > 250").to_arrow())
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_native_write_of_columns_spark_makes_not_null(spark, tmp_path: Path, existing: bool):
+    """Spark's optimiser folds ``to_date(lit(...))`` into a NOT NULL literal after analysis
+    called it nullable (and ``range()`` ids are NOT NULL): the files' columns are NOT NULL,
+    the table's nullable, which is fine; nulls written later into the same columns too."""
+    from pyspark.sql import functions as F
+
+    uri = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    if existing:
+        mt.create_table(uri, schema)
+    info = write(spark.range(5).select("id", F.to_date(F.lit("2026-11-01")).alias("day")), uri)
+    t = mt.open_table(uri)
+    assert info is not None and info.committed and t.schema == schema
+    write(spark.range(5, 7).select("id", F.lit(None).cast("date").alias("day")), uri)
+    folded = spark.range(7, 9).select("id", F.to_date(F.lit("2026-11-01")).alias("day"))
+    folded.write.format("manifest_table").mode("append").save(uri)  # the data source takes it too
+    expected = [{"id": i, "day": None if i in (5, 6) else dt.date(2026, 11, 1)} for i in range(9)]
+    assert sorted_rows(t.to_arrow()) == sorted_rows(read(spark, uri)) == expected
+    assert t.compact(min_deleted_fraction=1.0).committed and sorted_rows(t.to_arrow()) == expected
+
+
+@pytest.mark.parametrize("column, data, match", [
+    (pa.field("id", pa.int64()), [1, 2], None),  # nullable in the file, no nulls: fits NOT NULL
+    (pa.field("id", pa.int64()), [1, None], "column 'id' is not nullable but holds nulls"),
+    (pa.field("id", pa.int32()), [1, 2], "column 'id' is int32, the table has int64"),
+])
+def test_footer_check_lets_the_table_decide_nullability(tmp_path: Path, column, data, match):
+    from manifest_table.spark.footer_stats import data_file_from_footer
+    from manifest_table.storage import FileIO
+
+    table = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("day", pa.date32())])
+    file = pa.schema([column, pa.field("day", pa.date32(), nullable=False)])  # NOT NULL fits nullable
+    pq.write_table(pa.table({"id": data, "day": [dt.date(2026, 1, 1)] * 2}, schema=file), tmp_path / "f.parquet")
+    io = FileIO(LocalStore(tmp_path))
+    if match is None:
+        assert data_file_from_footer(io, "f.parquet", table).rows == 2
+    else:
+        with pytest.raises(SchemaMismatchError, match=f"^f.parquet does not fit the table: {match}$"):
+            data_file_from_footer(io, "f.parquet", table)
+
+
+def test_footer_stats_of_columns_after_a_nested_column(tmp_path: Path):
+    """Stats are found by Parquet leaf, not by top-level index: with a struct first, column
+    ``b`` got the bounds of the struct's second leaf, and ``b = 500`` pruned its file."""
+    from manifest_table.spark.footer_stats import data_file_from_footer
+    from manifest_table.storage import FileIO
+
+    data = pa.table({"a": [{"x": 1, "y": 2}, {"x": 3, "y": 2}], "b": [500, 700], "c": ["p", "q"]})
+    pq.write_table(data, tmp_path / "f.parquet")
+    entry = data_file_from_footer(FileIO(LocalStore(tmp_path)), "f.parquet", data.schema)
+    assert {name: (s.min, s.max, s.null_count) for name, s in entry.stats.items()} == {
+        "b": (500, 700, 0), "c": ("p", "q", 0)}  # the struct's own nulls: unknown from its leaves
+
+
+def test_native_read_under_key_value_directories(spark, tmp_path: Path):
+    """Spark infers partition columns from ``key=value`` directories: under ``id=7/name=x/``
+    they would replace the columns of those names."""
+    uri = str(tmp_path / "id=7" / "name=x" / "t")
+    t = mt.create_table(uri, SCHEMA)
+    t.append(rows(0, 10))
+    t.append(rows(10, 20))
+    t.delete("id = 3")
+    expected = sorted_rows(t.to_arrow())
+    assert sorted_rows(read(spark, uri)) == expected
+    assert sorted_rows(spark.read.format("manifest_table").load(uri)) == expected
+    expected = sorted_rows(t.scan(where="id = 7").to_arrow())
+    assert sorted_rows(read(spark, uri).filter("id = 7 OR name = 'x'")) == expected
+    delete(spark, uri, "name = 'n12'")
+    assert ids_of(t) == [i for i in range(20) if i not in (3, 12)]
+
+
 BAD_CALLS = [  # (call on a DataFrame and the URI of a one-version table, error, message)
     (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError,
      r"mode must be one of \['append', 'overwrite'\]"),
     (lambda df, uri: write(df, uri, where="id < 3"), InvalidArgumentError, "where applies to overwrites only"),
+    (lambda df, uri: write(df, uri, write_options={"compression": "gzip"}), InvalidArgumentError,
+     "write_options must be a WriteOptions, not dict"),
     (lambda df, uri: write(df, uri, "overwrite", where="nope < 3"), InvalidFilterError, "unknown column 'nope'"),
     (lambda df, uri: write(df.selectExpr("id"), uri), SchemaMismatchError,
      r"missing columns \['name', 'score', 'ts'\]"),
@@ -177,6 +251,23 @@ def test_bad_calls_change_nothing(spark, tmp_path: Path, call, error, match):
     uri = str(tmp_path / "t")
     write(frame(spark, 0, 10), uri)
     assert_rejected(LocalStore(uri), error, lambda: call(frame(spark, 10, 20), uri), match=match)
+
+
+@pytest.mark.parametrize("location", ["", "  "])
+def test_an_empty_location_is_refused_before_spark_runs(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       location: str):
+    """The empty path is the working directory: ``write(df, "")`` made a table there."""
+    monkeypatch.chdir(tmp_path)
+    df = frame(spark, 0, 3)
+    for call in (lambda: read(spark, location), lambda: write(df, location), lambda: compact(spark, location),
+                 lambda: delete(spark, location, "id = 1"), lambda: upsert(spark, location, df, ["id"])):
+        with pytest.raises(InvalidArgumentError, match="the table location is"):
+            call()
+    for call in (lambda: df.write.format("manifest_table").mode("append").save(location),
+                 lambda: spark.read.format("manifest_table").load(location).count()):
+        with pytest.raises(Exception, match="the table location is|no table URI"):
+            call()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_native_write_failing_task_commits_nothing(spark, tmp_path: Path):

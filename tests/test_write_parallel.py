@@ -111,6 +111,20 @@ def test_files_are_cut_to_the_row_limit(tmp_path: Path, monkeypatch: pytest.Monk
     assert read_back(store, files).equals(pa.Table.from_batches(list(batches(10_000))))
 
 
+def test_files_cut_by_rows_hold_exactly_that_many_and_the_tail_is_never_split(tmp_path: Path) -> None:
+    """What compaction asks for: its outputs' sizes are planned, so the files are cut by rows
+    alone (not at the 1 kB target) and the last is never split to keep a thread busy,
+    whatever the threads' timing (a 20,000-row file of ten row groups is what gets split)."""
+    store = LocalStore(tmp_path / "t")
+    data = pa.Table.from_batches(list(batches(20_000)))
+    for rows in (3_000, 20_000, 25_000):
+        files = write_data_files(FileIO(store), data.to_batches(), SCHEMA,
+                                 WriteOptions(target_file_size=1_000, row_group_size=2_000), max_workers=2,
+                                 file_rows=rows)
+        assert [f.rows for f in files] == [rows] * (20_000 // rows) + ([20_000 % rows] if 20_000 % rows else [])
+        assert read_back(store, files).equals(data)
+
+
 @pytest.mark.parametrize("make_store", [MemoryStore, lambda: None], ids=["memory", "local"])
 def test_a_stream_failing_with_files_in_flight_removes_them_all(make_store: Any, tmp_path: Path) -> None:
     store = make_store() or LocalStore(tmp_path / "t")

@@ -9,68 +9,86 @@ without a zone keeps wall-clock times and refuses a value with an offset rather 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
-import pyarrow.json as pajson
 
+from ..arguments import check_unicode
 from ..errors import InputFileError
+from .jsonl import from_json, is_binary, read_json_lines, to_timestamp
 
 INPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
                  ".arrow": "arrow", ".arrows": "arrow", ".feather": "arrow"}
-# An offset after a time of day: "…12:00Z", "…12:00:00.5+02:00", "…12:00 -0130".
-_OFFSET = r"\d:\d\d(:\d\d(\.\d*)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)$"
 
 
 def format_of(path: str) -> str | None:
     return INPUT_FORMATS.get(Path(path).suffix.lower())
 
 
-def read_input(path: str, schema: pa.Schema) -> pa.RecordBatchReader:
+@dataclass(frozen=True)
+class CsvDialect:
+    """How CSV files are read and written (``--delimiter``, ``--null-value``). Only the
+    listed texts, unquoted, are null: pyarrow's default list (``NA``, ``NULL``, ``N/A``,
+    ``NaN``, ...) turned Namibia's country code and every NaN into nulls."""
+
+    delimiter: str = ","
+    null_values: tuple[str, ...] = ("",)
+
+
+def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect()) -> pa.RecordBatchReader:
     """Open one file (its format told by its extension) as a stream of the table's columns.
     Opening reads the header or footer, so a missing or malformed file fails here, before
     anything is written; a bad value further in fails while streaming, naming the file."""
+    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
     kind = format_of(path)
-    zoned = {f.name: f.type for f in schema if pa.types.is_timestamp(f.type) and f.type.tz}
-    as_text = {f.name: pa.string() if f.name in zoned else f.type for f in schema}
+    if kind == "json":
+        source = open(path, "rb")
+        return pa.RecordBatchReader.from_batches(schema, _closing(source, read_json_lines(path, source, schema)))
     try:
         if kind == "parquet":
             reader = ds.dataset(path, format="parquet").scanner().to_reader()
         elif kind == "arrow":
             reader = _open_ipc(path)
         elif kind == "csv":
-            reader = pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
-                column_types=as_text, strings_can_be_null=True, quoted_strings_can_be_null=False))
-        elif kind == "json":
-            reader = pajson.open_json(path, parse_options=pajson.ParseOptions(
-                explicit_schema=pa.schema([pa.field(n, t) for n, t in as_text.items()])))
+            reader = _open_csv(path, schema, dialect)
         else:
             raise InputFileError(f"cannot tell the format of {path}: name it "
                                  f"{', '.join(f'*{s}' for s in INPUT_FORMATS)}")
     except pa.ArrowInvalid as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
-    if kind not in ("csv", "json") or not zoned:
-        return pa.RecordBatchReader.from_batches(reader.schema, _reported(path, reader))
+    return pa.RecordBatchReader.from_batches(reader.schema, _reported(path, reader))
+
+
+def _open_csv(path: str, schema: pa.Schema, dialect: CsvDialect) -> Iterator[pa.RecordBatch]:
+    """CSV parsed as the table's types, except what Arrow's CSV reader cannot parse exactly:
+    zoned timestamps (offset-less ones are UTC, ``to_timestamp``) and binary (base64, as
+    ``scan --format csv`` writes it) are read as text and converted."""
+    special = {f.name: f.type for f in schema if is_binary(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz)}
+    reader = pacsv.open_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
+                            convert_options=pacsv.ConvertOptions(
+                                column_types={f.name: pa.string() if f.name in special else f.type for f in schema},
+                                null_values=list(dialect.null_values), strings_can_be_null=True,
+                                quoted_strings_can_be_null=False))
+    if not special:
+        return reader
     names = reader.schema.names
-    out_schema = pa.schema([pa.field(n, zoned[n]) if n in zoned else reader.schema.field(n) for n in names])
-    batches = (pa.RecordBatch.from_arrays([to_timestamp(c, zoned[n]) if n in zoned else c
-                                           for n, c in zip(names, b.columns)], schema=out_schema)
-               for b in reader)
-    return pa.RecordBatchReader.from_batches(out_schema, _reported(path, batches))
+    out = pa.schema([pa.field(n, special[n]) if n in special else reader.schema.field(n) for n in names])
+    return pa.RecordBatchReader.from_batches(out, (
+        pa.RecordBatch.from_arrays([_from_text(c, special[n]) if n in special else c
+                                    for n, c in zip(names, b.columns)], schema=out) for b in reader))
 
 
-def to_timestamp(text: pa.Array, target: pa.TimestampType) -> pa.Array:
-    """ISO 8601 strings as instants of a zoned timestamp type: with an offset as written,
-    without one as UTC (Arrow alone refuses offset-less strings for a zoned type)."""
-    has_offset = pc.match_substring_regex(text, _OFFSET)
-    utc = pa.timestamp(target.unit, "UTC")
-    aware = pc.cast(pc.if_else(has_offset, text, None), utc)
-    naive = pc.cast(pc.cast(pc.if_else(has_offset, None, text), pa.timestamp(target.unit)), utc)
-    return pc.if_else(has_offset, aware, naive).cast(target)
+def _from_text(column: pa.Array, arrow_type: pa.DataType) -> pa.Array:
+    return from_json(column.to_pylist(), arrow_type) if is_binary(arrow_type) else to_timestamp(column, arrow_type)
+
+
+def _closing(source: BinaryIO, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    with source:
+        yield from batches
 
 
 def _open_ipc(path: str) -> pa.RecordBatchReader:
@@ -86,5 +104,5 @@ def _reported(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     """A bad value further into a file only shows while streaming: name the file then too."""
     try:
         yield from batches
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None

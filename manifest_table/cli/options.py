@@ -7,6 +7,7 @@ from typing import Callable, TypeVar
 
 from ..errors import InvalidArgumentError
 from ..table import Table, open_table
+from .inputs import CsvDialect
 
 T = TypeVar("T")
 
@@ -57,3 +58,29 @@ def storage_options(args: argparse.Namespace) -> dict[str, str] | None:
 
 def open_from(args: argparse.Namespace) -> Table:
     return open_table(args.uri, storage_options=storage_options(args))
+
+
+def delimiter(text: str) -> str:
+    """One character; ``\\t`` is a tab. Not one that unquoted values hold (digits, letters,
+    ``.:+-`` and the space of numbers, dates and times), a quote or a line end."""
+    character = "\t" if text == "\\t" else text
+    if len(character) != 1 or character.isalnum() or character in '"\n\r .:+-':
+        raise argparse.ArgumentTypeError(f"expected one character such as ',', ';', '|' or '\\t', got {text!r}")
+    return character
+
+
+def csv_options(reading: bool) -> argparse.ArgumentParser:
+    """``--delimiter``, and for commands that read CSV ``--null-value``."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--delimiter", type=delimiter, default=",", metavar="CHAR",
+                         help="the CSV field separator (default ','; '\\t' for tabs)")
+    if reading:
+        options.add_argument("--null-value", dest="null_values", action="append", metavar="TEXT",
+                             help="an unquoted CSV field that means null; repeatable; replaces the default, "
+                             "which is only the empty field (give --null-value '' to keep it)")
+    return options
+
+
+def dialect(args: argparse.Namespace) -> CsvDialect:
+    nulls = getattr(args, "null_values", None)
+    return CsvDialect(args.delimiter, tuple(nulls) if nulls is not None else CsvDialect.null_values)

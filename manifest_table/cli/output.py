@@ -4,17 +4,19 @@ formats go through pyarrow's own writers, the text table renders a chunk at a ti
 
 from __future__ import annotations
 
-import base64
-import json
+import functools
 import os
 import shutil
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+
+from ..errors import InvalidArgumentError
+from .jsonl import is_binary, json_lines, to_json
 
 Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
 OUTPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "jsonl", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -139,16 +141,34 @@ def _fit(natural: list[int], total: int) -> list[int]:
     return [min(w, lo) for w in natural]
 
 
-def write_csv(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO) -> None:
-    with pacsv.CSVWriter(sink, schema) as writer:
+def csv_writer(schema: pa.Schema, delimiter: str = ",") -> Writer:
+    """``write_csv`` for ``schema``, or an ``InvalidArgumentError`` now, before an output file
+    is opened, if a column is nested: CSV has no form for lists, structs or maps."""
+    nested = [f"{f.name} ({f.type})" for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise InvalidArgumentError(f"CSV cannot hold the nested columns {nested}: use --format jsonl, parquet "
+                                   "or arrow, or --columns to leave them out")
+    return functools.partial(write_csv, delimiter=delimiter)
+
+
+def write_csv(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO, delimiter: str = ",") -> None:
+    """pyarrow's CSV writer: strings quoted, nulls empty and unquoted, NaN and infinities as
+    ``nan``, ``inf``, ``-inf`` (all of which ``append`` reads back as they were). Binary is
+    written in base64 (raw bytes need not be text: pyarrow refuses them)."""
+    binary = [i for i, f in enumerate(schema) if is_binary(f.type)]
+    text = pa.schema([f.with_type(pa.string()) if i in binary else f for i, f in enumerate(schema)])
+    with pacsv.CSVWriter(sink, text, write_options=pacsv.WriteOptions(delimiter=delimiter)) as writer:
         for batch in batches:
+            for i in binary:
+                batch = batch.set_column(i, text.field(i), pa.array(to_json(batch.column(i)), pa.string()))
             writer.write_batch(batch)
 
 
 def write_json_lines(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO) -> None:
-    """One JSON object per row. pyarrow has no JSON writer, so rows go through Python."""
+    """One JSON object per row, in the mapping of ``jsonl`` (strict JSON that ``append``
+    reads back exactly). pyarrow has no JSON writer, so rows go through Python."""
     for batch in batches:
-        sink.write("".join(json.dumps(row, default=_json_value) + "\n" for row in batch.to_pylist()).encode())
+        sink.write(json_lines(batch).encode())
 
 
 def write_parquet(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO) -> None:
@@ -166,11 +186,3 @@ def write_arrow(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Bina
 
 WRITERS: dict[str, Writer] = {"table": write_table, "csv": write_csv, "jsonl": write_json_lines,
                               "json": write_json_lines, "parquet": write_parquet, "arrow": write_arrow}
-
-
-def _json_value(value: Any) -> str:
-    """JSON has no times, decimals or bytes: ISO 8601 for times (what ``append`` reads
-    back), base64 for bytes, text for the rest."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)

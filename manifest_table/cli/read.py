@@ -14,8 +14,8 @@ import pyarrow as pa
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
 from ..table import Table
-from .options import names, open_from, whole_number
-from .output import OUTPUT_FORMATS, WRITERS
+from .options import csv_options, names, open_from, whole_number
+from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
 PROG = "manifest-table"
@@ -83,14 +83,15 @@ def scan(args: argparse.Namespace) -> None:
         limit = None if args.output or fmt != "table" else PREVIEW_ROWS
     else:
         limit = args.limit or None  # 0: every row
+    write = csv_writer(scan.schema, args.delimiter) if fmt == "csv" else WRITERS[fmt]
     batches = _head(scan.to_batches(), limit)
     if args.output:
         total = scan.count() if scan.where is None else None  # free without a filter
         with open(args.output, "wb") as sink:
-            WRITERS[fmt](counted(batches, f"writing {args.output}", total), scan.schema, sink)
+            write(counted(batches, f"writing {args.output}", total), scan.schema, sink)
     else:
         sys.stdout.flush()
-        WRITERS[fmt](batches, scan.schema, sys.stdout.buffer)
+        write(batches, scan.schema, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 
@@ -107,7 +108,7 @@ def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
     listed.add_argument("--limit", type=whole_number, metavar="N", help="show at most N versions")
     listed.add_argument("--json", action="store_true", help="print JSON")
 
-    scanned = command("scan", scan, "print rows, or write them to a file", snapshot)
+    scanned = command("scan", scan, "print rows, or write them to a file", snapshot, csv_options(reading=False))
     scanned.add_argument("--columns", type=names, metavar="A,B", help="columns to read (default: all)")
     scanned.add_argument("--limit", type=whole_number, metavar="N",
                          help=f"at most N rows, 0 for all (default: {PREVIEW_ROWS} for a printed table, else all)")

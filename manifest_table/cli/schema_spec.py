@@ -8,7 +8,9 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
+from ..format.column_types import plain_type
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},
@@ -24,6 +26,7 @@ _FIELD_SEPARATOR = re.compile(r",(?![^\[(]*[\])])")
 
 def parse_schema(text: str) -> pa.Schema:
     """``'id:int64,name:string,ts:timestamp[us, tz=UTC]'`` -> a schema of nullable fields."""
+    check_unicode("the schema", text)
     fields = []
     for item in _FIELD_SEPARATOR.split(text):
         name, sep, type_text = (part.strip() for part in item.partition(":"))
@@ -54,7 +57,11 @@ def parse_type(text: str) -> pa.DataType:
 
 
 def parquet_schema(path: str) -> pa.Schema:
+    """The columns of a Parquet file, typed by what their values are: a column pyarrow wrote
+    from a pandas categorical (dictionary-encoded) has its value type (format/column_types.py)."""
+    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
     try:
-        return pq.read_schema(path).remove_metadata()
+        schema = pq.read_schema(path).remove_metadata()
     except pa.ArrowInvalid as exc:
         raise InputFileError(f"cannot read the schema of {path}: {exc}") from None
+    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])

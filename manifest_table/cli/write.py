@@ -13,7 +13,7 @@ from ..format.manifest import FORMAT_VERSION
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
 from ..upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
-from .options import names, open_from, storage_options
+from .options import csv_options, dialect, names, open_from, storage_options
 from .progress import counted
 from .read import metrics
 from .schema_spec import parquet_schema, parse_schema
@@ -30,7 +30,7 @@ def create(args: argparse.Namespace) -> None:
 def append(args: argparse.Namespace) -> None:
     table = open_from(args)
     # Open every input first: a missing or unreadable file fails before any data is written.
-    readers = [read_input(path, table.schema) for path in args.files]
+    readers = [read_input(path, table.schema, dialect(args)) for path in args.files]
     with table.transaction() as tx:
         for path, reader in zip(args.files, readers):
             log.info("appending %s", path)
@@ -41,7 +41,7 @@ def append(args: argparse.Namespace) -> None:
 
 def overwrite(args: argparse.Namespace) -> None:
     table = open_from(args)
-    readers = [read_input(path, table.schema) for path in args.files]
+    readers = [read_input(path, table.schema, dialect(args)) for path in args.files]
     with table.transaction() as tx:
         for i, (path, reader) in enumerate(zip(args.files, readers)):
             log.info("writing %s", path)
@@ -63,7 +63,7 @@ def delete(args: argparse.Namespace) -> None:
 
 def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
-    reader = read_input(args.file, table.schema)
+    reader = read_input(args.file, table.schema, dialect(args))
     log.info("upserting %s", args.file)
     info = table.upsert(_counted(reader, f"upserting {args.file}"), args.on,
                         when_matched=args.when_matched, when_not_matched=args.when_not_matched)
@@ -80,18 +80,19 @@ def add_commands(command: Any) -> None:
                          help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)")
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)
-    appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit")
+    csv = csv_options(reading=True)
+    appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit", csv)
     appended.add_argument("files", nargs="+", metavar="FILE", help=files_help)
 
     deleted = command("delete", delete, "delete the rows matching a filter")
     deleted.add_argument("where", metavar="WHERE", help="filter, e.g. \"id IN (1, 2)\"")
 
-    replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit")
+    replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit", csv)
     replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
     replaced.add_argument("--where", metavar="EXPR", help="replace only the rows matching this filter")
 
     merged = command("upsert", upsert, "replace the rows whose key a file's rows hold and insert the others, "
-                     "in one commit")
+                     "in one commit", csv)
     merged.add_argument("file", metavar="FILE", help=files_help)
     merged.add_argument("--on", required=True, type=names, metavar="COLUMNS",
                         help="key columns, comma-separated (a key may appear once in FILE)")

@@ -188,7 +188,7 @@ def _decimal_neighbours(value: Decimal, arrow_type: pa.DataType) -> tuple[pa.Sca
     exact = decimal.Context(prec=2 * arrow_type.precision + 2, rounding=decimal.ROUND_FLOOR)
     quantum = Decimal(1).scaleb(-arrow_type.scale)
     most = exact.subtract(Decimal(1).scaleb(arrow_type.precision - arrow_type.scale), quantum)
-    least = most.copy_negate()  # exact: unary minus would round to the default context's 28 digits
+    least = exact.minus(most)  # not -most: that rounds to the thread's context (28 digits)
     if value > most:
         return pa.scalar(most, arrow_type), None, False
     if value < least:

@@ -49,6 +49,8 @@ def literal(value: Any) -> Value:
         raise filter_error("NULL is not a value to compare with; use IS NULL / IS NOT NULL")
     if isinstance(value, str):
         return checked_text(value)
+    if isinstance(value, dt.datetime) and type(value) is not dt.datetime:
+        return _plain_datetime(value)
     if isinstance(value, bool | dt.date):
         return value
     if isinstance(value, int):
@@ -64,6 +66,28 @@ def literal(value: Any) -> Value:
             raise filter_error(f"decimal literal {value:.6e} has more than {MAX_DIGITS} digits")
         return float(value) if isinstance(value, float) else value
     raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
+
+
+def _plain_datetime(value: dt.datetime) -> dt.datetime:
+    """A datetime subclass (pandas' ``Timestamp``) as a ``datetime``, refused when it holds
+    nanoseconds: literals are Python datetimes (microseconds), and a dropped nanosecond
+    compares another instant (``t > 00:00:01.0000005`` would select 00:00:01.0000004)."""
+    if getattr(value, "nanosecond", 0):
+        raise filter_error(f"timestamp literal {value} is finer than a microsecond, the precision of literals")
+    return dt.datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                       value.microsecond, value.tzinfo, fold=value.fold)
+
+
+def timestamp_from_text(text: str) -> dt.datetime:
+    """ISO 8601 text as a datetime; ValueError for a fraction finer than a microsecond
+    (Python's parser silently drops the digits past the sixth)."""
+    fraction = _FRACTION.search(text)
+    if fraction and fraction.group(1)[6:].strip("0"):
+        raise ValueError("a fraction finer than a microsecond, the precision of literals")
+    return dt.datetime.fromisoformat(text)
+
+
+_FRACTION = re.compile(r"[.,]([0-9]+)")
 
 
 def checked_text(value: str) -> str:
@@ -146,7 +170,7 @@ def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
     repeated daylight-saving hour would equal the first; in UTC, instants compare as instants.)
     Against a naive column, a literal with an offset is an error rather than a guess."""
     if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
+        value = timestamp_from_text(value)
     elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime.combine(value, dt.time())
     if not isinstance(value, dt.datetime):

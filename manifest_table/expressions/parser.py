@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Callable
 
 from ..errors import InvalidFilterError
-from .literals import MAX_DIGITS, RESERVED, Value, filter_error
+from .literals import MAX_DIGITS, RESERVED, Value, filter_error, timestamp_from_text
 from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
 from .terms import PRECEDENCE, Arithmetic, Condition, Literal, Ref, Term, term
 
@@ -290,9 +290,9 @@ class _Parser:
             kind = self.advance().text.upper()
             text = self.advance().value
             try:
-                return dt.date.fromisoformat(text) if kind == "DATE" else dt.datetime.fromisoformat(text)
-            except ValueError:
-                raise syntax_error(self.text, f"invalid {kind} literal {text!r}", token.pos) from None
+                return dt.date.fromisoformat(text) if kind == "DATE" else timestamp_from_text(text)
+            except ValueError as error:
+                raise syntax_error(self.text, f"invalid {kind} literal {text!r} ({error})", token.pos) from None
         raise self.expected("a literal")
 
 

@@ -3,7 +3,8 @@ min / max, so that planning over a segment of 32,768 file entries is one vectori
 instead of 32,768 calls of ``may_match``.
 
 The expression is a coarse pre-filter: it only ever says "may match" where ``may_match``
-could, and the entries it keeps are checked by ``may_match`` afterwards. So it handles the
+could (tests/test_pruning_literals.py checks it on random stats and literals), and the
+entries it keeps are checked by ``may_match`` afterwards. So it handles the
 leaves that decide point lookups and ranges (comparisons and short IN lists of integers,
 strings, dates, timestamps and decimals) and keeps every entry for any other leaf (floats,
 whose NaN and widening rules stay in pruning.py; LIKE; IS NULL; NOT IN)."""
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.types as pat
 
+from . import arrow
 from .nodes import And, Comparison, Expr, In, Or, PruneOnly
 
 MAX_IN_VALUES = 64
@@ -51,6 +53,11 @@ def _combine(parts: list[pc.Expression], op: Callable[[pc.Expression, pc.Express
 
 
 def _compare(column: str, op: str, value: object, columns: StatsColumns) -> pc.Expression | None:
+    """Entries whose [min, max] may hold a value ``op value``: each bound compared as a row
+    would be (``arrow.comparison``), so a literal the type cannot hold (``2.5`` on an integer
+    column, a fraction of a second on ``timestamp[s]``, ``-1`` or ``2**64`` on ``uint64``)
+    compares with the nearest values the type holds, exactly as ``may_match`` compares it in
+    Python. (Casting it to the column's type truncated: ``id < 1.5`` skipped ``id = 1``.)"""
     found = columns(column)
     if found is None or value is None:
         return None
@@ -58,13 +65,8 @@ def _compare(column: str, op: str, value: object, columns: StatsColumns) -> pc.E
     if not (pat.is_integer(dtype) or pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_date(dtype)
             or pat.is_timestamp(dtype) or pat.is_decimal(dtype)) or isinstance(value, float | bool):
         return None
-    try:
-        literal = pa.scalar(value, dtype)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    low, high = ds.field(low_name), ds.field(high_name)
-    below = low.is_null() | (low <= literal if op in ("=", "<=") else low < literal)
-    above = high.is_null() | (high >= literal if op in ("=", ">=") else high > literal)
+    below = ds.field(low_name).is_null() | arrow.comparison(low_name, "<" if op == "<" else "<=", value, dtype)
+    above = ds.field(high_name).is_null() | arrow.comparison(high_name, ">" if op == ">" else ">=", value, dtype)
     if op == "=":
         return below & above
     return below if op in ("<", "<=") else above

@@ -17,6 +17,8 @@ from typing import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.types as pat
 
+from .column_types import parquet_form
+
 FIELD_ID = b"PARQUET:field_id"
 """The Arrow field metadata key of a Parquet field id (what pyarrow writes and reads back)."""
 
@@ -67,6 +69,8 @@ class FieldIds:
                 column = table.column(source)
                 if self.evolved and column.type != target.type:
                     column = column.cast(target.type)  # widened since the file was written
+                elif column.type != target.type and column.type == parquet_form(target.type):
+                    column = column.cast(target.type)  # as Parquet keeps it: seconds as milliseconds
                 else:
                     target = target.with_type(column.type)  # (as files have always been read)
             arrays.append(column)

@@ -22,6 +22,7 @@ from ..errors import CorruptTableError, InvalidArgumentError
 from ..expressions import ColumnStats
 from .field_ids import FieldIds, plain
 from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .listed_once import ListedPaths, check_listed_once
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
@@ -80,10 +81,18 @@ class Manifest:
         if self.index is None:
             return self.tail
         out: list[DataFile] = []
-        for segment in self.segments(self.index.segments):
+        segments = list(self.segments(self.index.segments))
+        self.check_listed_once([s.listed for s in segments])
+        for segment in segments:
             out.extend(segment.files(None, self.index.deletes))
         out.extend(self.tail)
         return out
+
+    def check_listed_once(self, segments: Sequence[ListedPaths]) -> None:
+        """``CorruptTableError`` if a file is listed in two of ``segments`` (``Segment.listed``
+        of this version's segments), or in one of them and the tail: its rows would be read twice."""
+        tail = ListedPaths.of("the root's tail", [f.path for f in self.tail])
+        check_listed_once(manifest_key(self.version), [*segments, tail])
 
     def segment(self, key: str) -> Segment:
         if self.reader is None or self.index is None:
@@ -183,6 +192,7 @@ class Manifest:
                 lambda raw, rows, at: _decode_deletes(raw, rows, key, at))
             tail = of_type(doc, "tail", key, list)
             files = _decode_files(tail, schema, key, "tail", field_ids)
+            _check_totals(index, files, key)
         return cls(
             version=version,
             parent_version=parent,
@@ -300,26 +310,52 @@ def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
     )
 
 
+def _check_totals(index: FileIndex, tail: Sequence[DataFile], key: str) -> None:
+    """The root's totals are its segments' plus its tail's: ``count()`` answers from them
+    alone, so a root listing a file in two places that its totals count once would count
+    other rows than a scan reads. (``deleted`` is left out: the ``deletes`` map changes it
+    without rewriting the segments whose summaries count it.)"""
+    for name, of_tail in (("files", len(tail)), ("rows", sum(f.rows for f in tail)),
+                          ("bytes", sum(f.size for f in tail))):
+        listed = of_tail + sum(getattr(s, name) for s in index.segments)
+        if getattr(index.totals, name) != listed:
+            raise corrupt(key, f"totals.{name}", getattr(index.totals, name),
+                          f"{listed}, the sum over its segments and tail")
+
+
 def _check_rewrites(rewrites: Any, key: str) -> None:
-    """``parameters.rewrites`` of a compaction, which rebasing and GC decode later."""
+    """``parameters.rewrites`` of a compaction, which rebasing and GC decode later: ``output``
+    (0.1.0 and later) or ``outputs`` (0.3.0 and later, several files) whose rows are exactly
+    the sources' live rows, since rebasing remaps positions by those counts."""
     if type(rewrites) is not list:
         raise corrupt(key, "parameters.rewrites", rewrites, "a JSON array")
     for i, rewrite in enumerate(rewrites):
         at = f"parameters.rewrites[{i}]"
         if type(rewrite) is not dict:
             raise corrupt(key, at, rewrite, "a JSON object")
-        output = rewrite.get("output", MISSING)
-        if output is not None:
-            stored_key(output, DATA_PREFIX, key, f"{at}.output")
+        live = 0
         for j, source in enumerate(of_type(rewrite, "sources", key, list, at)):
             where = f"{at}.sources[{j}]"
-            if type(source) is not dict:
-                raise corrupt(key, where, source, "a JSON object")
-            stored_key(source.get("path", MISSING), DATA_PREFIX, key, f"{where}.path")
-            rows = integer(source, "rows", key, 0, ROW_POSITIONS, where)
+            rows = _rows_of_file(source, key, where)
             deletes = source.get("deletes", MISSING)
-            if deletes is not None:
-                _decode_deletes(deletes, rows, key, f"{where}.deletes")
+            live += rows - (_decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality
+                            if deletes is not None else 0)
+        if "outputs" not in rewrite:
+            output = rewrite.get("output", MISSING)
+            if output is not None:
+                stored_key(output, DATA_PREFIX, key, f"{at}.output")
+        elif live != sum(_rows_of_file(output, key, f"{at}.outputs[{j}]")
+                         for j, output in enumerate(of_type(rewrite, "outputs", key, list, at))):
+            raise corrupt(key, f"{at}.outputs", rewrite["outputs"],
+                          f"outputs whose rows add up to the sources' {live} live rows")
+
+
+def _rows_of_file(doc: Any, key: str, at: str) -> int:
+    """The ``rows`` of a rewrite's source or output ``{"path": <data key>, "rows": ...}``."""
+    if type(doc) is not dict:
+        raise corrupt(key, at, doc, "a JSON object")
+    stored_key(doc.get("path", MISSING), DATA_PREFIX, key, f"{at}.path")
+    return integer(doc, "rows", key, 0, ROW_POSITIONS, at)
 
 
 def _decode_app_transactions(doc: dict[str, Any], key: str) -> dict[str, int]:

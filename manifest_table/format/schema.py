@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
-from .stats import has_stats
+from .column_types import Refusal, parquet_form, refusal
 
 
 def encode_schema(schema: pa.Schema) -> str:
@@ -24,23 +23,40 @@ def decode_schema(text: str) -> pa.Schema:
         raise CorruptTableError(f"manifest schema does not decode: {exc}") from exc
 
 
-def check_schema(schema: pa.Schema) -> None:
+def check_schema(schema: pa.Schema, *, appending: bool = False) -> None:
     """Raise ``InvalidArgumentError`` for a schema the table could not store, before anything
-    is created: column names unique and non-empty, every type writable to Parquet, and every
-    type the manifest keeps statistics for computable (Arrow has no min/max for float16)."""
+    is created: column names unique and non-empty, and every column of a type the table
+    supports (format/column_types.py), naming the column, the type and what to use instead.
+    ``appending``: the check of a write to an existing table, which also lets through the
+    types release 0.2.0 created tables with and appended to (``Refusal.appendable``)."""
     if len(set(schema.names)) != len(schema.names) or not all(schema.names):
         raise InvalidArgumentError(f"column names must be unique and non-empty: {schema.names}")
+    for field in schema:
+        found = refusal(field.type)
+        if found is not None and not (appending and found[1].appendable):
+            raise InvalidArgumentError(_refused(field, *found))
+    problem = _parquet_refuses(schema)  # (one writer for the whole schema: every write checks)
+    if problem is not None:
+        for field in schema:
+            found = _parquet_refuses(pa.schema([field]))
+            if found is not None:
+                raise InvalidArgumentError(f"column {field.name!r} has type {field.type}, which Parquet "
+                                           f"cannot store: {found}")
+        raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {problem}")
+
+
+def _parquet_refuses(schema: pa.Schema) -> str | None:
     try:
         pq.ParquetWriter(pa.BufferOutputStream(), schema).close()
     except (pa.ArrowException, OSError) as exc:
-        raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {exc}") from None
-    for field in schema:
-        if has_stats(field.type):
-            try:
-                pc.min_max(pa.array([], field.type))
-            except pa.ArrowNotImplementedError:
-                raise InvalidArgumentError(f"column {field.name!r} has type {field.type}, which this library "
-                                          "cannot store (no statistics for it)") from None
+        return str(exc)
+    return None
+
+
+def _refused(field: pa.Field, inner: pa.DataType, why: Refusal) -> str:
+    part = "" if inner == field.type else f" because of its part {inner}"
+    return (f"column {field.name!r} has type {field.type}, which tables do not support{part}: {why.reason}; "
+            f"use {why.instead}{' in its place' if part else ''}")
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -75,8 +91,22 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 raise SchemaMismatchError(
                     f"column {field.name!r} has type {column.type}, the table wants {field.type}: {exc}"
                 ) from None
+        _check_parquet_form(field, column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _check_parquet_form(field: pa.Field, column: pa.ChunkedArray) -> None:
+    """Refuse values Parquet would change: it stores ``date64`` as days and second units as
+    milliseconds (format/column_types.py), so a date64 holding a time of day, or a second
+    count past the milliseconds' range, would not read back."""
+    stored = parquet_form(field.type)
+    if stored != field.type:
+        try:
+            column.cast(stored, safe=True)
+        except pa.ArrowInvalid as exc:
+            raise SchemaMismatchError(f"column {field.name!r} ({field.type}) holds a value Parquet would store "
+                                      f"as another ({stored} in the file): {exc}") from None
 
 
 def _compatible(source: pa.DataType, target: pa.DataType) -> bool:

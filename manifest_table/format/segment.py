@@ -4,7 +4,9 @@ A segment row holds what a v1 manifest entry holds: ``path``, ``rows``, ``size``
 deletion vector's four fields (all null when the file has no deletes), and per column of
 the table, keyed by its field id, ``min_{id}`` / ``max_{id}`` (typed: the column's own Arrow
 type, zoned timestamps as UTC instants) and ``nulls_{id}``. Typed columns let planning
-filter a whole segment with one Arrow expression (expressions/stats_arrow.py).
+filter a whole segment with one Arrow expression (expressions/stats_arrow.py). Parquet keeps
+second-unit timestamps as milliseconds and date64 as date32 (``column_types.parquet_form``):
+decoding casts them back, exactly.
 
 Decoding is the trust boundary for everything a segment holds: its Arrow schema must be
 exactly the one the root's schema implies, and every count, key and deletion-vector field
@@ -17,6 +19,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -28,8 +31,10 @@ from ..errors import CorruptTableError
 from ..expressions import ColumnStats, Expr
 from ..expressions.stats_arrow import stats_filter
 from ..storage import ObjectStore
+from .column_types import parquet_form
 from .field_ids import widens
 from .fields import MAX_INT64
+from .listed_once import ListedPaths
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .files import ROW_POSITIONS, DataFile, DeletionVector
 from .stats import has_stats, instant_type
@@ -86,6 +91,11 @@ class Segment:
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+    @cached_property
+    def listed(self) -> ListedPaths:
+        """Its paths, fingerprinted once, to check that a version lists each file once."""
+        return ListedPaths.of(f"segment {self.key}", self.table.column("path"))
 
     def index_of(self, path: str) -> int | None:
         if self._index is None:
@@ -184,10 +194,10 @@ class _EntryStats(Mapping[str, ColumnStats]):
     def __len__(self) -> int:
         return len(self._segment._names)
 
-    def __reduce__(self) -> tuple[type, tuple[dict[str, ColumnStats]]]:
-        """Pickled as a plain dict of this entry's stats (the Spark data source ships planned
-        files to executors), never with the segment: it is large and holds a lock."""
-        return dict, (dict(self.items()),)
+    def __reduce__(self) -> tuple:
+        """Pickled (a Spark read's partitions carry their files) as the plain stats of this
+        entry, not the whole segment with its lock."""
+        return dict, (dict(self),)
 
 
 def entries_of(files: Sequence[DataFile], schema: pa.Schema, field_ids: Sequence[int]) -> pa.Table:
@@ -287,8 +297,8 @@ def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
         found, stats = have.get(f.name), _STATS_COLUMN.fullmatch(f.name)
         if found is None and stats and stats.group(2) not in present:
             columns.append(pa.nulls(table.num_rows, f.type))
-        elif found is not None and (found.equals(f) or (stats and widens(found.type, f.type))):
-            columns.append(table.column(f.name).cast(f.type))
+        elif found is not None and (found.equals(f) or (stats and _readable_as(found.type, f.type))):
+            columns.append(_cast(table.column(f.name), f.type, key))
         else:
             columns = []
             break
@@ -301,6 +311,20 @@ def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
 
 
 _STATS_COLUMN = re.compile(r"(min|max|nulls)_([0-9]+)")
+
+
+def _readable_as(stored: pa.DataType, declared: pa.DataType) -> bool:
+    """A stats column of type ``stored`` holds values of ``declared``: it was widened since,
+    or it is what Parquet gives back for ``declared`` (second-unit timestamps come back as
+    milliseconds and date64 as date32, in every segment written so far)."""
+    return widens(stored, declared) or stored == parquet_form(declared)
+
+
+def _cast(column: pa.ChunkedArray, dtype: pa.DataType, key: str) -> pa.ChunkedArray:
+    try:
+        return column.cast(dtype)  # safe: milliseconds that are not whole seconds fail
+    except pa.ArrowInvalid as exc:
+        raise CorruptTableError(f"{key}: a statistics column does not hold values of type {dtype}: {exc}") from None
 
 
 def _check_entries(table: pa.Table, key: str) -> None:

@@ -87,15 +87,14 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
     Per row group, Parquet min/max are exact for every type ``has_stats`` accepts: strings
     compare as UTF-8 bytes (code point order, as Arrow does) and timestamps are read as raw
     integers in the file's unit."""
-    stats, leaf = {}, 0
+    stats, leaves = {}, leaf_columns(schema)
     for field in schema:
         if pat.is_nested(field.type):
-            leaf += _nested_leaves(field.type)
             stats[field.name] = ColumnStats(None, None, gaps.nested_nulls[field.name], metadata.num_rows)
             continue
+        leaf = leaves[field.name]
         pieces = [_footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
                   for i in range(metadata.num_row_groups) if metadata.row_group(i).num_rows]
-        leaf += 1
         if any(p is None for p in pieces):  # a writer that wrote no stats
             stats[field.name] = ColumnStats(None, None, None, metadata.num_rows)
             continue
@@ -142,6 +141,19 @@ def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> 
 
 _UNITS = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9,
           "milliseconds": 1000, "microseconds": 10**6, "nanoseconds": 10**9}
+
+
+def leaf_columns(schema: pa.Schema) -> dict[str, int]:
+    """Each flat top-level column of ``schema`` -> the index of its Parquet leaf column (its
+    ``ColumnChunkMetaData``). Found by position, never by ``path_in_schema``: a column named
+    ``a.b`` and the field ``b`` of a struct ``a`` have the same dotted path, and looking stats
+    up by it gave one column the other's bounds."""
+    leaves, leaf = {}, 0
+    for field in schema:
+        if not pat.is_nested(field.type):
+            leaves[field.name] = leaf
+        leaf += _nested_leaves(field.type)
+    return leaves
 
 
 def _nested_leaves(dtype: pa.DataType) -> int:

@@ -2,23 +2,25 @@
 
 The work is split so that a distributed engine can run it: ``plan_compaction`` (driver,
 from the manifest alone), ``rewrite_group`` (anywhere: a pure function of picklable inputs
-and a store) and ``commit_compaction`` (driver, one commit). Each group becomes exactly one
-output file holding its sources' live rows in order, so a delete that commits concurrently
-can be remapped onto the output arithmetically (``conflicts.remap``) instead of being lost.
+and a store) and ``commit_compaction`` (driver, one commit). Each group's sources' live rows,
+in order, are cut in order into output files of about the target size (usually one per
+group, several when the rows exceed it), and ``rewrite_record`` records how many rows each
+output holds, so a delete that commits concurrently can be remapped onto the right output
+arithmetically (``conflicts.remap``) instead of being lost. Every engine's rewrite ends in
+``rewrite_record``, which checks that the outputs hold exactly the group's live rows.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 import pyarrow as pa
 
 from ..arguments import check_int, check_number
-from ..changes import Changes, Rewrite, RewriteSource
+from ..changes import Changes, Rewrite, RewriteOutput, RewriteSource
 from ..commit import CommitInfo, commit
 from ..errors import CorruptTableError, InvalidArgumentError
 from ..format.field_ids import FieldIds
@@ -26,6 +28,7 @@ from ..format.manifest import DataFile, Manifest
 from ..format.pointer import Pointer
 from ..listing import locate
 from ..scan import Scan, Snapshot
+from ..storage import FileIO
 from ..tombstones import DeletionVectors
 from ..write import MAX_FILE_ROWS, write_data_files
 
@@ -40,13 +43,15 @@ SMALL_FILE_FRACTION = 0.75
 
 @dataclass(frozen=True)
 class CompactionGroup:
-    """Files rewritten into one output file, in manifest order, as of snapshot ``version``.
-    Their ``deletes`` references are the bitmaps the rewrite drops rows by."""
+    """Files rewritten together, in manifest order, as of snapshot ``version``, into outputs
+    of about ``target_file_size`` bytes (``output_rows``). Their ``deletes`` references are
+    the bitmaps the rewrite drops rows by."""
 
     files: tuple[DataFile, ...]
     fields: FieldIds = field(compare=False)
     """The version's schema and field ids: outputs are written in the current schema."""
     version: int
+    target_file_size: int
 
     @property
     def schema(self) -> pa.Schema:
@@ -55,6 +60,21 @@ class CompactionGroup:
     @property
     def live_rows(self) -> int:
         return sum(f.live_rows for f in self.files)
+
+    @property
+    def output_rows(self) -> int:
+        """Rows per output file, for every engine: the live rows cut evenly into as many
+        outputs as their estimated bytes make targets, rounded (at least one). A group packed
+        to fit the target gives one output however its bytes come out; a big file with many
+        deletes gives outputs of 0.75 to 1.5 targets, never the small remainder that cutting
+        by bytes leaves (which the next run would merge again)."""
+        outputs = max(1, round(sum(_live_bytes(f) for f in self.files) / self.target_file_size))
+        return max(1, -(-self.live_rows // outputs))
+
+
+def _live_bytes(f: DataFile) -> float:
+    """What ``f``'s live rows take in Parquet, estimated from its size."""
+    return f.size * f.live_rows / f.rows if f.rows else 0.0
 
 
 def plan_compaction(manifest: Manifest, target_file_size: int,
@@ -75,57 +95,68 @@ def plan_compaction(manifest: Manifest, target_file_size: int,
     def heavy(f: DataFile) -> bool:
         return f.rows == 0 or f.deleted_rows / f.rows >= min_deleted_fraction
 
-    def live_bytes(f: DataFile) -> float:
-        return f.size * f.live_rows / f.rows if f.rows else 0.0
-
     small = SMALL_FILE_FRACTION * target_file_size
     bins: list[list[DataFile]] = []
     size, rows = 0.0, 0
     for f in manifest.files:
         if not (heavy(f) or f.size < small):
             continue
-        if not bins or size + live_bytes(f) > target_file_size or rows + f.live_rows > MAX_FILE_ROWS:
+        if not bins or size + _live_bytes(f) > target_file_size or rows + f.live_rows > MAX_FILE_ROWS:
             bins.append([])
             size, rows = 0.0, 0
         bins[-1].append(f)
-        size += live_bytes(f)
+        size += _live_bytes(f)
         rows += f.live_rows
-    return [CompactionGroup(tuple(b), manifest.fields, manifest.version)
+    return [CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size)
             for b in bins if len(b) > 1 or heavy(b[0])]
 
 
 def rewrite_group(table: "Table", group: CompactionGroup,
-                  dvs: DeletionVectors) -> tuple[DataFile | None, Rewrite]:
-    """Write the group's live rows, in order, into one new data file (None when no row is
-    live) and describe how its positions map back to the sources. Only ``table.io`` and
-    ``table.write_options`` are used, so this runs wherever a table handle can be opened."""
+                  dvs: DeletionVectors) -> tuple[list[DataFile], Rewrite]:
+    """Write the group's live rows, in order, into new data files of ``group.output_rows``
+    rows (none when no row is live), and describe how their positions map back to the
+    sources. Only ``table.io`` and ``table.write_options`` are used, so this runs wherever a
+    table handle can be opened."""
     snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
-    # A target no file reaches: one output per group is what keeps the mapping arithmetic.
-    options = replace(table.write_options, target_file_size=sys.maxsize)
-    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, options,
-                               field_ids=group.fields.ids)
-    written = sum(f.rows for f in outputs)
-    if len(outputs) > 1 or written != group.live_rows:
+    outputs = write_data_files(table.io, Scan(snapshot, table.io).to_batches(), group.schema, table.write_options,
+                               field_ids=group.fields.ids, file_rows=group.output_rows)
+    try:
+        return outputs, rewrite_record(table.io, group, outputs)
+    except BaseException:
         table.store.delete_unreferenced(f.path for f in outputs)
-        raise CorruptTableError(f"compacting {len(group.files)} files of version {group.version} gave "
-                                f"{written} rows in {len(outputs)} files; their manifest says "
-                                f"{group.live_rows} live rows")
-    output = outputs[0] if outputs else None
-    sources = tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files)
-    return output, Rewrite(output.path if output else None, sources)
+        raise
+
+
+def rewrite_record(io: FileIO, group: CompactionGroup, outputs: Sequence[DataFile]) -> Rewrite:
+    """The record of ``group`` rewritten into ``outputs``, which hold its sources' live rows
+    in order, cut in order. Outputs holding another number of rows are refused before
+    anything commits: ``CorruptTableError`` if a source's Parquet footer disagrees with the
+    manifest's row count (a damaged object, which an engine reading the files itself does
+    not check), else ``RuntimeError`` (the rewrite itself went wrong: a bug)."""
+    written = sum(f.rows for f in outputs)
+    if written != group.live_rows:
+        for f in group.files:
+            rows = io.read_parquet(f.path, f.size, lambda _, footer: footer.num_rows)
+            if rows != f.rows:
+                raise CorruptTableError(f"{f.path}: its Parquet footer has {rows} rows, the manifest's rows "
+                                        f"field says {f.rows}")
+        raise RuntimeError(f"compacting {len(group.files)} files of version {group.version}: the rewrite wrote "
+                           f"{written} rows into {len(outputs)} files, but the manifest counts {group.live_rows} "
+                           "live rows in those sources; nothing was committed")
+    return Rewrite(tuple(RewriteOutput(f.path, f.rows) for f in outputs),
+                   tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files))
 
 
 def commit_compaction(table: "Table", base_manifest: Manifest, pointer: Pointer,
-                      results: Sequence[tuple[DataFile | None, Rewrite]],
+                      results: Sequence[tuple[Sequence[DataFile], Rewrite]],
                       parameters: dict[str, Any], started: float = 0.0) -> CommitInfo:
-    """Replace every group's sources by its output in one commit on ``base_manifest`` (the
+    """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
     version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
     onto the outputs while rebasing; a concurrent commit that removed a source raises
     ``CommitConflictError`` (the outputs are then removed)."""
     changes = Changes(operation="compact", parameters=dict(parameters))
-    for output, rewrite in results:
-        if output is not None:
-            changes.added.append(output)
+    for outputs, rewrite in results:
+        changes.added.extend(outputs)
         changes.removed.update(src.path for src in rewrite.sources)
         changes.rewrites.append(rewrite)
     if not changes.removed:
@@ -153,14 +184,14 @@ def compact(table: "Table", target_file_size: int | None = None,
     log.info("%s: compacting version %d: %d files in %d groups", table.uri, base.version,
              sum(len(g.files) for g in groups), len(groups))
     dvs = DeletionVectors(table.store)
-    results: list[tuple[DataFile | None, Rewrite]] = []
+    results: list[tuple[list[DataFile], Rewrite]] = []
     try:
         for i, group in enumerate(groups, 1):
             results.append(rewrite_group(table, group, dvs))
             log.info("%s: rewrote group %d/%d (%d files, %d live rows)", table.uri, i, len(groups),
                      len(group.files), group.live_rows)
     except BaseException:
-        table.store.delete_unreferenced(output.path for output, _ in results if output is not None)
+        table.store.delete_unreferenced(f.path for outputs, _ in results for f in outputs)
         raise
     info = commit_compaction(table, base, pointer, results, {
         "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)

@@ -21,6 +21,7 @@ from ..arguments import check_bool, check_duration, check_int
 from ..changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.keys import DATA_PREFIX, MANIFEST_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, is_writer_key
+from ..format.listed_once import ListedPaths
 from ..format.manifest import Manifest, version_of_key
 from ..log import VersionLog
 from ..storage import ObjectInfo
@@ -209,19 +210,24 @@ def _referenced(manifests: Iterable[Manifest]) -> set[str]:
     """Every object key the manifests need: segments, data files, their bitmaps, and the
     bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
     Roots share most segments: each distinct one is read once. A segment entry's bitmap
-    that the root's ``deletes`` map overrides is not needed by that root."""
+    that the root's ``deletes`` map overrides is not needed by that root. A root that lists a
+    file twice is corrupt: GC stops rather than judge its objects."""
     keys: set[str] = set()
     vectors: dict[str, list[tuple[str, str]]] = {}  # segment -> (file, its stored bitmap's object)
+    listed: dict[str, ListedPaths] = {}
     for manifest in manifests:
         index = manifest.index
         for summary in index.segments if index is not None else ():
             if summary.path not in vectors:
-                entries = manifest.segment(summary.path).table
+                segment = manifest.segment(summary.path)
+                entries, listed[summary.path] = segment.table, segment.listed
                 keys.add(summary.path)
                 keys.update(entries.column("path").to_pylist())
                 vectors[summary.path] = [(p, v) for p, v in zip(entries.column("path").to_pylist(),
                                                                 entries.column("dv_path").to_pylist()) if v]
             keys.update(v for p, v in vectors[summary.path] if p not in index.deletes)  # type: ignore[union-attr]
+        if index is not None:
+            manifest.check_listed_once([listed[s.path] for s in index.segments])
         keys.update(ref.path for ref in (index.deletes.values() if index is not None else ()))
         for f in manifest.tail:
             keys.add(f.path)

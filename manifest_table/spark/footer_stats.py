@@ -20,27 +20,28 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError, SchemaMismatchError
 from ..expressions import ColumnStats
 from ..format.manifest import DataFile
-from ..format.stats import MAX_STRING_STAT, has_stats, merge_stats
+from ..format.stats import MAX_STRING_STAT, has_stats, leaf_columns, merge_stats
 from ..storage import FileIO
 from ..write import MAX_FILE_ROWS
 
 
 def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None) -> DataFile:
     """The manifest entry of the Parquet file at ``key`` (recorded under ``as_key``, its
-    final name, when given). The file must have exactly the table's (flat) schema."""
+    final name, when given). The file must have the table's (flat) columns (``_check_columns``)."""
     with io.open(key) as source:
         size = source.size()
         meta = pq.ParquetFile(source).metadata
-    found = meta.schema.to_arrow_schema()
-    if not found.remove_metadata().equals(schema.remove_metadata()):
-        raise SchemaMismatchError(f"{key} was written with schema {found}, the table has {schema}")
+    _check_columns(key, meta, schema)
     if meta.num_rows > MAX_FILE_ROWS:
         raise CorruptTableError(f"{key} has {meta.num_rows} rows; a data file holds at most {MAX_FILE_ROWS}")
     stats = {}
-    for index, field in enumerate(schema):
+    leaves = leaf_columns(schema)  # nested columns: unknown (the footer counts nulls per leaf)
+    for field in schema:
+        if field.name not in leaves:
+            continue
         column: ColumnStats | None = None
         for group in range(meta.num_row_groups):
-            piece = _row_group_stats(meta.row_group(group), index, field.type)
+            piece = _row_group_stats(meta.row_group(group), leaves[field.name], field.type)
             if piece is None:
                 column = None
                 break
@@ -48,6 +49,36 @@ def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str |
         if column is not None:
             stats[field.name] = column
     return DataFile(as_key or key, meta.num_rows, size, stats)
+
+
+def _check_columns(key: str, meta: pq.FileMetaData, schema: pa.Schema) -> None:
+    """The file's columns must be the table's, in order, of the same types. Nullability is
+    the table's to decide: a NOT NULL file column fits a nullable table column (Spark's
+    optimiser makes a column NOT NULL when it folds it to a literal, whatever the
+    DataFrame's schema said), and a nullable one fits a NOT NULL column if its footer
+    counts no nulls."""
+    found = meta.schema.to_arrow_schema()
+    if found.names != schema.names:
+        raise SchemaMismatchError(f"{key} has columns {found.names}, the table has {schema.names}")
+    problems = [f"column {t.name!r} is {f.type}, the table has {t.type}" for f, t in zip(found, schema)
+                if not f.type.equals(t.type)]
+    leaves = leaf_columns(schema)
+    problems += [f"column {t.name!r} is not nullable but holds nulls" for f, t in zip(found, schema)
+                 if f.nullable and not t.nullable and not _no_nulls(meta, leaves.get(t.name))]
+    if problems:
+        raise SchemaMismatchError(f"{key} does not fit the table: {'; '.join(problems)}")
+
+
+def _no_nulls(meta: pq.FileMetaData, index: int | None) -> bool:
+    """Whether the footer says leaf column ``index`` holds no null (unknown counts as a null,
+    and so does a nested column: its leaves' counts do not tell its own nulls)."""
+    if index is None:
+        return False
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return False
+    return True
 
 
 def _row_group_stats(group: pq.RowGroupMetaData, index: int, dtype: pa.DataType) -> ColumnStats | None:

@@ -1,25 +1,32 @@
 """Compaction's rewrite step on Spark's own Parquet path: every group of ``plan_compaction``
-becomes one file holding its sources' live rows in order, written by Spark's writer.
+becomes files of about ``group.output_rows`` rows holding its sources' live rows in order,
+written by Spark's writer and checked and recorded by ``rewrite_record``, as on the local
+path, which is what lets ``commit_compaction`` remap a concurrent delete onto the outputs.
 
 Each group's files are read natively with row positions (deleted rows dropped by the
-anti-join of ``native_read``), tagged with their group and their place in the group, sent to
-one task per group (``repartition`` on the group) and sorted there by (place, row index),
-a key unique per row, so the order is the sources' order whatever the shuffle did. The
-write is partitioned by group, so each group's rows land in a file of their own; the
-driver checks that each group gave exactly one file with exactly its live rows, which is
-what lets ``commit_compaction`` remap a concurrent delete onto the outputs."""
+anti-join of ``native_read``) and tagged with their place in the group and the output each
+row goes to: the row's place among the group's live rows, estimated as the live rows of
+the files before it plus its row index times its file's live fraction, divided by
+``output_rows``. The estimate never decreases along the sources' order (floating-point
+rounding is monotonic, and a file's rows stay below the next file's start), so each output
+is a contiguous run of the group's rows and the outputs follow in order; their exact row
+counts come from the files written. Each output (group and index in one number,
+``_OUTPUT``) goes to one task (``repartition``) and is sorted there by (place, row index),
+a key unique per row, so the order is the sources' whatever the shuffle did; the write is
+partitioned by output, so each is a file of its own."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Sequence
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ..changes import Rewrite, RewriteSource
-from ..errors import CorruptTableError
+from ..changes import Rewrite
 from ..format.manifest import DataFile
-from ..maintenance import CompactionGroup
+from ..maintenance import CompactionGroup, rewrite_record
+from ..storage import FileIO
 from ..tombstones import DeletionVectors
 from ..write import WriteOptions
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
@@ -27,41 +34,46 @@ from .native_write import write_staged
 from .options import TableLocation
 from .spark_filter import quoted
 
-_GROUP = "_mt_group"
+_OUTPUT = "_mt_output"
+"""group * 2**32 + the output's index in its group: outputs of one group hold < 2**32 rows."""
 _PLACE = "_mt_place"
 
 
 def rewrite_groups(spark: Any, location: TableLocation, groups: Sequence[CompactionGroup],
-                   options: WriteOptions) -> list[tuple[DataFile | None, Rewrite]]:
-    """Each group's output file (None when none of its rows is live) and its ``Rewrite``."""
+                   options: WriteOptions) -> list[tuple[list[DataFile], Rewrite]]:
+    """Each group's output files, in order (none when none of its rows is live), and its ``Rewrite``."""
     if not groups:
         return []
     schema = groups[0].schema
     files = [f for g in groups for f in g.files]
+    before = [start for g in groups for start in itertools.accumulate((f.live_rows for f in g.files[:-1]), initial=0)]
     places = spark.createDataFrame(pa.table({
-        "_mt_name": [file_name(f) for g in groups for f in g.files],
-        _GROUP: [i for i, g in enumerate(groups) for _ in g.files],
+        "_mt_name": [file_name(f) for f in files],
+        "_mt_group": [i << 32 for i, g in enumerate(groups) for _ in g.files],
         _PLACE: [j for g in groups for j in range(len(g.files))],
+        "_mt_before": pa.array(before, pa.float64()),
+        "_mt_scale": [f.live_rows / f.rows if f.rows else 0.0 for f in files],
+        "_mt_per_output": pa.array([g.output_rows for g in groups for _ in g.files], pa.float64()),
     }))
     rows = live_rows(spark, location, groups[0].fields, files, DeletionVectors(location.store()).of,
                      with_positions=True)
     tagged = rows.join(F.broadcast(places), rows[FILE_COLUMN] == places["_mt_name"])
-    ordered = (tagged.repartition(len(groups), _GROUP)
-               .sortWithinPartitions(_GROUP, _PLACE, ROW_COLUMN)
-               .select(*[quoted(name) for name in schema.names], _GROUP))
-    written = write_staged(ordered, location, schema, groups[0].fields.ids, options, partition_by=_GROUP)
-    outputs: dict[int, list[DataFile]] = {}
-    for directory, file in written:
-        outputs.setdefault(int(directory.removeprefix(f"{_GROUP}=")), []).append(file)
-    results = []
-    for i, group in enumerate(groups):
-        produced = outputs.get(i, [])
-        if len(produced) > 1 or sum(f.rows for f in produced) != group.live_rows:
-            location.store().delete_unreferenced(f.path for _, f in written)
-            raise CorruptTableError(f"compacting {len(group.files)} files of version {group.version} gave "
-                                    f"{sum(f.rows for f in produced)} rows in {len(produced)} files; their "
-                                    f"manifest says {group.live_rows} live rows")
-        output = produced[0] if produced else None
-        sources = tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files)
-        results.append((output, Rewrite(output.path if output else None, sources)))
-    return results
+    place_in_group = F.col("_mt_before") + F.col(ROW_COLUMN) * F.col("_mt_scale")
+    output = F.col("_mt_group") + F.floor(place_in_group / F.col("_mt_per_output")).cast("long")
+    outputs = sum(-(-g.live_rows // g.output_rows) for g in groups)
+    ordered = (tagged.withColumn(_OUTPUT, output).repartition(max(1, outputs), _OUTPUT)
+               .sortWithinPartitions(_OUTPUT, _PLACE, ROW_COLUMN)
+               .select(*[quoted(name) for name in schema.names], _OUTPUT))
+    written = write_staged(ordered, location, schema, groups[0].fields.ids, options, partition_by=_OUTPUT)
+    try:
+        by_output = {int(directory.removeprefix(f"{_OUTPUT}=")): file for directory, file in written}
+        if len(by_output) < len(written):  # two files of one output: their order would be unknown
+            raise RuntimeError(f"Spark wrote {len(written)} files for {len(by_output)} compaction outputs")
+        produced: dict[int, list[DataFile]] = {}
+        for key in sorted(by_output):
+            produced.setdefault(key >> 32, []).append(by_output[key])
+        io = FileIO(location.store())
+        return [(produced.get(i, []), rewrite_record(io, group, produced.get(i, []))) for i, group in enumerate(groups)]
+    except BaseException:
+        location.store().delete_unreferenced(f.path for _, f in written)
+        raise

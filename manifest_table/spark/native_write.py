@@ -28,7 +28,6 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
@@ -61,6 +60,8 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
     (whose commit Spark does not hand back: see ``Table.history()``)."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, not {mode!r}")
+    if write_options is not None and not isinstance(write_options, WriteOptions):
+        raise InvalidArgumentError(f"write_options must be a WriteOptions, not {type(write_options).__name__}")
     location = TableLocation(uri, storage_options)
     target = TableCommit(location, df.schema, mode == "overwrite", to_expr(where))
     spark = df.sparkSession
@@ -126,18 +127,11 @@ def write_staged(frame: DataFrame, location: TableLocation, schema: pa.Schema, f
 
 def conform(df: DataFrame, schema: pa.Schema) -> DataFrame:
     """``df`` with the table's column order and types (lossless widening only, checked
-    before) and nullable wherever the table is: Spark writes a column's nullability into the
-    file, and the table's files must all have the table's schema. ``CASE WHEN
-    spark_partition_id() >= 0`` is a nullable identity the optimiser cannot fold away."""
-    target = spark_schema(schema)
-    frame = df.to(target)
-    columns = []
-    for field in frame.schema.fields:
-        column = F.col("`" + field.name.replace("`", "``") + "`")
-        if not field.nullable:
-            column = F.when(F.spark_partition_id() >= 0, column).alias(field.name)
-        columns.append(column)
-    return frame.select(*columns)
+    before). Spark writes a column NOT NULL where its optimiser proves it (a literal,
+    ``range()``), whatever the analysed schema says: the files' nullability is left to it,
+    and a NOT NULL file column is accepted for a nullable table column
+    (``footer_stats``)."""
+    return df.to(spark_schema(schema))
 
 
 def _with_field_ids(frame: DataFrame, schema: pa.Schema, field_ids: Sequence[int]) -> DataFrame:

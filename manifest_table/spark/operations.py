@@ -69,7 +69,7 @@ def _matching_positions(location: TableLocation, version: int, fields: Any, wher
 def compact(spark: Any, uri: str, target_file_size: int | None = None, min_deleted_fraction: float = 0.2,
             *, storage_options: dict[str, str] | None = None) -> CommitInfo:
     """``Table.compact`` with the rewriting spread out: the driver plans the groups from the
-    manifest, Spark rewrites each group into one file, the driver commits all outputs once.
+    manifest, Spark rewrites each group into its output files, the driver commits all outputs once.
     The guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
     outputs, a conflicting commit makes this one fail with ``CommitConflictError`` and its
     outputs are removed. If the Spark job fails, nothing is committed."""
@@ -91,7 +91,7 @@ def compact(spark: Any, uri: str, target_file_size: int | None = None, min_delet
 
 
 def _rewrite(location: TableLocation, options: WriteOptions,
-             group: CompactionGroup) -> Iterator[tuple[DataFile | None, Rewrite]]:
+             group: CompactionGroup) -> Iterator[tuple[list[DataFile], Rewrite]]:
     table = location.open(options)
     yield rewrite_group(table, group, DeletionVectors(table.store))
 

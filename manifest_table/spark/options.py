@@ -9,6 +9,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Mapping
 
+from ..arguments import check_location
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
 from ..storage import ObjectStore, store_for_uri
@@ -35,6 +36,9 @@ class TableLocation:
 
     uri: str
     storage_options: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        check_location(self.uri)  # before Spark plans or runs anything
 
     def store(self) -> ObjectStore:
         """The location's store, with safe calls retried as a table handle's are (this is

@@ -1,7 +1,8 @@
 """Table schemas as Spark sees them, and the check that a DataFrame may be written to a table.
 
-Spark has no unsigned integers, half floats, 64-bit dates or view types: those columns are
-read as the nearest wider Spark type. Nanosecond timestamps are read at Spark's microsecond
+Spark has no unsigned integers, half floats, 64-bit dates, 32-bit times or view types: those
+columns (and list items, struct fields, map keys and values) are read as the nearest wider
+Spark type. Nanosecond timestamps are read at Spark's microsecond
 precision. Everything else maps one to one (``pyspark.sql.pandas.types.from_arrow_type``)."""
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from pyspark.sql.types import (
 )
 
 from ..errors import SchemaMismatchError
+from ..format.column_types import rebuilt
 
 _WIDER_FOR_SPARK = {
     pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
     pa.uint64(): pa.decimal128(20, 0), pa.float16(): pa.float32(), pa.date64(): pa.date32(),
     pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
+    pa.time32("s"): pa.time64("us"), pa.time32("ms"): pa.time64("us"),
 }
 
 _WIDENINGS = {
@@ -45,12 +48,18 @@ def spark_schema(schema: pa.Schema) -> StructType:
     fields = []
     for field in schema:
         try:
-            spark_type = from_arrow_type(_WIDER_FOR_SPARK.get(field.type, field.type))
+            spark_type = from_arrow_type(_for_spark(field.type))
         except PySparkTypeError:
             raise SchemaMismatchError(
                 f"column {field.name!r} has type {field.type}, which Spark cannot represent") from None
         fields.append(StructField(field.name, spark_type, field.nullable))
     return StructType(fields)
+
+
+def _for_spark(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with each type Spark lacks, at any depth, as the nearest wider one."""
+    wider = _WIDER_FOR_SPARK.get(dtype)
+    return wider if wider is not None else rebuilt(dtype, _for_spark)
 
 
 def exchange_schema(schema: StructType) -> pa.Schema:
@@ -71,7 +80,9 @@ def same_in_spark(arrow_type: pa.DataType) -> bool:
 def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
     """Raise ``SchemaMismatchError`` naming every column of ``frame`` that cannot be written to
     the table: missing, unknown, or of a type that does not widen losslessly to the table's.
-    Nullability is checked on the data itself, batch by batch, when it is written."""
+    Called on the driver before any task runs. Nullability is not compared: Spark's schema
+    says little about it (its optimiser folds columns into NOT NULL literals), so a NOT
+    NULL table column is checked on the data itself, batch by batch, when it is written."""
     wanted = {f.name: f.dataType for f in spark_schema(table).fields}
     given = {f.name: f.dataType for f in frame.fields}
     problems = []
@@ -86,10 +97,7 @@ def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
         if want is not None and not _writable(have, want):
             problems.append(f"column {name!r} is {have.simpleString()}, the table has {want.simpleString()}")
     if problems:
-        raise SchemaMismatchError(
-            f"the DataFrame does not match the table at {uri}: {'; '.join(problems)}. "
-            f"Table schema: {spark_schema(table).simpleString()}; "
-            f"DataFrame schema: {frame.simpleString()}")
+        raise SchemaMismatchError(f"the DataFrame does not match the table at {uri}: {'; '.join(problems)}")
 
 
 def _writable(have: DataType, want: DataType) -> bool:

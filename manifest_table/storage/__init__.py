@@ -1,11 +1,14 @@
-"""Object stores: one interface for the control plane, three implementations, and the
-mapping from a table URI to a store."""
+"""Object stores: one interface for the control plane, its implementations, and the mapping
+from a table URI to a store."""
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import Callable
 from urllib.parse import urlparse
 
+from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
 from .files import FileIO
@@ -14,21 +17,40 @@ from .memory import MemoryStore
 
 
 def store_for_uri(uri: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> ObjectStore:
-    """A path or ``file://`` URI means a local directory; ``s3://bucket/prefix`` means S3."""
-    text = os.fspath(uri)
+    """A path or ``file://`` URI means a local directory; ``s3://bucket/prefix`` S3,
+    ``gs://bucket/prefix`` Google Cloud Storage, ``az://container/prefix`` Azure Blob Storage.
+    Each service's client library is imported only by those who use it."""
+    text = check_location(uri)
+    for key, value in (storage_options or {}).items():
+        check_unicode(f"storage option {key!r}", value)
     parsed = urlparse(text)
     if parsed.scheme in ("s3", "s3a"):
-        from .s3 import S3Store  # boto3 is imported only by those who use S3
+        from .s3 import S3Store
 
         return S3Store.from_uri(text, storage_options)
+    if parsed.scheme == "gs":
+        return _cloud_store("gcs", "GcsStore")(text, storage_options)
+    if parsed.scheme == "az":
+        return _cloud_store("azure", "AzureStore")(text, storage_options)
     if storage_options:
-        raise InvalidArgumentError(f"storage options {sorted(storage_options)} apply only to s3:// URIs")
+        raise InvalidArgumentError(f"storage options {sorted(storage_options)} apply only to s3://, gs:// "
+                                   "and az:// URIs")
     if parsed.scheme == "file":
         return LocalStore(_file_uri_path(text))
     if parsed.scheme and len(parsed.scheme) > 1:  # one letter is a Windows drive
         raise InvalidArgumentError(f"unsupported URI scheme {parsed.scheme!r} in {text!r}: "
-                                   "use a local path, file:// or s3://, or pass store=")
+                                   "use a local path, file://, s3://, gs:// or az://, or pass store=")
     return LocalStore(text)
+
+
+def _cloud_store(module: str, name: str) -> Callable[[str, dict[str, str] | None], ObjectStore]:
+    """``from_uri`` of the store class ``name`` in ``storage/<module>.py``, whose client
+    library comes with the extra of the same name: missing, it is a clear error."""
+    try:
+        store_class = getattr(importlib.import_module(f".{module}", __name__), name)
+    except ImportError as exc:
+        raise InvalidArgumentError(f"{name} needs {exc.name}: pip install 'manifest_table[{module}]'") from None
+    return store_class.from_uri
 
 
 def _file_uri_path(uri: str) -> str:

@@ -53,8 +53,10 @@ class ObjectStore(ABC):
 
     @abstractmethod
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise
-        (and ``NotFound`` if the key is missing). Returns the new etag."""
+        """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise.
+        A missing key raises ``NotFound`` where the service tells it apart (local, memory, S3);
+        GCS, Azure and SeaweedFS answer it as a failed condition, and callers treat both the
+        same: re-read. Returns the new etag."""
 
     @abstractmethod
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
@@ -75,5 +77,6 @@ class ObjectStore(ABC):
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """A pyarrow filesystem and the root path inside it, for range reads and streaming
-        writes of Parquet data files. None means data goes through ``get``/``put_if_absent``."""
+        writes of Parquet data files. None means data goes through ``get``/``put_if_absent``.
+        Readers ask at each use: build it once and return the same one while it is valid."""
         return None

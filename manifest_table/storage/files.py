@@ -29,20 +29,26 @@ T = TypeVar("T")
 class FileIO:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self._fs = store.arrow_filesystem()
+
+    @property
+    def _fs(self) -> tuple[pafs.FileSystem, str] | None:
+        """Asked of the store at each use, not kept: a store may replace its filesystem
+        (GcsStore renews an expiring access token that way); stores build theirs once."""
+        return self.store.arrow_filesystem()
 
     def read_parquet(self, key: str, size: int, read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T]) -> T:
         """``read(fragment, footer)`` of data file ``key`` of ``size`` bytes (the manifest's).
         Raises ``NotFound``, ``CorruptTableError`` (not a Parquet file of that size) or
         ``StoreError``. A transient failure of a ranged read repeats the whole read: the
         fragment reopens the file to scan it, and either open, or any read, may fail."""
-        if self._fs is None or size <= WHOLE_READ_BYTES:
+        plane = self._fs
+        if plane is None or size <= WHOLE_READ_BYTES:
             data = self.store.get(key)
             if len(data) != size:
                 raise CorruptTableError(f"{key} has {len(data)} bytes, the manifest's size field says {size}")
             fragment = _PARQUET.make_fragment(pa.BufferReader(data))
             return read(fragment, _footer(key, size, fragment))
-        fs, root = self._fs
+        fs, root = plane
         return _READS.call(lambda: self._ranged(fs, f"{root}/{key}", key, size, read))
 
     def _ranged(self, fs: pafs.FileSystem, path: str, key: str, size: int,
@@ -71,21 +77,23 @@ class FileIO:
     def open(self, key: str) -> pa.NativeFile:
         """A random-access file for reading ``key`` (a file no manifest describes yet, whose
         size is unknown); raises ``NotFound``."""
-        if self._fs is None:
+        plane = self._fs
+        if plane is None:
             return pa.BufferReader(self.store.get(key))
-        fs, root = self._fs
+        fs, root = plane
         return _READS.call(lambda: _open_input(fs, f"{root}/{key}", key))
 
     @contextmanager
     def create(self, key: str) -> Iterator[pa.NativeFile]:
         """An output stream for a new object under a unique name; the object is complete
         (and, for whole-object stores, created) only when the block exits cleanly."""
-        if self._fs is None:
+        plane = self._fs
+        if plane is None:
             sink = pa.BufferOutputStream()
             yield sink
             self.store.put_if_absent(key, sink.getvalue().to_pybytes())
             return
-        fs, root = self._fs
+        fs, root = plane
         path = f"{root}/{key}"
         try:
             stream = fs.open_output_stream(path)

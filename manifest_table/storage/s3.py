@@ -1,18 +1,13 @@
 """A table on S3 (or an S3-compatible endpoint), made transactional by S3 conditional writes.
 
 Create-only is ``PutObject`` with ``If-None-Match: *``; compare-and-swap is ``PutObject`` with
-``If-Match: <etag>``. Both are atomic on the server, so no lock service is needed.
-
-Errors are sorted into three kinds, because the commit protocol reacts differently to each:
-a lost race (``PreconditionFailed``), a missing key (``NotFound``), and everything else
-(``StoreError``), which means "the write may or may not have happened" and is resolved by
-reading back.
+``If-Match: <etag>``. Both are atomic on the server, so no lock service is needed. Errors
+map to the protocol's three outcomes as ``storage/cloud.py`` describes.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from datetime import timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit
@@ -22,11 +17,10 @@ import pyarrow.fs as pafs
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
-from .base import ObjectInfo, ObjectStore
+from ..errors import NotFound, PreconditionFailed
+from .base import ObjectInfo
+from .cloud import CONNECT_TIMEOUT, READ_TIMEOUT, CloudStore, resolve_options, split_location
 
-_CONNECT_TIMEOUT = 5
-_READ_TIMEOUT = 30
 _MAX_ATTEMPTS = 5
 
 _OPTION_ALIASES = {
@@ -44,7 +38,6 @@ _OPTION_ALIASES = {
 
 # Loose on purpose: legacy buckets may hold upper case and underscores.
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\\]")
 _NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 _LOST_RACE_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 # Hosts where pyarrow should find the endpoint itself from the region (virtual-hosted
@@ -52,12 +45,15 @@ _LOST_RACE_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 _AWS_HOST_SUFFIXES = (".amazonaws.com", ".amazonaws.com.cn")
 
 
-class S3Store(ObjectStore):
+class S3Store(CloudStore):
     """Objects under ``s3://bucket/prefix``.
 
     Anything left as None (credentials, region, endpoint) comes from the standard boto3 chain:
     environment variables (``AWS_ENDPOINT_URL`` included), config files, instance roles.
     """
+
+    scheme = "s3"
+    service = "S3"
 
     def __init__(
         self,
@@ -71,102 +67,43 @@ class S3Store(ObjectStore):
         session_token: str | None = None,
         client: Any = None,
     ) -> None:
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self._root = f"{self.prefix}/" if self.prefix else ""
+        super().__init__(bucket, prefix, client)
         self._endpoint_url = endpoint_url
         self._region = region
         self._access_key_id = access_key_id
         self._secret_access_key = secret_access_key
         self._session_token = session_token
-        self._client = client
-        self._fs: pafs.S3FileSystem | None = None
-        self._lock = threading.Lock()
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: dict[str, str] | None = None) -> S3Store:
         """Parse ``s3://bucket[/prefix]`` (or Hadoop's ``s3a://``). Options are the
         constructor's keyword arguments, also accepted under their ``AWS_*`` env-var names."""
-        parts = urlsplit(uri)
-        path = parts.path.removeprefix("/").rstrip("/")
-        if (
-            parts.scheme not in ("s3", "s3a")
-            or not _BUCKET.fullmatch(parts.netloc)
-            or parts.query
-            or parts.fragment
-        ):
-            raise InvalidArgumentError(f"not an s3://bucket/prefix URI: {uri!r}")
-        # S3 keys are names, not paths: p/x/../y would put objects under a literal "..", and
-        # readers that normalise would look elsewhere. Refused, never normalised.
-        segments = set(path.split("/")) if path else set()
-        for bad, what in (("", "an empty segment (//)"), (".", "a '.' segment"), ("..", "a '..' segment")):
-            if bad in segments:
-                raise InvalidArgumentError(f"{uri!r} has {what} in its prefix: give the canonical prefix")
-        if _UNPRINTABLE.search(path):
-            raise InvalidArgumentError(f"{uri!r} has a backslash or a control character in its prefix")
-        options: dict[str, str] = {}
-        unknown = sorted(k for k in (storage_options or {}) if k not in _OPTION_ALIASES)
-        if unknown:
-            raise InvalidArgumentError(
-                f"unknown S3 storage option(s) {', '.join(unknown)}; "
-                f"expected one of {', '.join(_OPTION_ALIASES)}"
-            )
-        for key, value in (storage_options or {}).items():
-            name = _OPTION_ALIASES[key]
-            if options.get(name, value) != value:
-                raise InvalidArgumentError(f"conflicting values given for S3 option {name}")
-            options[name] = value
-        return cls(parts.netloc, path, **options)
+        bucket, prefix = split_location(uri, ("s3", "s3a"), _BUCKET, "bucket")
+        return cls(bucket, prefix, **resolve_options(storage_options, _OPTION_ALIASES, "S3"))
 
-    # --- lazily built, per-process clients -----------------------------------------------
+    def _new_client(self) -> Any:
+        # A private session: boto3's default session is not thread-safe.
+        session = boto3.session.Session(
+            aws_access_key_id=self._access_key_id,
+            aws_secret_access_key=self._secret_access_key,
+            aws_session_token=self._session_token,
+            region_name=self._region,
+        )
+        return session.client(
+            "s3",
+            endpoint_url=self._endpoint_url,
+            config=Config(
+                retries={"mode": "standard", "max_attempts": _MAX_ATTEMPTS},
+                connect_timeout=CONNECT_TIMEOUT,
+                read_timeout=READ_TIMEOUT,
+            ),
+        )
 
-    @property
-    def client(self) -> Any:
-        """The boto3 client; built on first use so that construction and unpickling are cheap
-        and make no network calls."""
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    # A private session: boto3's default session is not thread-safe.
-                    session = boto3.session.Session(
-                        aws_access_key_id=self._access_key_id,
-                        aws_secret_access_key=self._secret_access_key,
-                        aws_session_token=self._session_token,
-                        region_name=self._region,
-                    )
-                    self._client = session.client(
-                        "s3",
-                        endpoint_url=self._endpoint_url,
-                        config=Config(
-                            retries={"mode": "standard", "max_attempts": _MAX_ATTEMPTS},
-                            connect_timeout=_CONNECT_TIMEOUT,
-                            read_timeout=_READ_TIMEOUT,
-                        ),
-                    )
-        return self._client
-
-    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
-        """A pyarrow S3 filesystem for the data plane, pointed at the endpoint, region and
-        credentials that the boto3 client (the control plane) resolved, so the two can never
-        disagree about where the table is or who is reading it."""
-        if self._fs is None:
-            client = self.client
-            with self._lock:
-                if self._fs is None:
-                    self._fs = _arrow_s3(client)
-        return self._fs, f"{self.bucket}/{self.prefix}".rstrip("/")
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Clients, filesystems and locks do not pickle; executors rebuild them on first use.
-        # A client passed to the constructor is dropped too: the copy builds its own from the
-        # stored options and the receiving process's boto3 chain.
-        state = self.__dict__.copy()
-        state.update(_client=None, _fs=None, _lock=None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+    def _new_filesystem(self) -> pafs.S3FileSystem:
+        """Pointed at the endpoint, region and credentials that the boto3 client (the control
+        plane) resolved, so the two can never disagree about where the table is or who is
+        reading it."""
+        return _arrow_s3(self.client)
 
     # --- ObjectStore ---------------------------------------------------------------------
 
@@ -253,10 +190,6 @@ class S3Store(ObjectStore):
             raise self._error(op, key, e) from e
         return response["ETag"]
 
-    def _error(self, op: str, key: str, cause: Exception, note: str = "") -> StoreError:
-        detail = f" ({note})" if note else ""
-        return StoreError(f"S3 {op} of s3://{self.bucket}/{self._root}{key} failed{detail}: {cause}")
-
 
 def _code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
@@ -288,8 +221,8 @@ def _arrow_s3(client: Any) -> pafs.S3FileSystem:
         region=region if region and region != "aws-global" else "us-east-1",
         endpoint_override=endpoint.netloc if custom_endpoint else None,
         scheme=endpoint.scheme if custom_endpoint else "https",
-        connect_timeout=_CONNECT_TIMEOUT,
-        request_timeout=_READ_TIMEOUT,
+        connect_timeout=CONNECT_TIMEOUT,
+        request_timeout=READ_TIMEOUT,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=_MAX_ATTEMPTS),
         allow_delayed_open=True,
     )

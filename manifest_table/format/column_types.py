@@ -1,0 +1,130 @@
+"""Which Arrow types a table's columns may have, and the form Parquet keeps them in.
+
+A type is supported when every part of the table handles it: writing and statistics, our
+own segments, filters, deletes, updates, compaction, and the readers of docs/interop.md and
+docs/spark.md. The others are refused when a column is made (``create_table``,
+``add_column``, ``append(schema_mode="merge")``, the CLI), naming the column, the type and
+what to use instead; docs/writing.md ("Column types") lists every type with its outcome.
+
+Parquet has no second-unit timestamps or times and no 64-bit dates: pyarrow stores them as
+milliseconds and days and reads them back so, whatever ``coerce_timestamps`` or
+``store_schema`` say (the ``ARROW:schema`` it stores restores zones, durations, large and
+view types and dictionaries, not these units). ``parquet_form`` is that storage form; it is
+lossless, and readers of our own Parquet cast it back to the declared type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.types as pat
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a new column may not have a type, and what to use instead. ``appendable``: tables
+    of release 0.2.0 with such a column (which it let one create) took appends, and still do."""
+
+    reason: str
+    instead: str
+    appendable: bool = False
+
+
+def _decimal_instead(dtype: pa.DataType) -> str:
+    if dtype.precision <= 38:
+        return f"decimal128({dtype.precision}, {dtype.scale})"
+    return "a decimal128 of at most 38 digits, or a string"
+
+
+_RULES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], Refusal]], ...] = (
+    (lambda t: isinstance(t, pa.BaseExtensionType), lambda t: Refusal(
+        "an extension type: Spark cannot read it, and filters and statistics do not know it",
+        "bool" if t.extension_name == "arrow.bool8" else str(t.storage_type))),
+    (pat.is_dictionary, lambda t: Refusal(
+        "dictionary encoding is a layout of the values, and filters cannot compare it "
+        "(dictionary-encoded data appends to a column of the value type)", str(t.value_type), appendable=True)),
+    (pat.is_run_end_encoded, lambda t: Refusal("Parquet cannot store run-end encoded columns", str(t.value_type))),
+    (lambda t: pat.is_string_view(t) or pat.is_binary_view(t), lambda t: Refusal(
+        "Arrow cannot filter, sort or take the minimum of view types (view data appends to a "
+        "column of the plain type)", "string" if pat.is_string_view(t) else "binary")),
+    (lambda t: pat.is_list_view(t) or pat.is_large_list_view(t), lambda t: Refusal(
+        "Polars cannot read list views", str(pa.list_(t.value_field) if pat.is_list_view(t)
+                                             else pa.large_list(t.value_field)), appendable=True)),
+    (pat.is_null, lambda t: Refusal("a column of type null can hold nothing but nulls",
+                                    "the type its values will have")),
+    (pat.is_float16, lambda t: Refusal("Arrow has no minimum or maximum of half floats", "float32")),
+    (lambda t: pat.is_decimal32(t) or pat.is_decimal64(t), lambda t: Refusal(
+        "Arrow has no minimum or maximum of 32- and 64-bit decimals",
+        f"decimal128({t.precision}, {t.scale})")),
+    (pat.is_decimal256, lambda t: Refusal(
+        "DuckDB cannot read 256-bit decimals, and DuckDB, Polars and Spark hold at most 38 digits",
+        _decimal_instead(t), appendable=True)),
+    (pat.is_interval, lambda t: Refusal("Parquet cannot store intervals",
+                                        "a duration, or a struct of months, days and nanoseconds")),
+    (pat.is_union, lambda t: Refusal("Parquet cannot store unions", "a struct with one nullable field per member")),
+)
+
+
+def refusal(dtype: pa.DataType) -> tuple[pa.DataType, Refusal] | None:
+    """The first type inside ``dtype`` (itself included) that a column may not have, with why."""
+    for applies, refuse in _RULES:
+        if applies(dtype):
+            return dtype, refuse(dtype)
+    for child in _children(dtype):
+        found = refusal(child)
+        if found is not None:
+            return found
+    return None
+
+
+def plain_type(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with dictionaries and string and binary views decoded, at any depth: the type
+    of what the values are, for a schema taken from data (``schema_mode="merge"``, ``create
+    --like``); such data appends to it by a cast. (Not list views: pyarrow 26 casts them to
+    lists of invalid offsets; nor run-end encoding, which Arrow does not cast.)"""
+    if pat.is_dictionary(dtype):
+        return plain_type(dtype.value_type)
+    if pat.is_string_view(dtype):
+        return pa.string()
+    if pat.is_binary_view(dtype):
+        return pa.binary()
+    return rebuilt(dtype, plain_type)
+
+
+def parquet_form(dtype: pa.DataType) -> pa.DataType:
+    """The type pyarrow reads back from Parquet it wrote from ``dtype``, at any depth:
+    second units as milliseconds, ``date64`` as ``date32``; every other type as itself."""
+    if pat.is_timestamp(dtype) and dtype.unit == "s":
+        return pa.timestamp("ms", dtype.tz)
+    if pat.is_time32(dtype) and dtype.unit == "s":
+        return pa.time32("ms")
+    if pat.is_date64(dtype):
+        return pa.date32()
+    return rebuilt(dtype, parquet_form)
+
+
+def _children(dtype: pa.DataType) -> list[pa.DataType]:
+    if pat.is_map(dtype):
+        return [dtype.key_type, dtype.item_type]
+    if pat.is_struct(dtype):
+        return [f.type for f in dtype]
+    if pat.is_list(dtype) or pat.is_large_list(dtype) or pat.is_fixed_size_list(dtype):
+        return [dtype.value_type]
+    return []
+
+
+def rebuilt(dtype: pa.DataType, change: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """A nested ``dtype`` (list, struct, map) with ``change`` applied to its children; a flat
+    one as it is."""
+    if pat.is_map(dtype):
+        return pa.map_(dtype.key_field.with_type(change(dtype.key_type)),
+                       dtype.item_field.with_type(change(dtype.item_type)), dtype.keys_sorted)
+    if pat.is_struct(dtype):
+        return pa.struct([f.with_type(change(f.type)) for f in dtype])
+    if pat.is_fixed_size_list(dtype):
+        return pa.list_(dtype.value_field.with_type(change(dtype.value_type)), dtype.list_size)
+    if pat.is_list(dtype) or pat.is_large_list(dtype):
+        make = pa.list_ if pat.is_list(dtype) else pa.large_list
+        return make(dtype.value_field.with_type(change(dtype.value_type)))
+    return dtype
