@@ -25,7 +25,7 @@ what is cheap to shrink itself: the history ends at the failing step, and a fail
 is reduced to its smallest failing part (`Checker._shrink`).
 
 Environment (all optional):
-- `MT_DIFF_CASES` (default 48): cases per run; `MT_DIFF_SECONDS`: keep running new cases
+- `MT_DIFF_CASES` (default 40): cases per run; `MT_DIFF_SECONDS`: keep running new cases
   until that many seconds have passed (a soak; at least `MT_DIFF_CASES` cases).
 - `MT_DIFF_SEED` (default 18, so that CI runs the same cases every time): case k of a run
   has seed `MT_DIFF_SEED + k`, so a failure's seed replays alone with
@@ -51,7 +51,7 @@ from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases
 from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
-CASES = int(os.environ.get("MT_DIFF_CASES", "48"))
+CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
 

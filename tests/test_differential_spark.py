@@ -30,13 +30,14 @@ pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
 
 import manifest_table as mt  # noqa: E402
+from manifest_table.format.column_types import rebuilt  # noqa: E402
 from manifest_table.spark import read, write  # noqa: E402
 from manifest_table.spark.schema import spark_schema  # noqa: E402
 from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
 from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
 from tests.differential_model import Oracle, State  # noqa: E402
 from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
-from tests.differential_types import KINDS, Shape, map_leaves  # noqa: E402
+from tests.differential_types import KINDS, Shape  # noqa: E402
 
 pytest_plugins = ["tests.spark_fixtures"]
 
@@ -49,8 +50,12 @@ NATIVE_WRITABLE = {"int8", "int16", "int32", "int64", "float32", "float64", "dec
 
 
 def microseconds(t: pa.DataType) -> pa.DataType:
-    """``t`` with nanosecond timestamps at microseconds (what Spark reads them as)."""
-    return map_leaves(t, lambda t: pa.timestamp("us", tz=t.tz) if pa.types.is_timestamp(t) and t.unit == "ns" else t)
+    """``t`` with nanosecond timestamps and durations at microseconds (what Spark reads them
+    as: docs/spark.md, "Types")."""
+    t = rebuilt(t, microseconds)
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", tz=t.tz)
+    return pa.duration("us") if pa.types.is_duration(t) and t.unit == "ns" else t
 
 
 def compare_spark(actual: pa.Table, expected: pa.Table) -> str | None:
@@ -140,7 +145,7 @@ def spark_writable(t: pa.DataType) -> bool:
     """Whether a DataFrame of Spark's types can be written into a column of ``t`` (no fixed
     sizes, unsigned integers, nanoseconds, wide decimals; nothing nested)."""
     return not (pa.types.is_nested(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_unsigned_integer(t)
-                or pa.types.is_decimal256(t) or (pa.types.is_timestamp(t) and t.unit == "ns"))
+                or pa.types.is_time(t) or pa.types.is_duration(t) or (pa.types.is_timestamp(t) and t.unit == "ns"))
 
 
 def test_spark_reads_return_the_model_rows(spark: Any, tmp_path: Path) -> None:
