@@ -185,8 +185,8 @@ def decimal_text(rng: random.Random, t: pa.DataType, v: Decimal) -> Text:
         return same(plain(v + rng.choice([unit / 2, -unit / 10])))
     if roll < 0.7 and t.precision < 37:
         return same(plain(v) + ("0" if t.scale else ".0"))  # trailing zeros: the same value
-    if roll < 0.8:
-        return same(f"{float(v)!r}e0" if "e" not in repr(float(v)) else repr(float(v)))
+    if roll < 0.8 and t.precision <= 30:  # a double; DuckDB's doubles of 38-digit decimals can be off by one
+        return same(f"{float(v)!r}e0" if "e" not in repr(float(v)) else repr(float(v)))  # ulp (9 in 2,000)
     if t.precision > 36:  # DuckDB's decimals stop at 38 digits: it refuses (or rounds) literals beyond them
         return same(plain(v))
     return same(plain(rng.choice([Decimal(10) ** (t.precision - t.scale), -(Decimal(10) ** (t.precision - t.scale)),
