@@ -293,3 +293,21 @@ def test_duckdb_reads_a_duration_column_added_by_a_schema_change(tmp_path: Path)
     con = duckdb.connect()
     table.to_duckdb(con, "t")
     assert sorted(con.sql("SELECT id, d, s.d FROM t").fetchall()) == [(1, None, None), (2, 5, 7)]
+
+
+def test_polars_reads_a_fixed_size_list_column_added_by_a_schema_change(tmp_path: Path) -> None:
+    """Older files read the new column as nulls, sliced into batches by row group; Polars
+    cannot import a sliced fixed-size list with nulls ("validity mask length must be equal
+    to the number of values divided by size"), also inside a struct (found by
+    tests/test_differential.py)."""
+    table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]), row_group_size=512)
+    table.append(pa.table({"id": list(range(200))}))
+    pair = pa.list_(pa.int64(), 2)
+    with table.update_schema() as change:
+        change.add_column("f", pair)
+        change.add_column("s", pa.struct([("f", pair)]))
+    table.append(pa.table({"id": [200], "f": pa.array([[1, 2]], pair),
+                           "s": pa.array([{"f": [3, 4]}], pa.struct([("f", pair)]))}))
+    frame = table.to_polars().collect()
+    assert frame.height == 201 and frame["f"].null_count() == 200
+    assert frame.filter(pl.col("id") == 200)["f"].to_list() == [[1, 2]]
