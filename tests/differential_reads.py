@@ -28,14 +28,15 @@ EPOCH = dt.datetime(1970, 1, 1)
 def canonical(value: Any, loose: bool = False) -> Any:
     """A hashable value that equals another exactly when both hold the same data: NaN equals
     NaN, -0.0 differs from 0.0, instants compare in UTC at nanosecond precision. ``loose``:
-    an integral float equals the integer (pandas turns a nested integer into a float when its
-    array has a null slot, which depends on how the struct was assembled, not on the data)."""
+    integers compare as doubles (pandas makes the integers of a struct's field doubles when
+    that field's array has a null slot, which depends on how the struct was assembled, not on
+    its values)."""
     if value is None or value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, np.generic):
         return canonical(value.item(), loose)
-    if isinstance(value, float) and loose and value.is_integer() and (value or math.copysign(1.0, value) > 0):
-        return int(value)  # but -0.0 stays itself
+    if loose and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
     if isinstance(value, float):
         return "NaN" if value != value else (value, math.copysign(1.0, value))
     if isinstance(value, pd.Timestamp):  # in its own unit (year 1 has no nanoseconds)
