@@ -14,10 +14,11 @@ IS [NOT] NULL, AND / OR / NOT) are checked three ways:
   matching live row (each such file or row group is checked against the matching rows);
 - end to end: `table.scan(where=...)` returns DuckDB's rows (every few filters; it reads files).
 
-The filter text is ours; DuckDB gets the same text except where the dialects differ: LIKE
-gains `ESCAPE '\\'` (DuckDB has no escape character by default), timestamp literals against
-the zoned column become TIMESTAMPTZ (with the session zone UTC, as our naive literals are
-UTC), and BETWEEN is spelled as its two comparisons (see `leaf`).
+The filters come from tests/filter_generator.py (shared with the differential read-path
+test). The filter text is ours; DuckDB gets the same text except where the dialects differ:
+LIKE gains `ESCAPE '\\'` (DuckDB has no escape character by default), timestamp literals
+against the zoned column become TIMESTAMPTZ (with the session zone UTC, as our naive literals
+are UTC), and BETWEEN is spelled as its two comparisons.
 
 `MT_FUZZ_FILTERS=20000` runs more filters (2,000 by default); `MT_FUZZ_SEED` picks the seed.
 """
@@ -41,6 +42,7 @@ import manifest_table as mt
 from manifest_table.expressions import parse
 from manifest_table.format.stats import leaf_columns
 from manifest_table.data.scan import _row_group_stats
+from tests.filter_generator import FilterColumn, Text, like_pattern, random_filter, same, string_literal
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -113,21 +115,7 @@ def _sort_value(value: object) -> object:
     return value if value is not None else 0
 
 
-# --- filters as text: ours and DuckDB's ----------------------------------------------------
-@dataclass(frozen=True)
-class Text:
-    ours: str
-    duck: str
-
-
-def same(text: str) -> Text:
-    return Text(text, text)
-
-
-def string_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
+# --- filters as text: ours and DuckDB's (tests/filter_generator.py) -------------------------
 def timestamp_literal(rng: random.Random) -> Text:
     instant = rng.choice(INSTANTS) + dt.timedelta(minutes=rng.choice([0, 0, 0, 7, -1]))
     offset = rng.choice([None, 0, 1, 2, -5])
@@ -158,53 +146,8 @@ LITERALS: dict[str, Callable[[random.Random], Text]] = {
     "day": lambda rng: same(f"DATE '{rng.choice(VALUES['day'] + [dt.date(2024, 10, 24)])}'"),  # type: ignore[operator]
     "b": lambda rng: same(rng.choice(["TRUE", "FALSE"])),
 }
-LIKE_PIECES = ["a", "b", "ä", "%", "%", "_", "\\%", "\\_", "\\\\", "\\a", "'", "\n", "it"]
-
-
-def like_pattern(rng: random.Random) -> str:
-    return "".join(rng.choice(LIKE_PIECES) for _ in range(rng.randint(0, 4)))
-
-
-def leaf(rng: random.Random) -> Text:
-    column = rng.choice(list(LITERALS))
-    literal = LITERALS[column]
-    kind = rng.random()
-    if column == "s" and kind < 0.3:
-        negated = "NOT " if rng.random() < 0.3 else ""
-        pattern = string_literal(like_pattern(rng))
-        return Text(f"s {negated}LIKE {pattern}", f"s {negated}LIKE {pattern} ESCAPE '\\'")
-    if kind < 0.08:
-        negated = "NOT " if rng.random() < 0.5 else ""
-        return same(f"{column} IS {negated}NULL")
-    if kind < 0.25:
-        values = [literal(rng) for _ in range(rng.randint(1, 3))]
-        negated = "NOT " if rng.random() < 0.4 else ""
-        return Text(f"{column} {negated}IN ({', '.join(v.ours for v in values)})",
-                    f"{column} {negated}IN ({', '.join(v.duck for v in values)})")
-    if kind < 0.35:
-        low, high = literal(rng), literal(rng)
-        negated = "NOT " if rng.random() < 0.3 else ""
-        # BETWEEN is two comparisons (SQL standard, PostgreSQL, Spark); DuckDB binds all three
-        # operands to one type instead (f32 BETWEEN 16777217 AND 3.4e38 compares as doubles).
-        return Text(f"{column} {negated}BETWEEN {low.ours} AND {high.ours}",
-                    f"{negated}({column} >= {low.duck} AND {column} <= {high.duck})")
-    op = rng.choice(["=", "!=", "<>", "<", "<=", ">", ">="])
-    value = literal(rng)
-    if rng.random() < 0.2:  # literal op column
-        return Text(f"{value.ours} {op} {column}", f"{value.duck} {op} {column}")
-    return Text(f"{column} {op} {value.ours}", f"{column} {op} {value.duck}")
-
-
-def random_filter(rng: random.Random, depth: int = 0) -> Text:
-    roll = rng.random()
-    if depth >= 3 or roll < 0.4:
-        return leaf(rng)
-    if roll < 0.55:
-        inner = random_filter(rng, depth + 1)
-        return Text(f"NOT ({inner.ours})", f"NOT ({inner.duck})")
-    keyword = rng.choice(["AND", "OR"])
-    parts = [random_filter(rng, depth + 1) for _ in range(rng.randint(2, 3))]
-    return Text(f" {keyword} ".join(f"({p.ours})" for p in parts), f" {keyword} ".join(f"({p.duck})" for p in parts))
+COLUMNS = [FilterColumn(name, name, literal, like_pattern if name == "s" else None)
+           for name, literal in LITERALS.items()]
 
 
 # --- the table -----------------------------------------------------------------------------
@@ -282,7 +225,7 @@ def test_filters_match_duckdb(written: tuple[mt.Table, pa.Table, list[Piece]], c
     ids = live["id"]
     pruned = 0
     for n in range(FILTERS):
-        text = random_filter(rng)
+        text = random_filter(rng, COLUMNS)
         expected = duck_ids(connection, text.duck)
         bound = parse(text.ours).bind(SCHEMA)
         mask = bound.evaluate(live)

@@ -132,3 +132,19 @@ def test_not_null_column_refuses_null(tmp_path: Path):
     with pytest.raises(SchemaMismatchError, match="not nullable"):
         table.update({"id": None})
     assert sorted(table.to_arrow()["id"].to_pylist()) == [1, 2]
+
+
+def test_integers_beyond_int64_are_stored_into_uint64_and_decimal_columns(tmp_path: Path):
+    """Arrow infers int64 for a Python int and refused 2**64 - 1 ("has no Arrow type"), so a
+    uint64 column could not be set to its upper half (found by tests/test_differential.py)."""
+    schema = pa.schema([("id", pa.int64()), ("u", pa.uint64()), ("d", pa.decimal128(38, 0))])
+    table = mt.create_table(tmp_path / "big", schema)
+    table.append(pa.table({"id": [1, 2], "u": [0, 1], "d": [Decimal(0), Decimal(1)]}, schema=schema))
+    table.update({"u": 2**64 - 1, "d": 10**37}, where="id = 1")
+    table.update({"u": col("u") + 2**63}, where="id = 2")
+    assert by_id(table) == {1: {"id": 1, "u": 2**64 - 1, "d": Decimal(10**37)},
+                            2: {"id": 2, "u": 2**63 + 1, "d": Decimal(1)}}
+    with pytest.raises(InvalidArgumentError, match="cannot store"):
+        table.update({"id": 2**63})  # beyond int64: refused by the checked cast, not stored wrapped
+    with pytest.raises(InvalidFilterError, match="no Arrow type"):
+        table.update({"d": 10**40})  # beyond every integer type Arrow has

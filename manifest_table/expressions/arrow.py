@@ -45,7 +45,7 @@ def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | Non
     if arrow_type is None:  # unbound: Arrow's own casts
         return OPERATORS[op](field, value)
     if isinstance(value, float) and not pa.types.is_floating(arrow_type):
-        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs a double
+        field, arrow_type = _as_double(field, arrow_type), pa.float64()  # an integer or decimal column vs a double
     low, high, exact = _neighbours(value, arrow_type)
     if exact:
         result = OPERATORS[op](field, low)
@@ -60,11 +60,20 @@ def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | Non
     return result
 
 
+def _as_double(field: pc.Expression, arrow_type: pa.DataType) -> pc.Expression:
+    """The column's values as the nearest doubles, as SQL compares them with a double. A
+    decimal goes through its text, which Arrow parses correctly rounded; its decimal-to-double
+    cast is not (decimal(5, 1) -0.3 became -0.30000000000000004, which ``-0.3e0`` missed)."""
+    if pa.types.is_decimal(arrow_type):
+        return field.cast(pa.string()).cast(pa.float64())
+    return field.cast(pa.float64(), safe=False)
+
+
 def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
     """`column [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
     field = pc.field(column)
     if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
-        field, arrow_type = field.cast(pa.float64(), safe=False), pa.float64()  # an integer column vs doubles
+        field, arrow_type = _as_double(field, arrow_type), pa.float64()  # an integer or decimal column vs doubles
     if arrow_type is None:
         members: list[object] = list(values)
     else:  # a value the type cannot hold equals no value of the column

@@ -147,7 +147,7 @@ def convert(arrow_type: pa.DataType, value: Value) -> Value:
             return float(value)
         return to_float32(float(value))
     if types.is_decimal(arrow_type) and isinstance(value, int | float | Decimal):
-        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        return value if isinstance(value, float) else Decimal(value)  # a double compares as doubles
     if is_string(arrow_type) and isinstance(value, str):
         return value
     if types.is_timestamp(arrow_type):

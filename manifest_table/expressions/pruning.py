@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from ..format.stats import ColumnStats
@@ -70,12 +72,13 @@ def _has_values(stats: ColumnStats) -> bool:
 
 
 def _bounds(stats: ColumnStats, doubles: bool = False) -> tuple[Any, Any]:
-    """(min, max), a NaN bound treated as unknown. Against a double literal, integer bounds
-    become doubles, as the rows are compared (float() keeps their order, ties included)."""
+    """(min, max), a NaN bound treated as unknown. Against a double literal, integer and
+    decimal bounds become doubles, as the rows are compared (float() keeps their order, ties
+    included)."""
     def known(bound: Any) -> Any:
         if isinstance(bound, float) and math.isnan(bound):
             return None
-        return float(bound) if doubles and type(bound) is int else bound
+        return float(bound) if doubles and type(bound) in (int, Decimal) else bound
     return known(stats.min), known(stats.max)
 
 

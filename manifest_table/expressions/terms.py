@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -98,13 +99,25 @@ class Literal(Term):
 
     def bind(self, schema: pa.Schema) -> Term:
         try:
-            scalar = pa.scalar(self.value)
+            scalar = _scalar(self.value)
         except (pa.ArrowException, OverflowError) as error:
             raise filter_error(f"literal {self} has no Arrow type ({error})") from None
         return dataclasses.replace(self, arrow_type=scalar.type)
 
     def to_arrow(self) -> pc.Expression:
-        return pc.scalar(self.value)
+        return pc.scalar(_scalar(self.value))
+
+
+def _scalar(value: Value | None) -> pa.Scalar:
+    """The literal as Arrow infers it, except an integer beyond int64 (which Arrow refuses):
+    it takes the first exact type that holds it, uint64 or decimal128(38, 0), so that
+    ``set={"u": 2**64 - 1}`` stores into a uint64 column (the checked cast into the column
+    decides the rest)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        if 0 <= value < 2**64:
+            return pa.scalar(value, pa.uint64())
+        return pa.scalar(Decimal(value), pa.decimal128(38, 0))
+    return pa.scalar(value)
 
 
 @dataclass(frozen=True)

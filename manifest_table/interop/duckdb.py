@@ -35,10 +35,13 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from ..arguments import check_string
 from ..data.parquet_plan import by_column_plan, deleted_rows, file_location
 from ..data.scan import Scan, Snapshot
 from ..errors import InvalidArgumentError
+from ..format.column_types import rebuilt
 from ..format.manifest import DataFile
 from ..storage import FileIO, ObjectStore
 
@@ -96,7 +99,8 @@ def _select(con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: F
     if dirty:
         _load(con, hidden, deleted_rows([f for f, _ in dirty], [p for _, p in dirty], snapshot.deleted))
     parts = []
-    types = dict(zip(snapshot.schema.names, map(str, con.from_arrow(snapshot.schema.empty_table()).dtypes)))
+    read_as = pa.schema([f.with_type(_as_read(f.type)) for f in snapshot.schema])
+    types = dict(zip(snapshot.schema.names, map(str, con.from_arrow(read_as.empty_table()).dtypes)))
     for plan, group in by_column_plan(io, snapshot.fields, files).items():
         columns = ", ".join(_column(name, source, cast is not None, types[name]) for name, source, cast in plan)
         clean = [f"{root}/{f.path}" for f in group if f.deletes is None]
@@ -107,6 +111,14 @@ def _select(con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: F
             parts.append(f"SELECT {columns} FROM read_parquet({_list(with_deletes)}, {_READ_OPTIONS}, filename=true, "
                          f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
     return " UNION ALL ".join(parts)
+
+
+def _as_read(dtype: pa.DataType) -> pa.DataType:
+    """The type DuckDB's ``read_parquet`` gives a column of ``dtype`` in our files, which the
+    view's casts and NULLs must match: a duration, which Parquet keeps as a plain INT64, is
+    its BIGINT count of the unit (docs/writing.md, "Column types"), not an INTERVAL."""
+    dtype = rebuilt(dtype, _as_read)
+    return pa.int64() if pa.types.is_duration(dtype) else dtype
 
 
 def _column(name: str, source: str | None, cast: bool, duck_type: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
+import pyarrow as pa
+
 from ..data.scan import Scan, Snapshot
 from ..storage import FileIO
 
@@ -30,7 +32,7 @@ def lazy_frame(snapshot: Snapshot, io: FileIO) -> pl.LazyFrame:
                batch_size: int | None) -> Iterator[pl.DataFrame]:
         left = n_rows
         for batch in Scan(snapshot, io, columns=with_columns).to_batches():
-            frame = cast(pl.DataFrame, pl.from_arrow(batch))  # (a record batch: a frame)
+            frame = cast(pl.DataFrame, pl.from_arrow(_compacted(batch)))  # (a record batch: a frame)
             if predicate is not None:
                 frame = frame.filter(predicate)
             if left is not None:
@@ -43,3 +45,27 @@ def lazy_frame(snapshot: Snapshot, io: FileIO) -> pl.LazyFrame:
 
     return register_io_source(source, schema=schema, explain_name="manifest_table",
                               explain_detail=f"version {snapshot.version}, {len(snapshot.files)} files")
+
+
+def _compacted(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with its columns holding a fixed-size list copied to exactly their rows:
+    Polars (2.1) refuses a fixed-size list with nulls whose values run past its slice
+    ("validity mask length must be equal to the number of values divided by size"), which
+    Arrow allows, and the nulls of a column older files lack are sliced into batches by row
+    group. Other columns are passed as they are."""
+    if not any(_holds_fixed_size_list(f.type) for f in batch.schema):
+        return batch
+    columns = [pa.concat_arrays([c]) if _holds_fixed_size_list(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _holds_fixed_size_list(dtype: pa.DataType) -> bool:
+    if pa.types.is_fixed_size_list(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_holds_fixed_size_list(f.type) for f in dtype)
+    if pa.types.is_map(dtype):
+        return _holds_fixed_size_list(dtype.item_type)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _holds_fixed_size_list(dtype.value_type)
+    return False

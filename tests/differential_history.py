@@ -1,0 +1,383 @@
+"""Random histories of the differential read-path test: each step changes the table and the
+model (tests/differential_model.py) alike and checks what the library says it did (rows
+deleted, updated, inserted) against the model.
+
+Steps: append, delete, update, upsert and overwrite (with and without a condition), the same
+inside transactions (whose own scans are checked) and racing a second handle, compaction with
+small targets (files merge and split), schema changes (add, rename, drop, widen, append with
+``schema_mode="merge"``), upgrade from format v1, garbage collection, and adding a NOT NULL
+column while another handle appends (issue 18 item 4: that must conflict). Writes go through
+the writer's handle or a fresh one."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+import pyarrow as pa
+
+import manifest_table as mt
+from manifest_table.errors import CommitConflictError
+from manifest_table.expressions import lit
+from tests.differential_model import Oracle, State, new_values
+from tests.differential_reads import compare_count, compare_own, shrink
+from tests.differential_types import AWKWARD_NAMES, Column, Kind, random_rows
+from tests.filter_generator import Text, random_filter
+
+TINY = {"tail_limit": 2, "deletes_limit": 2, "segment_target_files": 3, "max_small_segments": 2}
+"""Format v2 limits under which files sit in segments and segments merge every few commits."""
+FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {}}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write, planned against the model: what to call on a table or a transaction, and
+    what it does to the model's rows."""
+
+    text: str
+    run: Callable[[Any], Any]
+    apply: Callable[[State], State]
+    metrics: dict[str, int]
+    returns: Any = None
+    """What the transaction's method returns (None: not checked)."""
+    gone: frozenset[int] = frozenset()
+    """The row versions it deletes (model uids)."""
+
+
+@dataclass
+class History:
+    uri: str
+    table: Any
+    oracle: Oracle
+    versions: list[State | None]
+    kinds: list[Kind]
+    """The types new columns may have."""
+    steps: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Wrong outcomes the history could carry on after (the model follows what happened)."""
+    next_id: int = 0
+    next_uid: int = 0
+    names: int = 0
+
+    @property
+    def state(self) -> State:
+        state = self.versions[-1]
+        assert state is not None
+        return state
+
+    def note(self, text: str) -> None:
+        """Record a step before it runs (numbered with the version it would commit)."""
+        self.steps.append(f"v{len(self.versions)}: {text}")
+
+    def writer(self, rng: random.Random) -> Any:
+        """The writer's handle, or now and then a fresh one (a new process's view)."""
+        return mt.open_table(self.uri) if rng.random() < 0.3 else self.table
+
+    def new_rows(self, rng: random.Random, columns: tuple[Column, ...], count: int,
+                 ids: list[int] | None = None) -> tuple[Any, list[int]]:
+        if ids is None:
+            ids = list(range(self.next_id, self.next_id + count))
+            self.next_id += count
+        uids = list(range(self.next_uid, self.next_uid + len(ids)))
+        self.next_uid += len(ids)
+        return random_rows(rng, list(columns), ids), uids
+
+    def new_name(self, rng: random.Random, state: State) -> str:
+        taken = {c.name.lower() for c in state.columns}
+        self.names += 1
+        name = rng.choice(AWKWARD_NAMES) if rng.random() < 0.3 else f"n{self.names}"
+        return name if name.lower() not in taken else f"n{self.names}"
+
+    def committed(self, info: Any, state: State) -> None:
+        """Move the model to ``state`` if ``info`` committed; a write that commits nothing must
+        leave the rows as they were."""
+        if info.committed:
+            assert info.version == len(self.versions), \
+                f"committed version {info.version}, expected {len(self.versions)}"
+            self.versions.append(state)
+        else:
+            assert sorted(state.uids.to_pylist()) == sorted(self.state.uids.to_pylist()) and \
+                state.schema == self.state.schema, "committed nothing, but the model expects a change"
+
+    def commit(self, rng: random.Random, change: Change) -> None:
+        self.note(change.text)
+        info = change.run(self.writer(rng))
+        check_metrics(info.metrics, change.metrics)
+        self.committed(info, change.apply(self.state))
+
+
+def check_metrics(metrics: dict[str, int], expected: dict[str, int]) -> None:
+    wrong = {k: metrics.get(k, 0) for k, v in expected.items() if metrics.get(k, 0) != v}
+    assert not wrong, f"metrics say {wrong}, the model {expected}"
+
+
+# --- planned writes ---------------------------------------------------------------------------
+def plan_append(h: History, rng: random.Random, state: State, least: int = 0) -> Change:
+    count = max(least, rng.choice([0, 1, 2, 5, 20, 60, 150]))
+    rows, uids = h.new_rows(rng, state.columns, count)
+    return Change(f"append {count} rows", lambda w: w.append(rows), lambda s: s.append(rows, uids),
+                  {"rows_added": count}, count)
+
+
+def plan_delete(h: History, rng: random.Random, state: State) -> Change:
+    where = random_filter(rng, state.filter_columns())
+    gone = frozenset(h.oracle.uids(state, where))
+    return Change(f"delete where {where.ours}  (model: {len(gone)} rows)", lambda w: w.delete(where.ours),
+                  lambda s: s.without(gone), {"rows_deleted": len(gone)}, len(gone), gone)
+
+
+def update_value(rng: random.Random, column: Column) -> Any:
+    """A value ``update`` takes as a literal: finite, microseconds at most."""
+    values = [v for v in column.pool if not (isinstance(v, float) and (v != v or abs(v) == float("inf")))]
+    if column.kind.literal is None or not values or (column.nullable and rng.random() < 0.2):
+        return None
+    value = rng.choice(values)
+    return value.floor("us").to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def plan_update(h: History, rng: random.Random, state: State) -> Change:
+    where = None if rng.random() < 0.15 else random_filter(rng, state.filter_columns())
+    targets = [c for c in state.columns[1:] if c.kind.scalar and (c.nullable or c.kind.literal)]
+    if not targets:
+        return plan_append(h, rng, state)
+    values = {c.name: update_value(rng, c) for c in rng.sample(targets, min(len(targets), rng.randint(1, 2)))}
+    mask = h.oracle.mask(state, where)
+    rows = new_values(state, mask, values)
+    gone = frozenset(state.uids.filter(mask).to_pylist())
+    uids = list(range(h.next_uid, h.next_uid + rows.num_rows))
+    h.next_uid += rows.num_rows
+    assignments = {name: lit(v) if v is not None else None for name, v in values.items()}
+    text = f"update set {values} where {None if where is None else where.ours}  (model: {len(gone)} rows)"
+    return Change(text, lambda w: w.update(assignments, None if where is None else where.ours),
+                  lambda s: s.without(gone).append(rows, uids), {"rows_updated": len(gone)}, len(gone), gone)
+
+
+def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
+    present = state.ids
+    matched_ids = rng.sample(present, min(len(present), rng.randint(0, 4)))
+    new_ids = list(range(h.next_id, h.next_id + rng.randint(0, 4)))
+    h.next_id += len(new_ids)
+    source, uids = h.new_rows(rng, state.columns, 0, matched_ids + new_ids)
+    when_matched, when_not_matched = rng.choice(["update", "ignore"]), rng.choice(["insert", "ignore"])
+    matched = set(matched_ids)
+    gone = frozenset(u for u, i in zip(state.uids.to_pylist(), present) if i in matched) \
+        if when_matched == "update" else frozenset()
+    keep = [i in matched and when_matched == "update" or i not in matched and when_not_matched == "insert"
+            for i in matched_ids + new_ids]
+    added = source.filter(pa.array(keep, pa.bool_()))
+    added_uids = [u for u, k in zip(uids, keep) if k]
+    updated = len(matched_ids) if when_matched == "update" else 0
+    inserted = len(new_ids) if when_not_matched == "insert" else 0
+    text = (f"upsert ids {matched_ids} (present) + {new_ids} (new) on id, when_matched={when_matched}, "
+            f"when_not_matched={when_not_matched}")
+    return Change(text, lambda w: w.upsert(source, ["id"], when_matched=when_matched,
+                                           when_not_matched=when_not_matched),
+                  lambda s: s.without(gone).append(added, added_uids),
+                  {"rows_updated": updated, "rows_inserted": inserted}, (updated, inserted), gone)
+
+
+def plan_overwrite(h: History, rng: random.Random, state: State) -> Change:
+    where = None if rng.random() < 0.4 else random_filter(rng, state.filter_columns())
+    gone = frozenset(h.oracle.uids(state, where))
+    count = rng.choice([0, 3, 20])
+    rows, uids = h.new_rows(rng, state.columns, count)
+    text = f"overwrite with {count} rows where {None if where is None else where.ours}  (model: {len(gone)} rows)"
+    return Change(text, lambda w: w.overwrite(rows, None if where is None else where.ours),
+                  lambda s: s.without(gone).append(rows, uids), {"rows_deleted": len(gone), "rows_added": count})
+
+
+PLANS = [plan_append, plan_delete, plan_update, plan_upsert, plan_overwrite]
+
+
+# --- steps ----------------------------------------------------------------------------------------
+def step_write(plan: Callable[..., Change]) -> Callable[[History, random.Random], None]:
+    def step(h: History, rng: random.Random) -> None:
+        h.commit(rng, plan(h, rng, h.state))
+    step.__name__ = plan.__name__.replace("plan_", "step_")
+    return step
+
+
+def step_compact(h: History, rng: random.Random) -> None:
+    target, fraction = rng.choice([None, 1_000, 4_000, 30_000]), rng.choice([0.05, 0.2, 0.5])
+    h.note(f"compact(target_file_size={target}, min_deleted_fraction={fraction})")
+    h.committed(h.writer(rng).compact(target_file_size=target, min_deleted_fraction=fraction), h.state)
+
+
+def step_transaction(h: History, rng: random.Random) -> None:
+    """Two or three writes in one transaction, its own scans checked after each; sometimes
+    aborted (nothing may commit)."""
+    abort = rng.random() < 0.15
+    h.note("transaction" + (" (aborted at the end)" if abort else ""))
+    state = h.state
+    tx = h.writer(rng).transaction()
+    try:
+        for _ in range(rng.randint(2, 3)):
+            change = rng.choice(PLANS)(h, rng, state)
+            h.note(f"  tx.{change.text}")
+            returned = change.run(tx)
+            assert change.returns is None or returned == change.returns, \
+                f"the transaction returned {returned}, the model {change.returns}"
+            state = change.apply(state)
+            check_transaction_scan(h, rng, tx, state)
+    except BaseException:
+        tx.abort()
+        raise
+    if abort:
+        tx.abort()
+        assert h.table.version == len(h.versions) - 1, "an aborted transaction committed"
+        return
+    h.committed(tx.commit(), state)
+
+
+def check_transaction_scan(h: History, rng: random.Random, tx: Any, state: State) -> None:
+    """The transaction's own scan, with a random filter (shrunk if it fails), and its count."""
+    message = compare_count(tx.scan().count(), h.oracle.rows(state, None))
+    assert message is None, f"transaction scan().count(): {message}"
+
+    def fails(where: Text) -> str | None:
+        return compare_own(tx.scan(where=where.ours).to_arrow(), h.oracle.rows(state, where))
+    where = random_filter(rng, state.filter_columns())
+    message = fails(where)
+    if message is not None:
+        where, message = shrink(where, message, fails)
+        raise AssertionError(f"transaction scan where {where.ours}: {message}")
+
+
+def step_race(h: History, rng: random.Random) -> None:
+    """A second handle stages an append or a delete on the current version; the writer
+    commits another write first; the second handle's commit must rebase onto it."""
+    other = mt.open_table(h.uri).transaction()
+    base = h.state
+    loser = rng.choice([plan_append, plan_delete])(h, rng, base)
+    h.note(f"race: handle B stages {loser.text}")
+    loser.run(other)
+    if rng.random() < 0.25:
+        step_compact(h, rng)
+    else:
+        h.commit(rng, rng.choice([plan_append, plan_delete, plan_update, plan_upsert])(h, rng, base))
+    h.note("race: handle B commits (rebasing)")
+    info = other.commit()
+    if loser.gone:
+        check_metrics(info.metrics, {"rows_deleted": len(loser.gone & set(h.state.uids.to_pylist()))})
+    h.committed(info, loser.apply(h.state))
+
+
+def step_required_column(h: History, rng: random.Random) -> None:
+    """Adding a NOT NULL column to an empty table while another handle appends must conflict
+    (issue 18 item 4): otherwise the committed column holds nulls."""
+    kind = rng.choice([k for k in h.kinds if k.scalar])
+    column = kind.column(rng, h.new_name(rng, h.state), h.kinds)
+    h.note(f"race: handle B adds NOT NULL column {column.name!r} {column.type} to the empty table while "
+           "handle A appends (expect CommitConflictError)")
+    try:
+        with mt.open_table(h.uri).update_schema() as schema:
+            schema.add_column(column.name, column.type, nullable=False)
+            h.commit(rng, plan_append(h, rng, h.state, least=1))
+    except CommitConflictError:
+        return
+    h.problems.append(f"add_column({column.name!r}, nullable=False) committed over a concurrent append: "
+                      f"version {schema.result.version} holds nulls in a NOT NULL column")
+    h.committed(schema.result, h.state.add_column(replace(column, nullable=False)))  # and go on
+
+
+def step_evolve(h: History, rng: random.Random) -> None:
+    state = h.state
+    with h.writer(rng).update_schema() as schema:
+        for _ in range(rng.randint(1, 3)):
+            others = list(state.columns[1:])
+            widenable = [c for c in others if c.kind.widen(c.type)]
+            choice = rng.choice(["add", "add"] + ["rename", "drop"] * bool(others) + ["widen"] * bool(widenable))
+            if choice == "add":
+                column = rng.choice(h.kinds).column(rng, h.new_name(rng, state), h.kinds)
+                h.note(f"update_schema: add_column {column.name!r} {column.type}")
+                schema.add_column(column.name, column.type)
+                state = state.add_column(column)
+            elif choice == "rename":
+                old, new = rng.choice(others).name, h.new_name(rng, state)
+                h.note(f"update_schema: rename_column {old!r} -> {new!r}")
+                schema.rename_column(old, new)
+                state = state.rename_column(old, new)
+            elif choice == "drop":
+                name = rng.choice(others).name
+                h.note(f"update_schema: drop_column {name!r}")
+                schema.drop_column(name)
+                state = state.drop_column(name)
+            else:
+                column = rng.choice(widenable)
+                new_type = rng.choice(column.kind.widen(column.type))
+                h.note(f"update_schema: widen {column.name!r} {column.type} -> {new_type}")
+                schema.widen(column.name, new_type)
+                state = state.widen(column.name, new_type)
+    if schema.result is None:  # the changes undid each other (a column added, then dropped)
+        assert state.schema == h.state.schema, "update_schema committed nothing, but the model expects a change"
+        return
+    h.committed(schema.result, state)
+
+
+def step_append_merge(h: History, rng: random.Random) -> None:
+    column = rng.choice(h.kinds).column(rng, h.new_name(rng, h.state), h.kinds)
+    state = h.state.add_column(column)
+    rows, uids = h.new_rows(rng, state.columns, rng.choice([0, 1, 10]))
+    h.note(f"append {rows.num_rows} rows with a new column {column.name!r} {column.type} (schema_mode='merge')")
+    h.committed(h.writer(rng).append(rows, schema_mode="merge"), state.append(rows, uids))
+
+
+def step_upgrade(h: History, rng: random.Random) -> None:
+    properties = rng.choice([None, TINY])
+    h.note(f"upgrade(properties={properties})")
+    h.committed(h.writer(rng).upgrade(properties=properties), h.state.upgraded())
+
+
+def step_gc(h: History, rng: random.Random) -> None:
+    keep = rng.randint(1, 4)
+    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
+    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    latest = len(h.versions) - 1
+    for version in range(latest - keep + 1):
+        h.versions[version] = None
+
+
+def has_rows(h: History) -> bool:
+    return h.state.data.num_rows > 0
+
+
+def is_v2(h: History) -> bool:
+    return h.state.format_version == 2
+
+
+Step = tuple[Callable[[History, random.Random], None], float, Callable[[History], bool]]
+"""A kind of step, its weight, and when it may run."""
+STEPS: list[Step] = [
+    (step_write(plan_append), 6, lambda h: True),
+    (step_write(plan_delete), 3, has_rows),
+    (step_write(plan_update), 2, has_rows),
+    (step_write(plan_upsert), 2, lambda h: True),
+    (step_write(plan_overwrite), 1, lambda h: True),
+    (step_compact, 2, has_rows),
+    (step_transaction, 2, lambda h: True),
+    (step_race, 1, lambda h: True),
+    (step_evolve, 2, is_v2),
+    (step_append_merge, 1, is_v2),
+    (step_upgrade, 2, lambda h: not is_v2(h)),
+    (step_required_column, 3, lambda h: is_v2(h) and not has_rows(h)),
+    (step_gc, 0.3, lambda h: len(h.versions) > 5),
+]
+
+
+def run_history(h: History, rng: random.Random, length: int, choices: Iterable[Step] = STEPS) -> None:
+    """``length`` random steps of ``choices``; the first exception (a library error or a check
+    failing) ends the history and propagates, with ``h.steps`` saying what was done."""
+    choices = list(choices)
+    for _ in range(length):
+        steps = [(step, weight) for step, weight, allowed in choices if allowed(h)]
+        step = rng.choices([s for s, _ in steps], [w for _, w in steps])[0]
+        noted = len(h.steps)
+        try:
+            step(h, rng)
+        except Exception:
+            if len(h.steps) == noted:
+                h.note(f"({step.__name__}, failed while planning)")
+            raise
