@@ -47,13 +47,14 @@ import pytest
 pytest.importorskip("duckdb")
 pytest.importorskip("polars")
 
-from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
 from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
 CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
+pytestmark = TIMEOUT
 
 
 def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ import manifest_table as mt  # noqa: E402
 from manifest_table.format.column_types import rebuilt  # noqa: E402
 from manifest_table.spark import read, write  # noqa: E402
 from manifest_table.spark.schema import spark_schema  # noqa: E402
-from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
 from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
 from tests.differential_model import Oracle, State  # noqa: E402
 from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
@@ -43,6 +43,7 @@ pytest_plugins = ["tests.spark.fixtures"]
 
 
 SPARK_CASES = int(os.environ.get("MT_DIFF_SPARK_CASES", "3"))
+pytestmark = TIMEOUT
 SPARK_STEPS = int(os.environ.get("MT_DIFF_SPARK_STEPS", "8"))
 LITERAL_KINDS = {"int64", "string", "date32", "bool", "float64"}
 NATIVE_WRITABLE = {"int8", "int16", "int32", "int64", "float32", "float64", "decimal128", "string", "binary", "bool",
