@@ -27,10 +27,9 @@ except ModuleNotFoundError:  # run from a source checkout that is not installed
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from manifest_table.cli.maintain import add_job_arguments, job_options  # noqa: E402
-from manifest_table.cli.options import key_value  # noqa: E402
+from manifest_table.cli.options import duration, key_value, size  # noqa: E402,F401
 from manifest_table.errors import InvalidArgumentError, ManifestTableError  # noqa: E402
-from manifest_table.maintenance.job import (Compactor, duration, find_tables, local_compaction,  # noqa: E402,F401
-                                            run_job, size)
+from manifest_table.maintenance.job import Compactor, find_tables, local_compaction, run_job  # noqa: E402,F401
 
 log = logging.getLogger("manifest_table.maintenance.job")
 

@@ -4,8 +4,8 @@ Write-once data, tombstone and manifest objects; one pointer advanced by compare
 See README.md and docs/ for the format and the commit protocol."""
 
 from .commit import CommitInfo
+from .data.scan import Scan
 from .expressions import col
-from .scan import Scan
 from .table import Table, create_table, open_table
 from .transaction import Transaction
 

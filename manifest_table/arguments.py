@@ -9,8 +9,8 @@ import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal, overload
 
 from .errors import InvalidArgumentError
 
@@ -46,6 +46,10 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+@overload
+def check_duration(name: str, value: Any, optional: Literal[False] = False) -> timedelta: ...
+@overload
+def check_duration(name: str, value: Any, optional: bool) -> timedelta | None: ...
 def check_duration(name: str, value: Any, optional: bool = False) -> timedelta | None:
     """A non-negative ``datetime.timedelta`` (or None when ``optional``). Plain numbers are
     refused rather than guessed to be seconds, hours or days."""
@@ -145,4 +149,4 @@ def check_time(value: Any) -> datetime:
                                    f"datetime({value.year}, {value.month}, {value.day}, tzinfo=timezone.utc)")
     else:
         raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {_describe(value)}")
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

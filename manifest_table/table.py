@@ -3,60 +3,39 @@
 from __future__ import annotations
 
 import os
-import time
-import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from .arguments import check_int, check_location, check_time, check_version
 from .commit import CommitInfo, CommitOptions
-from .errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError, UpgradeRequiredError
+from .data.file_sets import VersionFiles
+from .data.scan import Scan, Snapshot
+from .data.tombstones import DeletionVectors
+from .data.write import WriteOptions
+from .errors import InvalidArgumentError
 from .expressions import Expr, to_expr
-from .changes import Changes
-from .commit import commit
-from .format.keys import SEGMENT_PREFIX
-from .format.manifest import FORMAT_VERSION, Manifest, manifest_key
-from .format.mirrors import MIRRORS, merged, requested
-from .format.root import FileIndex, Properties, Totals
-from .format.pointer import POINTER_KEY, encode_pointer
-from .format.field_ids import plain
-from .format.schema import check_schema
-from .listing import VersionFiles
-from .log import VersionLog
-from .maintenance import GCReport, collect_garbage, compact
-from .mirrors.types import check_mirrored
-from .scan import Scan, Snapshot
-from .schema_evolution import SchemaChange, SchemaUpdate
-from .storage import FileIO, ObjectStore, store_for_uri
-from .storage.retry import RetryingStore
-from .tombstones import TOMBSTONE_PREFIX, DeletionVectors
+from .format.manifest import FORMAT_VERSION
+from .format.mirrors import MIRRORS
+from .handle import TableHandle
+from .log.version import Version
+from .operations.compaction import compact
+from .operations.create import create, first_version
+from .operations.garbage_collection import GCReport, collect_garbage
+from .operations.schema_change import SchemaUpdate, update_schema
+from .operations.set_mirrors import set_mirrors
+from .operations.upgrade import upgrade
+from .storage import ObjectStore, store_for_uri
 from .transaction import Transaction
-from .write import DATA_PREFIX, WriteOptions
 
 
-def retrying(store: ObjectStore) -> RetryingStore:
-    """``store`` as every part of the library uses it: transient failures of the calls that
-    are safe to repeat are retried (storage/retry.py), creates of uniquely named objects
-    (data files, tombstones, segments) included."""
-    return store if isinstance(store, RetryingStore) else RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX,
-                                                                                 SEGMENT_PREFIX))
-
-
-class Table:
-    """A handle on a table location. It holds no snapshot: every read starts from the
-    pointer, so a long-lived handle always sees the latest version. (The first read of a
-    handle from ``open_table`` uses the pointer ``open_table`` has just read.)"""
-
-    def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
-                 commit_options: CommitOptions | None = None) -> None:
-        self.uri = uri
-        self.store = retrying(store)
-        self.io = FileIO(self.store)
-        self.write_options = write_options or WriteOptions()
-        self.commit_options = commit_options or CommitOptions()
-        self._log = VersionLog(self.store, uri)
+class Table(TableHandle):
+    """A handle on a table location (handle.py) with the user-facing operations, each of
+    which lives in ``operations/``. It holds no snapshot: every read starts from the pointer,
+    so a long-lived handle always sees the latest version. (The first read of a handle from
+    ``open_table`` uses the pointer ``open_table`` has just read.)"""
 
     def __repr__(self) -> str:
         return f"Table({self.uri!r})"
@@ -65,24 +44,24 @@ class Table:
     @property
     def version(self) -> int:
         """The latest version (one GET of the pointer)."""
-        return self._log.read_pointer().version
+        return self.log.read_pointer().version
 
     @property
     def schema(self) -> pa.Schema:
         return self._latest().schema
 
-    def manifest(self, version: int | None = None) -> Manifest:
+    def manifest(self, version: int | None = None) -> Version:
         """The manifest of ``version`` (default: the latest)."""
-        return self._latest() if version is None else self._log.manifest(check_version(version))
+        return self._latest() if version is None else self.log.manifest(check_version(version))
 
-    def _latest(self) -> Manifest:
-        return self._log.manifest(self._log.read_pointer().version)
+    def _latest(self) -> Version:
+        return self.log.manifest(self.log.read_pointer().version)
 
     def history(self, limit: int | None = None) -> list[CommitInfo]:
         """Retained versions, newest first."""
         if limit is not None:
             check_int("limit", limit, minimum=0)
-        return [CommitInfo.of(m) for m in self._log.history(limit)]
+        return [CommitInfo.of(m) for m in self.log.history(limit)]
 
     # --- reads --------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None,
@@ -91,9 +70,9 @@ class Table:
         if version is not None and as_of is not None:
             raise InvalidArgumentError("pass version or as_of, not both")
         if version is not None:
-            manifest = self._log.manifest(check_version(version))
+            manifest = self.log.manifest(check_version(version))
         elif as_of is not None:
-            manifest = self._log.as_of(check_time(as_of))
+            manifest = self.log.as_of(check_time(as_of))
         else:
             manifest = self._latest()
         dvs = DeletionVectors(self.store)
@@ -136,14 +115,7 @@ class Table:
     def update_schema(self) -> SchemaUpdate:
         """``with table.update_schema() as s: s.add_column(...)``: the block's changes commit
         as one version on a clean exit (docs/schema-evolution.md). Format v2 only."""
-        base, pointer = self._log.latest()
-        started = time.monotonic()
-
-        def commit_change(change: SchemaChange) -> CommitInfo:
-            changes = Changes(operation="update_schema", schema=change,
-                              parameters={"schema_changes": list(change.steps)})
-            return commit(self._log, base, pointer, changes, self.commit_options, started)
-        return SchemaUpdate(base, commit_change)
+        return update_schema(self)
 
     def delete(self, where: str | Expr) -> CommitInfo:
         """Delete the rows matching ``where`` by writing a tombstone; data is never rewritten."""
@@ -190,34 +162,20 @@ class Table:
         from now on, in one commit, and write the mirror of that version. A column a mirror
         cannot represent is a ``MirrorTypeError``. ``{"delta": {"checkpoint_interval": 10}}``
         sets a new Delta mirror's checkpoint interval. Format v2 only. See docs/mirrors.md."""
-        wanted = requested(mirrors)
-        base, pointer = self._log.latest()
-        if base.index is None:
-            raise UpgradeRequiredError("mirrors need format version 2 (field ids): run table.upgrade() first")
-        check_mirrored(base.fields, wanted)
-        if merged(base.mirrors, wanted) == base.mirrors:
-            self.sync_mirrors()
-            return CommitInfo(base.version, "set_mirrors", base.timestamp, None, {}, committed=False)
-        changes = Changes(operation="set_mirrors", mirrors=wanted, parameters={"mirrors": sorted(wanted)})
-        return commit(self._log, base, pointer, changes, self.commit_options, time.monotonic())
+        return set_mirrors(self, mirrors)
 
     def sync_mirrors(self) -> dict[str, int | None]:
         """Bring every mirror up to the latest version (idempotent, safe to run concurrently);
         returns each mirror's version."""
         from .mirrors.sync import sync
 
-        return sync(self._log, self._latest())
+        return sync(self.log, self._latest())
 
     # --- maintenance --------------------------------------------------------------------
     def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
-        props = Properties.of(properties)
-        base, pointer = self._log.latest()
-        if base.index is not None:
-            return CommitInfo(base.version, "upgrade", base.timestamp, None, {}, committed=False)
-        changes = Changes(operation="upgrade", upgrade=props, parameters={"format_version": FORMAT_VERSION})
-        return commit(self._log, base, pointer, changes, self.commit_options, time.monotonic())
+        return upgrade(self, properties)
 
     def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
@@ -240,66 +198,17 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md)."""
-    if not isinstance(schema, pa.Schema):
-        raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
-    check_schema(schema)
-    if type(format_version) is not int or format_version not in (1, FORMAT_VERSION):
-        raise InvalidArgumentError(f"format_version must be 1 or {FORMAT_VERSION}, not {format_version!r}")
-    if format_version == 1 and properties is not None:
-        raise InvalidArgumentError("properties apply to format version 2 tables only")
-    props = Properties.of(properties)
-    wanted = requested(mirrors) if mirrors is not None else {}
-    if wanted and format_version == 1:
-        raise InvalidArgumentError("mirrors apply to format version 2 tables only")
-    ids = tuple(range(1, len(schema) + 1))
-    check_mirrored(plain(schema), wanted)
+    empty = first_version(schema, format_version, properties, mirrors)
     table = _table(uri, store, storage_options, options)
-    index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
-    empty = Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
-                     commit_id=uuid.uuid4().hex, operation="create", schema=schema, tail=(),
-                     format_version=format_version, index=index, reader=table._log.segments,
-                     mirrors=merged({}, wanted))
-    exists = TableExistsError(f"a table already exists at {table.uri}")
-    # The pointer first: once GC has expired version 0 of a table, only the pointer shows it.
-    if table.store.head(POINTER_KEY) is not None:
-        raise exists
-    _create_first_version(table, empty, exists)
-    try:
-        table.store.put_if_absent(POINTER_KEY, encode_pointer(0))
-    except (PreconditionFailed, StoreError):
-        pass  # it exists (a reader repaired it first) or will be repaired by the next reader
-    if wanted:
-        from .mirrors.sync import after_commit
-        after_commit(table._log, empty)
+    create(table, empty)
     return table
-
-
-def _create_first_version(table: Table, empty: Manifest, exists: TableExistsError) -> None:
-    """Create manifest v0. A failed create may have landed (a lost response): read it back,
-    ours if it holds our commit id; retry when nothing landed (as the commit loop does)."""
-    policy = table.store.policy
-    for attempt in range(policy.attempts):
-        try:
-            table.store.put_if_absent(manifest_key(0), empty.to_json())
-            return
-        except PreconditionFailed:
-            raise exists from None
-        except StoreError:
-            found = table._log.find(0)
-            if found is not None:
-                if found.commit_id != empty.commit_id:
-                    raise exists from None
-                return
-            if attempt + 1 == policy.attempts:
-                raise
-            policy.wait(attempt)
 
 
 def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
                storage_options: dict[str, str] | None = None, **options: Any) -> Table:
     """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
     table = _table(uri, store, storage_options, options)
-    table._log.open()  # fail now, not at the first read
+    table.log.open()  # fail now, not at the first read
     return table
 
 

@@ -37,8 +37,9 @@ whole file was written, for ``TIMEOUT``/``CRASH_AFTER``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs

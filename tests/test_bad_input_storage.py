@@ -21,7 +21,7 @@ from manifest_table import Table, col, create_table, open_table
 from manifest_table.errors import CorruptTableError, InvalidArgumentError, ManifestTableError
 from manifest_table.format.manifest import DataFile, DeletionVector
 from manifest_table.storage import LocalStore, store_for_uri
-from manifest_table.tombstones import MAGIC
+from manifest_table.data.tombstones import MAGIC
 from tests.catalog import assert_rejected
 from tests.conftest import make_store, store_location
 from tests.crafted import (ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,

@@ -22,7 +22,7 @@ RUNS = {
 
 
 def run(name: str, tmp_path, *args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", f"manifest_table.bench.{name}", "--workdir", str(tmp_path),
+    result = subprocess.run([sys.executable, "-m", f"tests.benchmarks.{name}", "--workdir", str(tmp_path),
                              *args], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout

@@ -4,7 +4,7 @@ in segments reads back exactly from a fresh handle, through filters, a delete, a
 upsert and a compaction, and in DuckDB and Polars; each refused type fails at ``create_table``,
 ``add_column`` and the CLI with a typed error naming the column, the type and what to use
 instead, and ``schema_mode="merge"`` adds encoded columns (a pandas categorical) as their
-value type. The Spark reads of the same types are in tests/test_spark_column_types.py."""
+value type. The Spark reads of the same types are in tests/spark/test_spark_column_types.py."""
 
 from __future__ import annotations
 

@@ -19,14 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manifest_table import Table, create_table, open_table
-from manifest_table.changes import Rewrite
+from manifest_table.commit.changes import Rewrite
 from manifest_table.errors import CommitConflictError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
-from manifest_table.maintenance import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
+from manifest_table.log.version import Version
+from manifest_table.operations.compaction import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
                                         rewrite_record)
 from manifest_table.storage import MemoryStore, ObjectStore
-from manifest_table.tombstones import DeletionVectors
-from manifest_table.write import MAX_FILE_ROWS
+from manifest_table.data.tombstones import DeletionVectors
+from manifest_table.data.write import MAX_FILE_ROWS
 from tests.conftest import make_store
 from tests.stores import WrappedStore
 
@@ -57,7 +58,7 @@ def rows(t: Table, version: int | None = None) -> Counter[tuple[int, int]]:
 
 def stage(t: Table, target: int = TARGET) -> tuple[Manifest, object, list[tuple[list[DataFile], Rewrite]]]:
     """Plan and rewrite a compaction of the latest version, without committing it."""
-    base, pointer = t._log.latest()
+    base, pointer = t.log.latest()
     dvs = DeletionVectors(t.store)
     return base, pointer, [rewrite_group(t, g, dvs) for g in plan_compaction(base, target, 0.2)]
 
@@ -68,8 +69,8 @@ def filled(t: Table, files: int = 6, per_file: int = 10) -> None:
 
 
 # --- planning (manifest only) -----------------------------------------------------------
-def manifest_of(*files: DataFile) -> Manifest:
-    return Manifest(1, 0, 0, "c", "append", SCHEMA, files)
+def manifest_of(*files: DataFile) -> Version:
+    return Version(1, 0, 0, "c", "append", SCHEMA, files)
 
 
 def file(name: str, size: int, rows: int = 100, deleted: int = 0) -> DataFile:

@@ -21,7 +21,7 @@ from manifest_table import Table, create_table
 from manifest_table.errors import CommitFailedError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, manifest_key
 from manifest_table.format.pointer import POINTER_KEY
-from manifest_table.maintenance import collect_garbage
+from manifest_table.operations.garbage_collection import collect_garbage
 from manifest_table.storage import LocalStore, MemoryStore, ObjectInfo, ObjectStore
 from manifest_table.storage.s3 import S3Store
 from tests.conftest import make_store

@@ -14,7 +14,7 @@ the table under an `id=7/` directory), `to_polars` (a Polars predicate and proje
 down), the writer's handle, time travel by `as_of`; then random filters (tests/
 filter_generator.py, with fractional and out-of-range literals) through the scan, its count
 and one other path in turn. Transaction scans and the rows each delete, update and upsert
-change are checked during the history. The Spark sample is tests/test_differential_spark.py.
+change are checked during the history. The Spark sample is tests/spark/test_differential_spark.py.
 
 Seeded `random.Random`, not hypothesis: a case is a whole table, a history and about two
 hundred reads (one to three seconds), and its failures are in read paths, not in a small
@@ -47,13 +47,14 @@ import pytest
 pytest.importorskip("duckdb")
 pytest.importorskip("polars")
 
-from tests.differential_cases import SECONDS, SEED, Outcome, run_case, run_cases  # noqa: E402
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
 from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
 CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
+pytestmark = TIMEOUT
 
 
 def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:

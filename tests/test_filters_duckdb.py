@@ -41,7 +41,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.expressions import parse
 from manifest_table.format.stats import leaf_columns
-from manifest_table.scan import _row_group_stats
+from manifest_table.data.scan import _row_group_stats
 from tests.filter_generator import FilterColumn, Text, like_pattern, random_filter, same, string_literal
 
 duckdb = pytest.importorskip("duckdb")

@@ -266,12 +266,12 @@ def test_bad_arguments_are_typed_errors(tmp_path: Path) -> None:
 
 
 def test_the_interop_benchmark_runs(tmp_path: Path) -> None:
-    """``python -m manifest_table.bench.interop`` on tiny data: how docs/interop.md's figures
+    """``python -m tests.benchmarks.interop`` on tiny data: how docs/interop.md's figures
     are reproduced, so it must not rot (its timings are not checked)."""
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "manifest_table.bench.interop", "--workdir", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "tests.benchmarks.interop", "--workdir", str(tmp_path),
                            "--rows", "20000", "--csv-rows", "2000", "--repeat", "1", "--file-mb", "0.2"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

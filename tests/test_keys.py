@@ -17,9 +17,9 @@ from manifest_table.format.keys import (DATA_PREFIX, PREFIXES, TOMBSTONE_PREFIX,
 from manifest_table.format.manifest import manifest_key, version_of_key
 from manifest_table.storage import LocalStore, MemoryStore, store_for_uri
 from manifest_table.storage.s3 import S3Store
-from manifest_table.tombstones import write_tombstone
-from manifest_table.write import DATA_PREFIX as WRITE_DATA_PREFIX
-from manifest_table.write import new_data_key
+from manifest_table.data.tombstones import write_tombstone
+from manifest_table.data.write import DATA_PREFIX as WRITE_DATA_PREFIX
+from manifest_table.data.write import new_data_key
 from tests.crafted import SCHEMA
 
 HEX = "0123456789abcdef" * 2

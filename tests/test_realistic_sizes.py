@@ -27,11 +27,11 @@ import manifest_table as mt
 from manifest_table.cli import main
 from manifest_table.commit import CommitInfo
 from manifest_table.format.manifest import DataFile, Manifest
-from manifest_table.changes import Rewrite
-from manifest_table.maintenance import commit_compaction, plan_compaction, rewrite_group
+from manifest_table.commit.changes import Rewrite
+from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 from manifest_table.maintenance.job import JobOptions, run_job
-from manifest_table.tombstones import DeletionVectors
-from manifest_table.write import WriteOptions
+from manifest_table.data.tombstones import DeletionVectors
+from manifest_table.data.write import WriteOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
 FILES, FILE_ROWS = 8, 400_000
@@ -180,7 +180,7 @@ def test_compaction_lands_near_the_target(big: tuple[mt.Table, pa.Table], target
 
 
 def stage(t: mt.Table, target: int) -> tuple[Manifest, object, list[tuple[list[DataFile], Rewrite]]]:
-    base, pointer = t._log.latest()
+    base, pointer = t.log.latest()
     dvs = DeletionVectors(t.store)
     return base, pointer, [rewrite_group(t, g, dvs) for g in plan_compaction(base, target, 0.2)]
 

@@ -17,7 +17,7 @@ from manifest_table.errors import InvalidArgumentError, StoreError
 from manifest_table.format.manifest import Manifest, manifest_key
 from manifest_table.format.pointer import POINTER_KEY, encode_pointer
 from manifest_table.storage import FileIO, LocalStore
-from manifest_table.write import WriteOptions, write_data_files
+from manifest_table.data.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from manifest_table import write
+from manifest_table.data import write
 from manifest_table.errors import StoreError
 from manifest_table.format.stats import FooterGaps, encode_stats, stats_from_parquet, table_stats
 from manifest_table.storage import FileIO, LocalStore, MemoryStore
-from manifest_table.write import WriteOptions, write_data_files
+from manifest_table.data.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -13,8 +13,9 @@ import gc
 import logging
 import os
 import sys
+from collections.abc import Callable
 from importlib.metadata import version as package_version
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import pyarrow.fs as pafs
 

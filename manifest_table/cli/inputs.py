@@ -9,9 +9,10 @@ without a zone keeps wall-clock times and refuses a value with an offset rather 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -97,7 +98,8 @@ def _open_ipc(path: str) -> pa.RecordBatchReader:
         return pa.ipc.open_stream(pa.memory_map(path))
     except pa.ArrowInvalid:
         file = pa.ipc.open_file(pa.memory_map(path))
-        return pa.RecordBatchReader.from_batches(file.schema, (file.get_batch(i) for i in range(file.num_record_batches)))
+        batches = (file.get_batch(i) for i in range(file.num_record_batches))
+        return pa.RecordBatchReader.from_batches(file.schema, batches)
 
 
 def _reported(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

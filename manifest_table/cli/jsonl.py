@@ -28,8 +28,9 @@ import binascii
 import itertools
 import json
 import math
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import IO, Any, Iterator
+from typing import IO, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -157,8 +158,9 @@ def from_json(values: list[Any], kind: pa.DataType) -> pa.Array:
             _expect(items, (list,), kind)
             if any(p is None or len(p) != 2 for p in items):
                 raise ValueError(f"a {kind} entry is a [key, value] pair")
-            return pa.MapArray.from_arrays(offsets, from_json([p[0] for p in items], kind.key_type),
-                                           from_json([p[1] for p in items], kind.item_type), type=kind, mask=mask)
+            pairs = cast("list[list[Any]]", items)
+            return pa.MapArray.from_arrays(offsets, from_json([p[0] for p in pairs], kind.key_type),
+                                           from_json([p[1] for p in pairs], kind.item_type), type=kind, mask=mask)
         array_type = pa.LargeListArray if pat.is_large_list(kind) else pa.ListArray
         return array_type.from_arrays(offsets, from_json(items, kind.value_type), type=kind, mask=mask)
     if pat.is_dictionary(kind):  # a column of a table made before dictionaries were refused
@@ -211,7 +213,7 @@ def to_timestamp(text: pa.Array, target: pa.TimestampType) -> pa.Array:
 
 def _expect(values: list[Any], kinds: tuple[type, ...], arrow_type: pa.DataType) -> list[Any]:
     """``values`` if each is null or of exactly one of ``kinds`` (so a bool is no integer):
-    judged by the set of types, as ingest.py does, not value by value."""
+    judged by the set of types, as data/ingest.py does, not value by value."""
     wrong = set(map(type, values)) - {type(None), *kinds}
     if wrong:
         value = next(v for v in values if type(v) in wrong)

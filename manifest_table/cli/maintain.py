@@ -8,11 +8,10 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
-from ..maintenance import plan_compaction
-from ..maintenance.job import (JobOptions, describe_compaction, duration, find_tables, fraction, retention,
-                               run_job, size)
 from ..errors import InvalidArgumentError
-from .options import checked, open_from, storage_options
+from ..maintenance.job import JobOptions, describe_compaction, find_tables, run_job
+from ..operations.compaction import plan_compaction
+from .options import checked, duration, fraction, open_from, retention, size, storage_options
 from .progress import activity
 
 

@@ -28,7 +28,7 @@ def mirror(args: argparse.Namespace) -> None:
 
 def versions(table: Table) -> dict[str, int | None]:
     """Each mirror that is on, with the newest version it describes."""
-    return status(table._log, table.mirrors)
+    return status(table.log, table.mirrors)
 
 
 def describe(mirrored: dict[str, int | None]) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-from typing import BinaryIO, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa

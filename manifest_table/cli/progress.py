@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 import pyarrow as pa
 

@@ -6,15 +6,17 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
 from ..table import Table
-from .mirror import describe as describe_mirrors, versions as mirror_versions
+from .mirror import describe as describe_mirrors
+from .mirror import versions as mirror_versions
 from .options import csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
@@ -26,7 +28,7 @@ PREVIEW_ROWS = 20
 def info(args: argparse.Namespace) -> None:
     table = open_from(args)
     manifest = table.manifest()
-    facts = {
+    facts: dict[str, Any] = {
         "uri": table.uri,
         "version": manifest.version,
         "operation": manifest.operation,

@@ -10,9 +10,9 @@ import pyarrow as pa
 
 from ..commit import CommitInfo
 from ..format.manifest import FORMAT_VERSION
+from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
-from ..upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
 from .options import csv_options, dialect, names, open_from, storage_options
 from .progress import counted
 from .read import metrics

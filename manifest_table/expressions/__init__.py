@@ -8,7 +8,7 @@ Modules, lowest first: `literals` (values, types, text), `like` (LIKE patterns),
 `nodes` (the tree, delegating to those), `parser` (text).
 """
 
-from .parser import parse, parse_term, to_expr, to_term
+from ..format.stats import ColumnStats
 from .nodes import (
     And,
     Column,
@@ -21,7 +21,7 @@ from .nodes import (
     Or,
     col,
 )
-from .pruning import ColumnStats
+from .parser import parse, parse_term, to_expr, to_term
 from .terms import Arithmetic, Condition, Literal, Ref, Term, lit
 
 __all__ = [

@@ -22,8 +22,8 @@ import datetime as dt
 import decimal
 import functools
 import math
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -143,7 +143,8 @@ def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     return plan.to_table(use_threads=False)  # one thread keeps row order
 
 
-def _grouped(items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:
+def _grouped(items: list[pc.Expression],
+             combine: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:
     while True:
         groups = [functools.reduce(combine, items[i:i + _GROUP]) for i in range(0, len(items), _GROUP)]
         if len(groups) == 1:
@@ -184,7 +185,7 @@ def _physical(value: Value, arrow_type: pa.DataType) -> tuple[int, int]:
     if pa.types.is_integer(arrow_type):  # bound: an int, or an exact Decimal with a fraction
         return math.floor(value), math.ceil(value)  # type: ignore[arg-type]
     assert isinstance(value, dt.datetime)
-    epoch = _EPOCH.replace(tzinfo=dt.timezone.utc) if value.tzinfo is not None else _EPOCH
+    epoch = _EPOCH.replace(tzinfo=dt.UTC) if value.tzinfo is not None else _EPOCH
     micros = (value - epoch) // dt.timedelta(microseconds=1)
     per_second = _PER_SECOND[arrow_type.unit]
     if per_second >= 1_000_000:

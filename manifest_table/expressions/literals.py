@@ -8,8 +8,9 @@ import math
 import operator
 import re
 import struct
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -180,8 +181,8 @@ def _to_timestamp(value: Value, tz: str | None) -> dt.datetime:
             raise TypeError("the column has no time zone; drop the offset from the literal")
         return value
     if value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
 
 
 def is_string(arrow_type: pa.DataType) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +21,16 @@ import pyarrow.compute as pc
 from . import arrow, pruning
 from .like import parse_like
 from .literals import (
-    INVERSE, OPERATORS, Value, checked_text, convert, filter_error, is_string, literal, quote_name, render_literal,
+    INVERSE,
+    OPERATORS,
+    Value,
+    checked_text,
+    convert,
+    filter_error,
+    is_string,
+    literal,
+    quote_name,
+    render_literal,
 )
 from .pruning import ColumnStats, StatsLookup
 from .terms import Ref, Term, term
@@ -285,7 +295,8 @@ class _Junction(Expr):
         for operand in operands:
             if not isinstance(operand, Expr):
                 raise filter_error(f"{self.keyword} needs expressions, got {operand!r}")
-            flat.extend(operand.operands if type(operand) is type(self) else (operand,))  # type: ignore[attr-defined]
+            flat.extend(operand.operands if isinstance(operand, type(self)) and type(operand) is type(self)
+                        else (operand,))
         if len(flat) < 2:
             raise filter_error(f"{self.keyword} needs at least two expressions")
         object.__setattr__(self, "operands", tuple(flat))

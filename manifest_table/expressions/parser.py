@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Callable
 
 from ..errors import InvalidFilterError
 from .literals import MAX_DIGITS, RESERVED, Value, filter_error, timestamp_from_text

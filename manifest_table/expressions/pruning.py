@@ -7,24 +7,13 @@ a read. NOT is never evaluated here; nodes push it down to the leaves first (see
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
+from ..format.stats import ColumnStats
 from .like import parse_like
 from .literals import OPERATORS, Value
-
-
-@dataclass(frozen=True)
-class ColumnStats:
-    """What a file or row group says about one column; None means unknown. min/max are Python
-    values of the column's type (over non-null values), comparable with bound literals."""
-
-    min: Any = None
-    max: Any = None
-    null_count: int | None = None
-    row_count: int | None = None
-
 
 StatsLookup = Callable[[str], ColumnStats | None]
 
@@ -76,8 +65,9 @@ def like_may_match(pattern: str, negated: bool, stats: ColumnStats) -> bool:
 
 def _has_values(stats: ColumnStats) -> bool:
     """False when every row is null: then no comparison can be true."""
-    known = stats.null_count is not None and stats.row_count is not None
-    return not (known and stats.null_count >= stats.row_count)
+    if stats.null_count is None or stats.row_count is None:
+        return True
+    return stats.null_count < stats.row_count
 
 
 def _bounds(stats: ColumnStats, doubles: bool = False) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ whose NaN and widening rules stay in pruning.py; LIKE; IS NULL; NOT IN)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.types as pat
 
 from . import arrow
+from .literals import Value
 from .nodes import And, Comparison, Expr, In, Or, PruneOnly
 
 MAX_IN_VALUES = 64
@@ -52,7 +53,7 @@ def _combine(parts: list[pc.Expression], op: Callable[[pc.Expression, pc.Express
     return out
 
 
-def _compare(column: str, op: str, value: object, columns: StatsColumns) -> pc.Expression | None:
+def _compare(column: str, op: str, value: Value | None, columns: StatsColumns) -> pc.Expression | None:
     """Entries whose [min, max] may hold a value ``op value``: each bound compared as a row
     would be (``arrow.comparison``), so a literal the type cannot hold (``2.5`` on an integer
     column, a fraction of a second on ``timestamp[s]``, ``-1`` or ``2**64`` on ``uint64``)

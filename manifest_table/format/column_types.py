@@ -1,4 +1,7 @@
-"""Which Arrow types a table's columns may have, and the form Parquet keeps them in.
+"""Which Arrow types a table's columns may have, the form Parquet keeps them in, and which
+types convert into a column's type: the three rules of safe conversion live here, each named
+after the one place that applies it (``widens``: schema evolution; ``appendable``: data
+appended to a table; ``assignable``: values an update computes), with ``cast_safely``.
 
 A type is supported when every part of the table handles it: writing and statistics, our
 own segments, filters, deletes, updates, compaction, and the readers of docs/interop.md and
@@ -14,8 +17,8 @@ lossless, and readers of our own Parquet cast it back to the declared type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -128,3 +131,70 @@ def rebuilt(dtype: pa.DataType, change: Callable[[pa.DataType], pa.DataType]) ->
         make = pa.list_ if pat.is_list(dtype) else pa.large_list
         return make(dtype.value_field.with_type(change(dtype.value_type)))
     return dtype
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether every value of ``old`` is exactly a value of ``new`` (the same type included)."""
+    if old == new:
+        return True
+    if pat.is_signed_integer(old) and pat.is_signed_integer(new):
+        return new.bit_width > old.bit_width
+    if pat.is_float32(old) and pat.is_float64(new):
+        return True
+    if pat.is_decimal(old) and pat.is_decimal(new):
+        return new.scale == old.scale and new.precision >= old.precision and new.bit_width >= old.bit_width
+    return False
+
+
+def appendable(source: pa.DataType, target: pa.DataType) -> bool:
+    """Data of type ``source`` appends to a column of type ``target`` by a checked cast: the
+    casts that keep the meaning of every value (range is checked by the cast), in the same
+    family (integers, floats, strings, ...), integers into floats, nested types member by
+    member, dictionaries by their value type."""
+    t = pa.types
+    if source == target:
+        return True
+    if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
+        return appendable(source.value_type, target.value_type)
+    if t.is_struct(source) and t.is_struct(target):
+        return [f.name for f in source] == [f.name for f in target] and all(
+            appendable(a.type, b.type) for a, b in zip(source, target))
+    families = [
+        lambda x: t.is_integer(x),
+        lambda x: t.is_floating(x),
+        lambda x: t.is_string(x) or t.is_large_string(x) or t.is_string_view(x),
+        lambda x: t.is_binary(x) or t.is_large_binary(x) or t.is_binary_view(x),
+        lambda x: t.is_timestamp(x),
+        lambda x: t.is_date(x),
+        lambda x: t.is_decimal(x),
+    ]
+    if t.is_null(source) or (t.is_integer(source) and t.is_floating(target)):
+        return True
+    if t.is_dictionary(source):
+        return appendable(source.value_type, target)
+    return any(family(source) and family(target) for family in families)
+
+
+def assignable(value: pa.DataType, column: pa.DataType) -> bool:
+    """A value ``update`` computed (``price * 1.1``) is stored into a column of type
+    ``column`` by a checked cast: a number into any number column (a fraction into an
+    integer column fails the cast), a null anywhere, a string into a string column, a
+    timestamp into a timestamp column; never a number into a string column or a string
+    parsed into a date, which SQL engines disagree on. Looser than ``appendable`` between
+    numbers, since SQL's SET converts a number to the column's numeric type."""
+    t = pa.types
+    kinds = (lambda x: t.is_integer(x) or t.is_floating(x) or t.is_decimal(x),
+             lambda x: t.is_string(x) or t.is_large_string(x), t.is_timestamp, t.is_date)
+    return t.is_null(value) or any(kind(value) and kind(column) for kind in kinds)
+
+
+def cast_safely(column: pa.ChunkedArray, dtype: pa.DataType, allowed: Callable[[pa.DataType, pa.DataType], bool],
+                error: type[Exception], message: str) -> pa.ChunkedArray:
+    """``column`` as ``dtype`` by a checked cast, if ``allowed`` (one of the rules above) lets
+    its type convert; else ``error(message)``, with why appended when a value does not fit."""
+    if not allowed(column.type, dtype):
+        raise error(message)
+    try:
+        return column.cast(dtype, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise error(f"{message}: {exc}") from None

@@ -11,11 +11,10 @@ never changed has no mapping: its current names are the ones files were written 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.types as pat
 
 from .column_types import parquet_form
 
@@ -93,16 +92,3 @@ class FieldIds:
 def plain(schema: pa.Schema) -> FieldIds:
     """Files of a v1 table: read by name (its schema never changes)."""
     return FieldIds(schema, tuple(range(1, len(schema) + 1)))
-
-
-def widens(old: pa.DataType, new: pa.DataType) -> bool:
-    """Whether every value of ``old`` is exactly a value of ``new`` (the same type included)."""
-    if old == new:
-        return True
-    if pat.is_signed_integer(old) and pat.is_signed_integer(new):
-        return new.bit_width > old.bit_width
-    if pat.is_float32(old) and pat.is_float64(new):
-        return True
-    if pat.is_decimal(old) and pat.is_decimal(new):
-        return new.scale == old.scale and new.precision >= old.precision and new.bit_width >= old.bit_width
-    return False

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..errors import CorruptTableError, InvalidArgumentError
-from .fields import show
+from .json_fields import show
 
 DATA_PREFIX = "data/"
 TOMBSTONE_PREFIX = "tombstones/"

@@ -1,8 +1,9 @@
 """The immutable manifest of one table version, in either format.
 
-Format v1 lists every live data file (``files``). A format-v2 root lists its newest entries
+Format v1 lists every live data file (``tail``). A format-v2 root lists its newest entries
 (``tail``) and the others through write-once segments (root.py, segment.py), so its size does
-not grow with the table. Decoding is the trust boundary for everything a manifest holds:
+not grow with the table. A manifest is a value: reading its segments is the version log's
+(log/version.py). Decoding is the trust boundary for everything a manifest holds:
 every field is checked for its JSON type and range, every key it names goes through
 ``keys.stored_key``, and column stats are checked when first used (see ``_CheckedStats``)."""
 
@@ -10,30 +11,36 @@ from __future__ import annotations
 
 import decimal
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.types as pat
 
 from ..errors import CorruptTableError, InvalidArgumentError
-from ..expressions import ColumnStats
+from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .field_ids import FieldIds, plain
-from .fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
-from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
-from .files import ROW_POSITIONS, DataFile, DeletionVector
-from .root import FileIndex, Totals, decode_index, encode_index, ids_to_names, names_to_ids, split_field_ids, with_field_ids
+from .root import (
+    FileIndex,
+    Totals,
+    decode_index,
+    encode_index,
+    ids_to_names,
+    names_to_ids,
+    split_field_ids,
+    with_field_ids,
+)
 from .schema import decode_schema, encode_schema
-from .segment import Segment, SegmentReader, SegmentSummary
-from .stats import StoredStats, encode_stats
+from .stats import ColumnStats, StoredStats, encode_stats
 
 FORMAT_VERSION = 2
 """The newest manifest format this library reads and writes (new tables get it)."""
-_SEGMENT_READERS = 4
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
@@ -68,49 +75,19 @@ class Manifest:
     app_transactions: dict[str, int] = field(default_factory=dict)
     format_version: int = 1
     index: FileIndex | None = None
-    reader: SegmentReader | None = field(default=None, compare=False, repr=False)
-    """Where this version's segments are read from (set by the version log)."""
     mirrors: dict[str, Any] = field(default_factory=dict)
     """Format v2: the other formats this table is mirrored to, with their options
     (format/mirrors.py, docs/mirrors.md)."""
 
     @property
     def timestamp(self) -> datetime:
-        return datetime.fromtimestamp(self.timestamp_ms / 1000, timezone.utc)
-
-    @property
-    def files(self) -> list[DataFile] | tuple[DataFile, ...]:
-        """Every live file, in order. A v2 version reads all its segments for this: planning
-        (listing.py) reads only the ones a filter needs."""
-        if self.index is None:
-            return self.tail
-        out: list[DataFile] = []
-        segments = list(self.segments(self.index.segments))
-        self.check_listed_once([s.listed for s in segments])
-        for segment in segments:
-            out.extend(segment.files(None, self.index.deletes))
-        out.extend(self.tail)
-        return out
+        return datetime.fromtimestamp(self.timestamp_ms / 1000, UTC)
 
     def check_listed_once(self, segments: Sequence[ListedPaths]) -> None:
         """``CorruptTableError`` if a file is listed in two of ``segments`` (``Segment.listed``
         of this version's segments), or in one of them and the tail: its rows would be read twice."""
         tail = ListedPaths.of("the root's tail", [f.path for f in self.tail])
         check_listed_once(manifest_key(self.version), [*segments, tail])
-
-    def segment(self, key: str) -> Segment:
-        if self.reader is None or self.index is None:
-            raise ValueError(f"version {self.version} has no segment reader")
-        return self.reader.read(key, self.schema, self.index.field_ids)
-
-    def segments(self, summaries: Sequence[SegmentSummary]) -> Iterator[Segment]:
-        """The segments of ``summaries`` in order, read a few at a time in parallel: fetching
-        and decoding them releases the GIL, and a full scan of a big table needs them all."""
-        if len(summaries) <= 1:
-            yield from (self.segment(s.path) for s in summaries)
-            return
-        with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
-            yield from pool.map(lambda s: self.segment(s.path), summaries)
 
     @property
     def fields(self) -> FieldIds:
@@ -119,7 +96,7 @@ class Manifest:
             return plain(self.schema)
         return FieldIds(self.schema, self.index.field_ids, self.index.name_mapping)
 
-    def with_fields(self, fields: FieldIds, last_field_id: int) -> "Manifest":
+    def with_fields(self, fields: FieldIds, last_field_id: int) -> Manifest:
         """This v2 version under another schema (what a schema change commits on top of).
         Stored stats are keyed by field id, so encoding under the old schema and decoding
         under the new one carries each column's stats to its new name and type, and drops
@@ -130,7 +107,7 @@ class Manifest:
         doc["schema"] = encode_schema(with_field_ids(fields.schema, fields.ids))
         doc["last_field_id"] = last_field_id
         doc["name_mapping"] = dict(fields.name_mapping or {})
-        return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version), self.reader)
+        return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version))
 
     @property
     def totals(self) -> Totals:
@@ -144,11 +121,8 @@ class Manifest:
         totals = self.totals
         return totals.rows - totals.deleted
 
-    def file_map(self) -> dict[str, DataFile]:
-        return {f.path: f for f in self.files}
-
     def to_json(self) -> bytes:
-        doc = {
+        doc: dict[str, Any] = {
             "format_version": self.format_version,
             "version": self.version,
             "parent_version": self.parent_version,
@@ -171,7 +145,7 @@ class Manifest:
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
 
     @classmethod
-    def from_json(cls, data: bytes, key: str = "manifest", reader: SegmentReader | None = None) -> "Manifest":
+    def from_json(cls, data: bytes, key: str = "manifest") -> Manifest:
         """Decode and validate a stored manifest; ``CorruptTableError`` names ``key`` and the
         first field found wrong."""
         doc = load_object(data, key)
@@ -213,7 +187,6 @@ class Manifest:
             app_transactions=_decode_app_transactions(doc, key),
             format_version=fmt,
             index=index,
-            reader=reader,
             mirrors=mirrors,
         )
 
@@ -306,7 +279,7 @@ def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
 
 def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
     """A deletion-vector reference of a file with ``rows`` rows. Whether the offset and length
-    fit the tombstone object is checked when it is read (tombstones.py)."""
+    fit the tombstone object is checked when it is read (data/tombstones.py)."""
     if type(doc) is not dict:
         raise corrupt(key, at, doc, "a JSON object or null")
     return DeletionVector(

@@ -11,10 +11,11 @@ acted on."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InvalidArgumentError
-from .fields import corrupt, integer
+from .json_fields import corrupt, integer
 
 ICEBERG = "iceberg"
 DELTA = "delta"

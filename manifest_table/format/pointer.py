@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .fields import MAX_INT64, format_version, integer, load_object
+from .json_fields import MAX_INT64, format_version, integer, load_object
 
 POINTER_KEY = "_latest_manifest"
 POINTER_FORMAT_VERSION = 1

@@ -6,20 +6,19 @@ and decodes it with the v1 code through ``names_to_ids`` / ``ids_to_names``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..arguments import check_int
 from ..errors import InvalidArgumentError
-from ..expressions import ColumnStats
 from .field_ids import FIELD_ID
-from .fields import MAX_INT64, MISSING, corrupt, integer, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, integer, of_type
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, stored_key
 from .segment import SegmentSummary
-from .stats import encode_stats
-
+from .stats import ColumnStats, encode_stats
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Properties:
             check_int(f.name, getattr(self, f.name), minimum=1)
 
     @classmethod
-    def of(cls, given: Mapping[str, Any] | None) -> "Properties":
+    def of(cls, given: Mapping[str, Any] | None) -> Properties:
         """From a caller's dict; unknown names are an ``InvalidArgumentError``."""
         if given is None:
             return cls()
@@ -144,7 +143,8 @@ def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tu
         integer(raw_properties, name, key, 1, MAX_INT64, "properties")
     properties = Properties(**{name: raw_properties[name] for name in known})
     raw_totals = of_type(doc, "totals", key, dict)
-    totals = Totals(*(integer(raw_totals, name, key, 0, MAX_INT64, "totals") for name in ("files", "rows", "deleted", "bytes")))
+    totals = Totals(*(integer(raw_totals, name, key, 0, MAX_INT64, "totals")
+                      for name in ("files", "rows", "deleted", "bytes")))
     if totals.deleted > totals.rows:
         raise corrupt(key, "totals.deleted", totals.deleted, f"at most totals.rows ({totals.rows})")
     segments = []

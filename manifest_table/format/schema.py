@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
-from .column_types import Refusal, parquet_form, refusal
+from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
 
 
 def encode_schema(schema: pa.Schema) -> str:
@@ -38,10 +38,10 @@ def check_schema(schema: pa.Schema, *, appending: bool = False) -> None:
     problem = _parquet_refuses(schema)  # (one writer for the whole schema: every write checks)
     if problem is not None:
         for field in schema:
-            found = _parquet_refuses(pa.schema([field]))
-            if found is not None:
+            refused = _parquet_refuses(pa.schema([field]))
+            if refused is not None:
                 raise InvalidArgumentError(f"column {field.name!r} has type {field.type}, which Parquet "
-                                           f"cannot store: {found}")
+                                           f"cannot store: {refused}")
         raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {problem}")
 
 
@@ -62,7 +62,7 @@ def _refused(field: pa.Field, inner: pa.DataType, why: Refusal) -> str:
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Return ``table`` with the table's column order and types, or raise a
     ``SchemaMismatchError`` naming every column that is missing, extra or of the wrong type.
-    Only safe casts are applied (int32 -> int64, not float -> int)."""
+    Only safe casts are applied (int32 -> int64, not float -> int: ``column_types.appendable``)."""
     names = set(table.schema.names)
     missing = [f.name for f in schema if f.name not in names]
     extra = [n for n in table.schema.names if n not in schema.names]
@@ -82,15 +82,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if not field.nullable and column.null_count:
             raise SchemaMismatchError(f"column {field.name!r} is not nullable but has {column.null_count} nulls")
         if column.type != field.type:
-            if not _compatible(column.type, field.type):
-                raise SchemaMismatchError(f"column {field.name!r} has type {column.type}, "
-                                          f"the table wants {field.type}")
-            try:
-                column = column.cast(field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"column {field.name!r} has type {column.type}, the table wants {field.type}: {exc}"
-                ) from None
+            column = cast_safely(column, field.type, appendable, SchemaMismatchError,
+                                 f"column {field.name!r} has type {column.type}, the table wants {field.type}")
         _check_parquet_form(field, column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
@@ -107,32 +100,6 @@ def _check_parquet_form(field: pa.Field, column: pa.ChunkedArray) -> None:
         except pa.ArrowInvalid as exc:
             raise SchemaMismatchError(f"column {field.name!r} ({field.type}) holds a value Parquet would store "
                                       f"as another ({stored} in the file): {exc}") from None
-
-
-def _compatible(source: pa.DataType, target: pa.DataType) -> bool:
-    """Casts that keep the meaning of every value (range is checked by the safe cast)."""
-    t = pa.types
-    if source == target:
-        return True
-    if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
-        return _compatible(source.value_type, target.value_type)
-    if t.is_struct(source) and t.is_struct(target):
-        return [f.name for f in source] == [f.name for f in target] and all(
-            _compatible(a.type, b.type) for a, b in zip(source, target))
-    families = [
-        lambda x: t.is_integer(x),
-        lambda x: t.is_floating(x),
-        lambda x: t.is_string(x) or t.is_large_string(x) or t.is_string_view(x),
-        lambda x: t.is_binary(x) or t.is_large_binary(x) or t.is_binary_view(x),
-        lambda x: t.is_timestamp(x),
-        lambda x: t.is_date(x),
-        lambda x: t.is_decimal(x),
-    ]
-    if t.is_null(source) or (t.is_integer(source) and t.is_floating(target)):
-        return True
-    if t.is_dictionary(source):
-        return _compatible(source.value_type, target)
-    return any(family(source) and family(target) for family in families)
 
 
 def _describe(schema: pa.Schema) -> str:

@@ -17,10 +17,9 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -28,23 +27,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
-from ..expressions import ColumnStats, Expr
-from ..expressions.stats_arrow import stats_filter
-from ..storage import ObjectStore
-from .column_types import parquet_form
-from .field_ids import widens
-from .fields import MAX_INT64
-from .listed_once import ListedPaths
+from .column_types import parquet_form, widens
+from .entries import ROW_POSITIONS, DataFile, DeletionVector
+from .json_fields import MAX_INT64
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
-from .files import ROW_POSITIONS, DataFile, DeletionVector
-from .stats import has_stats, instant_type
+from .listed_once import ListedPaths
+from .stats import ColumnStats, has_stats, instant_type
 
 _DV_FIELDS = ("dv_path", "dv_offset", "dv_length", "dv_cardinality")
 # Writer-shaped keys, checked vectorised (RE2 syntax); any other key goes through stored_key.
 _DATA_KEY = r"^data/[0-9a-f]{32}\.parquet$"
 _TOMBSTONE = "^" + WRITER_SHAPES[TOMBSTONE_PREFIX].pattern + "$"
-_CACHED_ENTRIES = 1 << 20
-"""Decoded segment entries kept per reader (about 300 bytes each): a table's hot segments."""
 
 
 def new_segment_key() -> str:
@@ -102,19 +95,7 @@ class Segment:
             self._index = {p: i for i, p in enumerate(self.table.column("path").to_pylist())}
         return self._index.get(path)
 
-    def candidates(self, where: Expr | None, deletes: Mapping[str, DeletionVector]) -> np.ndarray:
-        """Indices of the entries with live rows whose stats may match the bound ``where``
-        (a superset of those ``may_match`` keeps). ``deletes``: the root's override map."""
-        live = self._live(deletes)
-        expr = stats_filter(where, self._stats_columns) if where is not None else None
-        if expr is not None:
-            indexed = self.table.append_column("_i", pa.array(np.arange(len(self), dtype=np.int64)))
-            chosen = np.zeros(len(self), dtype=bool)
-            chosen[indexed.filter(expr).column("_i").to_numpy()] = True
-            live &= chosen
-        return np.flatnonzero(live)
-
-    def _live(self, deletes: Mapping[str, DeletionVector]) -> np.ndarray:
+    def live(self, deletes: Mapping[str, DeletionVector]) -> np.ndarray:
         rows = self.table.column("rows").to_numpy()
         deleted = self.table.column("dv_cardinality").fill_null(0).to_numpy()
         live = rows > deleted
@@ -167,7 +148,7 @@ class Segment:
                 values = self._values.setdefault(name, self.table.column(name).to_pylist())
         return values
 
-    def _stats_columns(self, name: str) -> tuple[str, str, pa.DataType] | None:
+    def stats_columns(self, name: str) -> tuple[str, str, pa.DataType] | None:
         fid = self._names.get(name)
         if fid is None or not has_stats(self._types[name]):
             return None
@@ -239,7 +220,8 @@ def with_deletes(table: pa.Table, deletes: Mapping[str, DeletionVector]) -> pa.T
                 columns[name][i] = value
     for name in _DV_FIELDS:
         index = table.schema.get_field_index(name)
-        table = table.set_column(index, table.schema.field(index), pa.array(columns[name], table.schema.field(index).type))
+        field = table.schema.field(index)
+        table = table.set_column(index, field, pa.array(columns[name], field.type))
     return table
 
 
@@ -374,39 +356,3 @@ def shape(schema: pa.Schema, field_ids: Sequence[int]) -> tuple[tuple[int, str, 
     """What a decoded segment depends on besides its bytes: each column's id, name and type
     (a rename or a widening decodes the same object differently)."""
     return tuple(zip(field_ids, schema.names, map(str, schema.types)))
-
-
-class SegmentReader:
-    """Reads and caches decoded segments: they are write-once, so a cached one never goes
-    stale, and consecutive commits and plans of one table share most of theirs."""
-
-    def __init__(self, store: ObjectStore) -> None:
-        self.store = store
-        self._cache: OrderedDict[tuple[str, tuple], Segment] = OrderedDict()
-        self._entries = 0
-        self._lock = threading.Lock()
-
-    def read(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment:
-        cache_key = (key, shape(schema, field_ids))
-        with self._lock:
-            found = self._cache.get(cache_key)
-            if found is not None:
-                self._cache.move_to_end(cache_key)
-                return found
-        segment = decode_segment(self.store.get(key), key, schema, field_ids)
-        self.remember(segment)
-        return segment
-
-    def cached(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment | None:
-        with self._lock:
-            return self._cache.get((key, shape(schema, field_ids)))
-
-    def remember(self, segment: Segment) -> None:
-        with self._lock:
-            cache_key = (segment.key, segment.shape)
-            if cache_key not in self._cache:
-                self._entries += len(segment)
-            self._cache[cache_key] = segment
-            while self._entries > _CACHED_ENTRIES and len(self._cache) > 1:
-                _, dropped = self._cache.popitem(last=False)
-                self._entries -= len(dropped)

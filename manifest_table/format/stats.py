@@ -16,16 +16,27 @@ import base64
 import datetime as dt
 import decimal
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyarrow.types as pat
 
-from ..expressions import ColumnStats
-
 MAX_STRING_STAT = 256
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """What a file or row group says about one column; None means unknown. min/max are Python
+    values of the column's type (over non-null values), comparable with bound literals."""
+
+    min: Any = None
+    max: Any = None
+    null_count: int | None = None
+    row_count: int | None = None
 
 
 def has_stats(dtype: pa.DataType) -> bool:
@@ -46,7 +57,7 @@ def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
             if pat.is_floating(field.type) and pc.any(pc.is_nan(column)).as_py():
                 hi = None  # NaN is the max; the min of the numbers stands (if there are any)
                 lo = None if lo != lo else lo
-            if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
+            if isinstance(lo, str) and isinstance(hi, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
                 lo = hi = None
         stats[field.name] = ColumnStats(lo, hi, column.null_count, len(column))
     return stats
@@ -93,9 +104,10 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
             stats[field.name] = ColumnStats(None, None, gaps.nested_nulls[field.name], metadata.num_rows)
             continue
         leaf = leaves[field.name]
-        pieces = [_footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
-                  for i in range(metadata.num_row_groups) if metadata.row_group(i).num_rows]
-        if any(p is None for p in pieces):  # a writer that wrote no stats
+        found = [_footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
+                 for i in range(metadata.num_row_groups) if metadata.row_group(i).num_rows]
+        pieces = [p for p in found if p is not None]
+        if len(pieces) < len(found):  # a writer that wrote no stats
             stats[field.name] = ColumnStats(None, None, None, metadata.num_rows)
             continue
         covered = gaps.long_strings.get(field.name)
@@ -109,7 +121,7 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
             value_type = instant_type(field.type)
             lo = pa.scalar(min(e[0] for e in extremes), value_type).as_py()
             hi = None if nan else pa.scalar(max(e[1] for e in extremes), value_type).as_py()
-            if isinstance(lo, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
+            if isinstance(lo, str) and isinstance(hi, str) and (len(lo) > MAX_STRING_STAT or len(hi) > MAX_STRING_STAT):
                 lo = hi = None
         stats[field.name] = ColumnStats(lo, hi, sum(p.null_count for p in pieces), metadata.num_rows)
     return stats
@@ -123,7 +135,16 @@ def instant_type(dtype: pa.DataType) -> pa.DataType:
     return dtype
 
 
-def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> ColumnStats | None:
+class _Chunk(NamedTuple):
+    """One row group's stats of one column, as its footer has them."""
+
+    min: Any
+    max: Any
+    null_count: int
+    row_count: int
+
+
+def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> _Chunk | None:
     """One row group's stats of one flat column, min/max as values ``pa.scalar(v, field.type)``
     takes; None when the writer wrote no stats."""
     s = chunk.statistics
@@ -136,7 +157,7 @@ def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> 
             lo, hi = s.min_raw // scale, s.max_raw // scale
         else:
             lo, hi = s.min, s.max
-    return ColumnStats(lo, hi, s.null_count, rows)
+    return _Chunk(lo, hi, s.null_count, rows)
 
 
 _UNITS = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9,
@@ -171,6 +192,8 @@ def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
     """Stats of the concatenation of two pieces of one column."""
     def merged(x: Any, y: Any, pick: Any) -> Any:
         return None if x is None or y is None else pick(x, y)
+    assert a.null_count is not None and b.null_count is not None and a.row_count is not None and \
+        b.row_count is not None, "merged pieces have counts"
     # A piece with only nulls has no min/max yet does not make the merge unknown.
     if a.row_count == a.null_count:
         lo, hi = b.min, b.max

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..arguments import check_string
+from ..data.parquet_plan import by_column_plan, deleted_rows, file_location
+from ..data.scan import Scan, Snapshot
 from ..errors import InvalidArgumentError
 from ..format.column_types import rebuilt
 from ..format.manifest import DataFile
-from ..scan import Scan, Snapshot
 from ..storage import FileIO, ObjectStore
-from .files import by_column_plan, deleted_rows, file_location
 
 if TYPE_CHECKING:
     import duckdb
@@ -59,8 +59,8 @@ _MARK = "manifest_table view of version "
 """The comment on a view ``to_duckdb`` made, followed by the version."""
 
 
-def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapshot,
-                  io: FileIO) -> "duckdb.DuckDBPyRelation":
+def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
+                  io: FileIO) -> duckdb.DuckDBPyRelation:
     """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
     a view of that name made by an earlier call; any other object of that name is refused)
     and return it as a relation."""
@@ -90,14 +90,14 @@ def register_view(con: "duckdb.DuckDBPyConnection", name: str, snapshot: Snapsho
     return con.view(name)
 
 
-def _select(con: "duckdb.DuckDBPyConnection", root: str, snapshot: Snapshot, io: FileIO, files: list[DataFile],
+def _select(con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: FileIO, files: list[DataFile],
             hidden: str) -> str:
     """The view's query: one ``read_parquet`` per column plan, the files with deletes
     anti-joined with their deleted positions (loaded into ``hidden``)."""
     paths = [f"{root}/{f.path}" for f in files]
     dirty = [(f, p) for f, p in zip(files, paths) if f.deletes is not None]
     if dirty:
-        _load(con, hidden, deleted_rows(*zip(*dirty), snapshot.deleted))
+        _load(con, hidden, deleted_rows([f for f, _ in dirty], [p for _, p in dirty], snapshot.deleted))
     parts = []
     read_as = pa.schema([f.with_type(_as_read(f.type)) for f in snapshot.schema])
     types = dict(zip(snapshot.schema.names, map(str, con.from_arrow(read_as.empty_table()).dtypes)))
@@ -130,7 +130,7 @@ def _column(name: str, source: str | None, cast: bool, duck_type: str) -> str:
     return f"t.{_quote(source)} AS {_quote(name)}"
 
 
-def _native_root(con: "duckdb.DuckDBPyConnection", store: ObjectStore) -> str | None:
+def _native_root(con: duckdb.DuckDBPyConnection, store: ObjectStore) -> str | None:
     """Where DuckDB can read the data files by path, or None."""
     import duckdb
 

@@ -9,29 +9,30 @@ opened with. See docs/interop.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
-from ..scan import Scan, Snapshot
+from ..data.scan import Scan, Snapshot
 from ..storage import FileIO
 
 if TYPE_CHECKING:
     import polars as pl
 
 
-def lazy_frame(snapshot: Snapshot, io: FileIO) -> "pl.LazyFrame":
+def lazy_frame(snapshot: Snapshot, io: FileIO) -> pl.LazyFrame:
     """Every live row of ``snapshot``, lazily: nothing is read until the frame is collected."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    schema = pl.from_arrow(snapshot.schema.empty_table()).schema
+    schema = cast(pl.DataFrame, pl.from_arrow(snapshot.schema.empty_table())).schema
 
-    def source(with_columns: list[str] | None, predicate: "pl.Expr | None", n_rows: int | None,
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                batch_size: int | None) -> Iterator[pl.DataFrame]:
         left = n_rows
         for batch in Scan(snapshot, io, columns=with_columns).to_batches():
-            frame = pl.from_arrow(_compacted(batch))
+            frame = cast(pl.DataFrame, pl.from_arrow(_compacted(batch)))  # (a record batch: a frame)
             if predicate is not None:
                 frame = frame.filter(predicate)
             if left is not None:

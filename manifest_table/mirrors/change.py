@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..format.manifest import DataFile, Manifest
-from ..listing import diff, locate
+from ..format.manifest import DataFile
+from ..log.version import Version, diff, locate
 
 
 @dataclass
 class VersionChange:
-    prev: Manifest
-    cur: Manifest
+    prev: Version
+    cur: Version
     added: list[DataFile]
     removed: list[DataFile]
     redeleted: list[tuple[DataFile, DataFile]]
@@ -29,7 +29,7 @@ class VersionChange:
         return bool(self.added or self.removed or self.redeleted)
 
 
-def version_change(prev: Manifest, cur: Manifest) -> VersionChange:
+def version_change(prev: Version, cur: Version) -> VersionChange:
     changed = diff(prev, cur)
     before = {p: f for p, (f, _) in locate(prev, changed.gone | changed.touched).items()}
     after = changed.after(changed.touched)

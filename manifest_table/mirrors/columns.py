@@ -4,15 +4,16 @@ file's stats one by one (at 1,000 files that was three quarters of a mirror's fu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pyarrow as pa
 
 from ..format.field_ids import FieldIds
-from ..format.manifest import DataFile, Manifest
+from ..format.manifest import DataFile
 from ..format.segment import entries_of
 from ..format.stats import has_stats, instant_type
+from ..log.version import Version
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def file_bounds(entries: pa.Table, fields: FieldIds) -> dict[int, Bounds]:
     return out
 
 
-def bounds_of(manifest: Manifest, files: Sequence[DataFile], segment: str | None = None) -> dict[int, Bounds]:
+def bounds_of(manifest: Version, files: Sequence[DataFile], segment: str | None = None) -> dict[int, Bounds]:
     """The bounds of ``files``: all the entries of ``segment`` of ``manifest``, in order, or
     entries listed one by one (the root's tail, a commit's new files)."""
     fields = manifest.fields

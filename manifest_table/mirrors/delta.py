@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import NotFound
 from ..format.field_ids import FieldIds
-from ..format.manifest import DataFile, Manifest
+from ..format.keys import DELTA_LOG_PREFIX
+from ..format.manifest import DataFile
 from ..format.mirrors import DELTA
+from ..log.version import Version
 from .change import VersionChange, tombstones_of
 from .columns import Bounds, bounds_of
 from .delta_dv import descriptor, dv_file, dv_key
-from ..format.keys import DELTA_LOG_PREFIX
 from .source import Source, advance_hint
 from .types import delta_type
 
@@ -78,7 +80,7 @@ def protocol(fields: FieldIds) -> dict[str, Any]:
     return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
 
 
-def metadata(manifest: Manifest) -> dict[str, Any]:
+def metadata(manifest: Version) -> dict[str, Any]:
     options, index = manifest.mirrors[DELTA], manifest.index
     assert index is not None
     return {"id": options["table_id"], "format": {"provider": "parquet", "options": {}},
@@ -107,7 +109,9 @@ def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds
                         b.maxs.to_pylist() if exact else None, b.nulls))  # type: ignore[union-attr]
     out = []
     for i, f in enumerate(files):
-        lows, highs, nulls = {}, {}, {}
+        lows: dict[str, Any] = {}
+        highs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
         for physical, mins, maxs, null_counts in columns:
             if null_counts is not None and null_counts[i] is not None:
                 nulls[physical] = null_counts[i]
@@ -164,7 +168,7 @@ def write_commit(src: Source, change: VersionChange) -> bool:
     return True
 
 
-def write_checkpoint(src: Source, cur: Manifest) -> None:
+def write_checkpoint(src: Source, cur: Version) -> None:
     """A checkpoint of ``cur`` from its manifest (every live file, and the DV files of every
     vector they have), then ``_last_checkpoint``. Create-only: a concurrent writer's
     checkpoint of the same version is as good."""
@@ -181,7 +185,7 @@ def write_checkpoint(src: Source, cur: Manifest) -> None:
                  lambda v: json.dumps({"version": v, "size": len(rows)}).encode(), lambda b: json.loads(b)["version"])
 
 
-def _parts(manifest: Manifest) -> Iterable[tuple[list[DataFile], str | None]]:
+def _parts(manifest: Version) -> Iterable[tuple[list[DataFile], str | None]]:
     """A version's files, segment by segment (with the segment's key), then its tail."""
     index = manifest.index
     for summary in index.segments if index is not None else ():

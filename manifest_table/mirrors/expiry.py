@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX
-from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, ICEBERG
-from ..log import VersionLog
+from ..log.version import Version
+from ..log.version_log import VersionLog
 from ..storage import ObjectInfo, ObjectStore
 from . import delta, iceberg
 from .delta_dv import dv_key
@@ -32,7 +32,7 @@ _LOG_ENTRY = re.compile(r"_delta_log/([0-9]{20})\.")
 _METADATA = re.compile(r"metadata/v([0-9]+)\.metadata\.json")
 
 
-def floor(vlog: VersionLog, latest: Manifest) -> int | None:
+def floor(vlog: VersionLog, latest: Version) -> int | None:
     """The oldest version a mirror that is on still needs (its newest), or None."""
     versions = [v for v in status(vlog, [n for n in (ICEBERG, DELTA) if n in latest.mirrors]).values()
                 if v is not None]
@@ -52,7 +52,7 @@ def _order(key: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else 0, key)
 
 
-def needed(vlog: VersionLog, retained: list[Manifest], tombstones: Iterable[str],
+def needed(vlog: VersionLog, retained: list[Version], tombstones: Iterable[str],
            listed: dict[str, list[ObjectInfo]]) -> set[str]:
     """Keys of mirror objects the ``retained`` versions (the latest first) need; ``listed``:
     every object under ``metadata/`` and ``_delta_log/``; ``tombstones``: the objects GC keeps."""

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFound
-from ..format.manifest import Manifest, manifest_key
+from ..format.keys import METADATA_PREFIX
+from ..format.manifest import manifest_key
 from ..format.mirrors import ICEBERG
+from ..log.version import Version
 from .change import tombstones_of
 from .iceberg_avro import DATA, manifest_list, read_avro
 from .iceberg_manifests import ManifestPlanner, NewManifest, slot_of
 from .iceberg_schema import name_mapping, schema_json
-from ..format.keys import METADATA_PREFIX
 from .source import Source, advance_hint
 
 HINT = f"{METADATA_PREFIX}version-hint.text"
@@ -39,7 +40,7 @@ them by snapshot id; every older retained version is read through its own metada
 metadata file's size is then bounded, whatever the history."""
 VERSION_PROPERTY = "manifest-table.version"
 _METADATA = re.compile(r"metadata/v([0-9]+)\.metadata\.json")
-_STATES: OrderedDict[tuple[str, int], "IcebergState"] = OrderedDict()
+_STATES: OrderedDict[tuple[str, int], IcebergState] = OrderedDict()
 _STATES_LOCK = threading.Lock()
 
 
@@ -47,7 +48,7 @@ def metadata_key(version: int) -> str:
     return f"{METADATA_PREFIX}v{version}.metadata.json"
 
 
-def snapshot_id(manifest: Manifest) -> int:
+def snapshot_id(manifest: Version) -> int:
     return int(manifest.commit_id[:15], 16)
 
 
@@ -106,7 +107,7 @@ def latest(src: Source) -> int | None:
     return version if src.store.head(metadata_key(version)) is not None else None
 
 
-def write_version(src: Source, cur: Manifest, prev: Manifest | None, prev_state: IcebergState | None,
+def write_version(src: Source, cur: Version, prev: Version | None, prev_state: IcebergState | None,
                   new_tombstones: dict[str, dict[int, str]] | None) -> bool:
     """Mirror ``cur``, incrementally from ``prev`` (the version before it) and its mirror
     ``prev_state``, or whole when ``prev_state`` is None. False when another writer mirrored it
@@ -157,7 +158,7 @@ def _list_entry(src: Source, new: NewManifest, sid: int, sequence: int, first_ro
             "partitions": [], "key_metadata": None, "first_row_id": first_row_id}
 
 
-def _operation(cur: Manifest, new: list[NewManifest]) -> str:
+def _operation(cur: Version, new: list[NewManifest]) -> str:
     if cur.operation == "append" or (cur.operation == "create" and not new):
         return "append"
     if cur.operation == "delete":
@@ -178,7 +179,7 @@ def _schemas(prev_meta: dict[str, Any] | None, fields: Any) -> tuple[dict[int, d
     return schemas, schema_id
 
 
-def _metadata(src: Source, cur: Manifest, prev_meta: dict[str, Any] | None, schemas: dict[int, dict[str, Any]],
+def _metadata(src: Source, cur: Version, prev_meta: dict[str, Any] | None, schemas: dict[int, dict[str, Any]],
               snapshot: dict[str, Any], next_row_id: int) -> dict[str, Any]:
     snapshots = _retained_snapshots(src, prev_meta["snapshots"] if prev_meta else [], cur.version) + [snapshot]
     used = {s["schema-id"] for s in snapshots}

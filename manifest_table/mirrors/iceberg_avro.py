@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, cast
 
 import fastavro
 
@@ -96,7 +97,7 @@ def write_avro(schema: Any, records: Iterable[dict[str, Any]], metadata: dict[st
 
 
 def read_avro(data: bytes) -> list[dict[str, Any]]:
-    return list(fastavro.reader(io.BytesIO(data)))
+    return cast("list[dict[str, Any]]", list(fastavro.reader(io.BytesIO(data))))
 
 
 def manifest(entries: list[dict[str, Any]], content: int, schema_json: dict[str, Any]) -> bytes:

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..format.field_ids import FieldIds
-from ..format.keys import SEGMENT_PREFIX
-from ..format.manifest import DataFile, DeletionVector, Manifest
-from ..listing import locate
-from .iceberg_avro import DATA, DELETES, manifest, read_avro
+from ..format.keys import METADATA_PREFIX, SEGMENT_PREFIX
+from ..format.manifest import DataFile, DeletionVector
+from ..log.version import Version, locate
 from .columns import bounds_of
+from .iceberg_avro import DATA, DELETES, manifest, read_avro
 from .iceberg_schema import data_entries, dv_entry
 from .puffin import HEADER, puffin_file, puffin_key
-from ..format.keys import METADATA_PREFIX
 from .source import Source
 
 BUCKET_FILES = 1024
@@ -77,7 +76,7 @@ class ManifestPlanner:
     """Plans (and writes the new manifests of) version ``cur`` given the previous version's
     manifests ``kept`` (slot -> manifest-list entry; empty for a full build)."""
 
-    def __init__(self, src: Source, cur: Manifest, prev: Manifest | None, kept: dict[str, dict[str, Any]],
+    def __init__(self, src: Source, cur: Version, prev: Version | None, kept: dict[str, dict[str, Any]],
                  schema_json: dict[str, Any], new_tombstones: dict[str, dict[int, str]]) -> None:
         self.src, self.cur, self.prev, self.kept = src, cur, prev, kept
         self.fields: FieldIds = cur.fields

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.types as pat

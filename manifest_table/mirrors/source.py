@@ -10,11 +10,10 @@ from typing import Any
 
 from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
-from ..log import VersionLog
+from ..log.version_log import VersionLog
 from ..storage import ObjectStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones
-
 
 
 def location_of(store: ObjectStore, uri: str) -> str:
@@ -47,7 +46,7 @@ class Source:
         self.tombstones = Tombstones(self.store)
 
     @classmethod
-    def of(cls, log: VersionLog) -> "Source":
+    def of(cls, log: VersionLog) -> Source:
         return cls(log, location_of(log.store, log.location))
 
     def create(self, key: str, data: bytes) -> bool:

@@ -13,11 +13,11 @@ commit or the maintenance job catches it up."""
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
-from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, ICEBERG, MIRRORS
-from ..log import VersionLog
+from ..log.version import Version
+from ..log.version_log import VersionLog
 from . import delta, iceberg
 from .change import version_change
 from .source import Source
@@ -27,7 +27,7 @@ LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DE
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
 
 
-def after_commit(vlog: VersionLog, committed: Manifest) -> None:
+def after_commit(vlog: VersionLog, committed: Version) -> None:
     """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
     effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
     src = Source.of(vlog)
@@ -40,7 +40,7 @@ def after_commit(vlog: VersionLog, committed: Manifest) -> None:
                             vlog.location, committed.version, name, type(exc).__name__, exc)
 
 
-def sync(vlog: VersionLog, target: Manifest) -> dict[str, int | None]:
+def sync(vlog: VersionLog, target: Version) -> dict[str, int | None]:
     """Bring every mirror ``target`` has on up to ``target``; returns each one's version."""
     src = Source.of(vlog)
     return {name: sync_one(src, name, target) for name in MIRRORS if name in target.mirrors}
@@ -52,7 +52,7 @@ def status(vlog: VersionLog, names: list[str]) -> dict[str, int | None]:
     return {name: LATEST[name](src) for name in names}
 
 
-def _mirrored(src: Source, name: str, target: Manifest) -> int | None:
+def _mirrored(src: Source, name: str, target: Version) -> int | None:
     """The mirror's newest version. Found with a HEAD or two when it is the target or the
     version before it (a commit mirrored right after the one before it), else from the
     mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version."""
@@ -62,7 +62,7 @@ def _mirrored(src: Source, name: str, target: Manifest) -> int | None:
     return LATEST[name](src)
 
 
-def sync_one(src: Source, name: str, target: Manifest) -> int:
+def sync_one(src: Source, name: str, target: Version) -> int:
     mirrored = _mirrored(src, name, target)
     if mirrored is not None and mirrored >= target.version:
         if name == ICEBERG:
@@ -81,7 +81,7 @@ def sync_one(src: Source, name: str, target: Manifest) -> int:
     return target.version
 
 
-def _full(src: Source, name: str, target: Manifest) -> None:
+def _full(src: Source, name: str, target: Version) -> None:
     log.info("%s: %s mirror starts at version %d", src.location, name, target.version)
     if name == ICEBERG:
         iceberg.write_version(src, target, None, None, None)
@@ -89,7 +89,7 @@ def _full(src: Source, name: str, target: Manifest) -> None:
         delta.write_checkpoint(src, target)
 
 
-def _incremental(src: Source, name: str, prev: Manifest, cur: Manifest) -> None:
+def _incremental(src: Source, name: str, prev: Version, cur: Version) -> None:
     change = version_change(prev, cur)
     if name == ICEBERG:
         state = iceberg.read_state(src, prev.version)

@@ -8,7 +8,7 @@ fields carry no field ids) and types neither format has are refused, naming the 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.types as pat

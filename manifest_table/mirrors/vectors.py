@@ -20,10 +20,10 @@ from collections import OrderedDict
 
 from pyroaring import BitMap
 
+from ..data.tombstones import MAGIC
 from ..errors import CorruptTableError
 from ..format.manifest import DeletionVector
 from ..storage import ObjectStore
-from ..tombstones import MAGIC
 
 BLOB_MAGIC = bytes.fromhex("d1d33964")
 FRAMING = 24
@@ -47,7 +47,7 @@ def layout(tombstone: bytes, key: str) -> list[tuple[int, int]]:
         try:
             # The portable format is self-delimiting; a deserialised bitmap keeps its
             # containers, so it serialises back to the same length (pyiceberg relies on it too).
-            length = len(BitMap.deserialize(view[offset:]).serialize())
+            length = len(BitMap.deserialize(view[offset:]).serialize())  # type: ignore[arg-type]  # (a buffer)
         except (ValueError, IndexError) as exc:
             raise CorruptTableError(f"{key}: the bitmap at offset {offset} does not deserialise ({exc})") from None
         out.append((offset, length))

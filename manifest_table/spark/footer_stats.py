@@ -12,17 +12,18 @@ max longer than ``MAX_STRING_STAT`` is dropped rather than trusted, types withou
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..data.write import MAX_FILE_ROWS
 from ..errors import CorruptTableError, SchemaMismatchError
 from ..expressions import ColumnStats
 from ..format.manifest import DataFile
 from ..format.stats import MAX_STRING_STAT, has_stats, leaf_columns, merge_stats
 from ..storage import FileIO
-from ..write import MAX_FILE_ROWS
 
 
 def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None,

@@ -18,21 +18,22 @@ partitioned by output, so each is a file of its own."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from ..changes import Rewrite
+from ..commit.changes import Rewrite
+from ..data.tombstones import DeletionVectors
+from ..data.write import WriteOptions
 from ..format.manifest import DataFile
-from ..maintenance import CompactionGroup, rewrite_record
+from ..operations.compaction import CompactionGroup, rewrite_record
 from ..storage import FileIO
-from ..tombstones import DeletionVectors
-from ..write import WriteOptions
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
 from .native_write import write_staged
 from .options import TableLocation
-from .spark_filter import quoted
+from .to_spark import quoted
 
 _OUTPUT = "_mt_output"
 """group * 2**32 + the output's index in its group: outputs of one group hold < 2**32 rows."""

@@ -10,20 +10,21 @@ SparkContext is needed, so this runs over Spark Connect."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..data.scan import Snapshot
 from ..expressions import Expr
 from ..format.manifest import DataFile
-from ..scan import Snapshot
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
 from .options import TableLocation
-from .spark_filter import narrowing, quoted
+from .to_spark import narrowing, quoted
 
 
 def matching_positions(spark: Any, location: TableLocation, snapshot: Snapshot, files: Sequence[DataFile],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from typing import Any
 from urllib.parse import urlparse
 
 from .options import TableLocation
@@ -55,7 +56,7 @@ def hadoop_options(location: TableLocation) -> dict[str, str]:
     return settings
 
 
-def native_reachable(spark: object, location: TableLocation) -> bool:
+def native_reachable(spark: Any, location: TableLocation) -> bool:
     """True when Spark's file sources can open the table's location."""
     if _GLOB.search(location.uri):
         report_fallback(location, "glob", "the table's path has glob characters, which Spark would expand")
@@ -67,10 +68,10 @@ def native_reachable(spark: object, location: TableLocation) -> bool:
         # Resolving a file source relation checks that the path exists, which needs a
         # FileSystem for the scheme; the pointer always exists. No data is read.
         probe = spark.read.options(**hadoop_options(location)).format("text") \
-            .load(hadoop_path(location, "_latest_manifest"))  # type: ignore[attr-defined]
+            .load(hadoop_path(location, "_latest_manifest"))
         probe.schema  # noqa: B018 - over Spark Connect, analysis (and the check) happens here
         return True
-    except Exception as exc:  # noqa: BLE001 - Spark raises its own exception types, JVM or Connect
+    except Exception as exc:
         first_line = (str(exc).splitlines() or [""])[0][:200]
         report_fallback(location, "s3a", f"Spark cannot open s3a:// paths ({first_line})")
         return False

@@ -15,8 +15,9 @@ name every data file ``<32 hex>.parquet``, which is unique and the same encoded 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from functools import reduce
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,15 +25,15 @@ from pyroaring import BitMap
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..data.parquet_plan import ColumnPlan, by_column_plan
+from ..data.scan import Snapshot
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..interop.files import ColumnPlan, by_column_plan
-from ..scan import Snapshot
 from ..storage import FileIO
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_readable, spark_schema
-from .spark_filter import quoted
+from .to_spark import quoted
 
 FILE_COLUMN = "_mt_file"
 """The data file a row came from (its name), when a read is asked for row positions."""
@@ -76,12 +77,11 @@ def data_source_read(spark: Any, location: TableLocation, version: int) -> DataF
     return reader.options(**(location.storage_options or {})).load(location.uri)
 
 
-def live_rows(spark: Any, location: TableLocation, fields: FieldIds | None, files: Sequence[DataFile],
+def live_rows(spark: Any, location: TableLocation, fields: FieldIds, files: Sequence[DataFile],
               deleted: Callable[[DataFile], BitMap], *, with_positions: bool = False) -> DataFrame:
     """The live rows of ``files`` (which must be natively readable), with the columns of
     ``fields`` (the version's schema and field ids) and, if ``with_positions``,
     ``FILE_COLUMN`` and ``ROW_COLUMN``."""
-    assert fields is not None
     schema = fields.schema
     files = [f for f in files if f.live_rows > 0]
     if not files:

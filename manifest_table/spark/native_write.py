@@ -21,27 +21,28 @@ cannot reach go through the ``manifest_table`` Python data source instead (logge
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 
 from ..commit import CommitInfo
+from ..data.write import MAX_FILE_ROWS, WriteOptions, new_data_key
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..storage import FileIO
-from ..write import MAX_FILE_ROWS, WriteOptions, new_data_key
 from .footer_stats import data_file_from_footer
+from .job_commit import TableCommit
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_writable, spark_schema
-from .spark_filter import quoted
-from .table_commit import TableCommit
+from .to_spark import quoted
 
 MODES = ("append", "overwrite")
 STAGING_PREFIX = "data/_spark-"
@@ -69,9 +70,11 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
     if not native_writable(target.table_schema):
         report_fallback(location, "write-types", "Spark's Parquet writer cannot write this table's schema "
                         "one to one (NOT NULL, nested, unsigned, non-UTC or non-microsecond columns)")
-        return _data_source_write(df, location, mode, where)
+        _data_source_write(df, location, mode, where)
+        return None
     if not native_reachable(spark, location):
-        return _data_source_write(df, location, mode, where)
+        _data_source_write(df, location, mode, where)
+        return None
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
     files = [file for _, file in write_staged(frame, location, target.fields, options)]
@@ -113,7 +116,8 @@ def write_staged(frame: DataFrame, location: TableLocation, fields: FieldIds, op
                     and not info.base_name.startswith(("_", "."))]
         io = FileIO(store)
         with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
-            files = list(pool.map(lambda key: data_file_from_footer(io, key, schema, new_data_key(), fields.physical_names), produced))
+            files = list(pool.map(lambda key: data_file_from_footer(io, key, schema, new_data_key(),
+                                                                    fields.physical_names), produced))
         found = []
         for key, file in zip(produced, files):
             if file.rows:

@@ -9,21 +9,22 @@ session's SparkContext."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from pyroaring import BitMap
 
-from ..changes import Rewrite
 from ..commit import CommitInfo
+from ..commit.changes import Rewrite
+from ..data.file_sets import VersionFiles
+from ..data.scan import Snapshot
+from ..data.tombstones import DeletionVectors
+from ..data.write import WriteOptions
 from ..errors import InvalidFilterError
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
-from ..listing import VersionFiles
-from ..maintenance import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
-from ..scan import Snapshot
-from ..tombstones import DeletionVectors
-from ..write import WriteOptions
+from ..operations.compaction import CompactionGroup, commit_compaction, plan_compaction, rewrite_group
 from .native_compact import rewrite_groups
 from .native_delete import matching_positions
 from .native_read import native_readable_snapshot
@@ -48,10 +49,12 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
     location = TableLocation(uri, storage_options)
     with location.open().transaction() as tx:
         scan = tx.scan(columns=[], where=expr)
+        bound = scan.where
+        assert bound is not None  # (expr, bound to the schema)
         if native_readable_snapshot(spark, location, scan.snapshot):
-            found = matching_positions(spark, location, scan.snapshot, scan.plan_files(), scan.where)
+            found = matching_positions(spark, location, scan.snapshot, scan.plan_files(), bound)
         else:
-            task = partial(_matching_positions, location, scan.version, scan.snapshot.fields, scan.where)
+            task = partial(_matching_positions, location, scan.version, scan.snapshot.fields, bound)
             groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
                                  DEFAULT_MAX_PARTITION_BYTES)
             found = {path: BitMap.deserialize(blob) for path, blob in run_tasks(spark, groups, task)}
@@ -76,7 +79,7 @@ def compact(spark: Any, uri: str, target_file_size: int | None = None, min_delet
     location = TableLocation(uri, storage_options)
     table = location.open()
     target = table.write_options.target_file_size if target_file_size is None else target_file_size
-    base, pointer = table._log.latest()  # commit_compaction builds on this manifest and pointer
+    base, pointer = table.log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
     snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of,
                         fields=base.fields)

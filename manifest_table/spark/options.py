@@ -6,15 +6,16 @@ case; the table URI arrives as ``path`` (``load(uri)`` / ``save(uri)`` / ``start
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Mapping
 
 from ..arguments import check_location
+from ..data.write import WriteOptions
 from ..errors import InvalidArgumentError
 from ..expressions import Expr, to_expr
+from ..handle import retrying
 from ..storage import ObjectStore, store_for_uri
-from ..table import Table, open_table, retrying
-from ..write import WriteOptions
+from ..table import Table, open_table
 
 STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
 """S3 settings passed to ``open_table(uri, storage_options=...)``; unset ones come from the
@@ -68,7 +69,7 @@ class SourceOptions:
     """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         unknown = sorted(set(options) - KNOWN_OPTIONS)
         if unknown:
             raise InvalidArgumentError(

@@ -105,7 +105,7 @@ def _writable(have: DataType, want: DataType) -> bool:
         return True
     if isinstance(have, DecimalType) and isinstance(want, DecimalType):
         return have.scale == want.scale and have.precision <= want.precision
-    return want in _WIDENINGS.get(have, ())
+    return want in _WIDENINGS.get(have, ())  # type: ignore[call-overload]  # (Spark's types hash by value)
 
 
 def native_readable(arrow_type: pa.DataType) -> bool:

@@ -9,9 +9,9 @@ filter work exactly as in Python."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -24,14 +24,14 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..data.scan import Scan, Snapshot
+from ..data.tombstones import DeletionVectors
 from ..errors import InvalidArgumentError, SchemaMismatchError
-from ..format.field_ids import FieldIds
 from ..expressions import And, Expr
+from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..scan import Scan, Snapshot
 from ..storage import FileIO
-from ..tombstones import DeletionVectors
-from .filters import from_spark_filter
+from .from_spark import from_spark_filter
 from .options import SourceOptions, TableLocation
 from .planning import group_files
 from .schema import exchange_schema, spark_schema

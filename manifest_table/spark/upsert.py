@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,14 +35,14 @@ from ..arguments import check_choice
 from ..commit import CommitInfo
 from ..errors import DuplicateKeyError
 from ..expressions import Expr
-from ..upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
+from ..operations.upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
 from .native_delete import by_file
 from .native_location import report_fallback
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows, native_readable_snapshot
 from .native_write import conform, write_staged
 from .options import TableLocation
 from .schema import check_write_schema, native_writable
-from .spark_filter import narrowing, quoted
+from .to_spark import narrowing, quoted
 
 
 def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, when_matched: str = "update",
@@ -83,7 +84,7 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
                                                   snapshot.fields, table.write_options)] if parts else []
             tx.add_files(written)
             positions = _positions(matched, scan.plan_files()) if when_matched == "update" else {}
-            stage_replacements(tx, positions, where, keys, when_matched, when_not_matched,
+            stage_replacements(tx.staging, positions, where, keys, when_matched, when_not_matched,
                                sum(f.rows for f in written))
         finally:
             source.unpersist()

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
-from typing import Iterable, Iterator, Optional
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -22,14 +22,14 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..commit import CommitInfo
+from ..data.ingest import batches_of
+from ..data.write import WriteOptions, write_data_files
 from ..errors import InvalidArgumentError
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..ingest import batches_of
 from ..storage import FileIO, ObjectStore
-from ..write import WriteOptions, write_data_files
+from .job_commit import TableCommit
 from .options import SourceOptions, TableLocation
-from .table_commit import TableCommit
 
 
 @dataclass
@@ -69,11 +69,11 @@ class _TableWrite:
         return write_task(self._options.location, self._target.fields,
                           self._options.write, iterator)
 
-    def _commit(self, messages: Iterable[Optional[WriterCommitMessage]],
+    def _commit(self, messages: Iterable[WriterCommitMessage | None],
                 app_transaction: tuple[str, int] | None = None) -> CommitInfo:
         return self._target.commit(_files(messages), app_transaction)
 
-    def _abort(self, messages: Iterable[Optional[WriterCommitMessage]]) -> None:
+    def _abort(self, messages: Iterable[WriterCommitMessage | None]) -> None:
         """Spark also aborts when ``commit`` raised (see ``TableCommit.abort``)."""
         self._target.abort(f.path for f in _files(messages))
 
@@ -84,10 +84,10 @@ class BatchWriter(_TableWrite, DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
         return self._write(iterator)
 
-    def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._commit(messages)
 
-    def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self._abort(messages)
 
 
@@ -102,11 +102,11 @@ class StreamWriter(_TableWrite, DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
         return self._write(iterator)
 
-    def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         if _files(messages) or self._overwrite:  # an empty append needs no version
             self._commit(messages, (self._app_id, batchId))
 
-    def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._abort(messages)
 
 
@@ -136,10 +136,12 @@ class _TrackedIO(FileIO):
         super().__init__(store)
         self.created: list[str] = []
 
-    def create(self, key: str) -> AbstractContextManager[pa.NativeFile]:
+    @contextmanager
+    def create(self, key: str) -> Iterator[pa.NativeFile]:
         self.created.append(key)
-        return super().create(key)
+        with super().create(key) as f:
+            yield f
 
 
-def _files(messages: Iterable[Optional[WriterCommitMessage]]) -> list[DataFile]:
+def _files(messages: Iterable[WriterCommitMessage | None]) -> list[DataFile]:
     return [f for m in messages if isinstance(m, WrittenFiles) for f in m.files]

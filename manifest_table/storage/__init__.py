@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
-from .files import FileIO
+from .fileio import FileIO
 from .local import LocalStore
 from .memory import MemoryStore
 

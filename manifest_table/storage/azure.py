@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timezone
-from typing import Any, Callable, Iterator
+from datetime import UTC
+from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
@@ -184,7 +185,7 @@ class AzureStore(CloudStore):
         try:
             return fn()
         except ResourceNotFoundError as e:
-            if e.error_code == "ContainerNotFound":
+            if getattr(e, "error_code", None) == "ContainerNotFound":
                 raise self._error(op, key, e) from e
             raise NotFound(key) from None
         except AzureError as e:
@@ -196,11 +197,11 @@ class AzureStore(CloudStore):
             result = self.client.get_blob_client(self._root + key).upload_blob(
                 bytes(data), retry_hook=lambda **_: retried.append(True), **condition)
         except ResourceNotFoundError as e:
-            if e.error_code == "BlobNotFound" and "etag" in condition:
+            if getattr(e, "error_code", None) == "BlobNotFound" and "etag" in condition:
                 raise NotFound(key) from None
             raise self._error(op, key, e) from e
         except HttpResponseError as e:
-            if e.error_code in _LOST_RACE_CODES or e.status_code == 412:
+            if getattr(e, "error_code", None) in _LOST_RACE_CODES or e.status_code == 412:
                 if retried:
                     # The SDK repeated the request after a timeout or a 5xx: the refused attempt
                     # may have been refused because an earlier one had landed.
@@ -215,4 +216,4 @@ class AzureStore(CloudStore):
 def _info(key: str, props: Any) -> ObjectInfo:
     # Listings give the ETag unquoted; every other answer, and If-Match, quotes it.
     etag = props.etag if props.etag.startswith('"') else f'"{props.etag}"'
-    return ObjectInfo(key, props.size, etag, props.last_modified.astimezone(timezone.utc))
+    return ObjectInfo(key, props.size, etag, props.last_modified.astimezone(UTC))

@@ -8,9 +8,9 @@ create-only and compare-and-swap. Everything the commit protocol needs follows f
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Iterator
 
 import pyarrow.fs as pafs
 

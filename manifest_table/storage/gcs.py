@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 import google.auth.transport.requests
@@ -117,7 +118,7 @@ class GcsStore(CloudStore):
                 credentials.refresh(google.auth.transport.requests.Request())
             except _ERRORS as e:
                 raise self._error("sign-in for the data plane", "", e) from e
-            expiry = credentials.expiry.replace(tzinfo=timezone.utc)
+            expiry = credentials.expiry.replace(tzinfo=UTC)
             token = {"access_token": credentials.token, "credential_token_expiration": expiry}
             self._fs_expires = expiry
         return pafs.GcsFileSystem(
@@ -128,7 +129,7 @@ class GcsStore(CloudStore):
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """The data plane; rebuilt with a fresh access token when the last one nears expiry."""
         with self._lock:
-            if self._fs_expires is not None and datetime.now(timezone.utc) > self._fs_expires - _TOKEN_MARGIN:
+            if self._fs_expires is not None and datetime.now(UTC) > self._fs_expires - _TOKEN_MARGIN:
                 self._fs = self._fs_expires = None
             return super().arrow_filesystem()
 
@@ -218,4 +219,4 @@ class _WatchedRetry:
 
 
 def _info(key: str, blob: storage.Blob) -> ObjectInfo:
-    return ObjectInfo(key, blob.size, str(blob.generation), blob.updated.astimezone(timezone.utc))
+    return ObjectInfo(key, blob.size, str(blob.generation), blob.updated.astimezone(UTC))

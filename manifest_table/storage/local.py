@@ -13,9 +13,9 @@ from __future__ import annotations
 import fcntl
 import os
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Iterator
+from datetime import UTC, datetime
 
 import pyarrow.fs as pafs
 
@@ -84,7 +84,7 @@ class LocalStore(ObjectStore):
             return new_etag
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        keys = []
+        keys: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self.root, onerror=_raise_unless_missing):
             dirnames[:] = [d for d in dirnames if not d.startswith(_HIDDEN)]
             rel = os.path.relpath(dirpath, self.root)
@@ -151,7 +151,7 @@ def _raise_unless_missing(exc: OSError) -> None:
 def _info(key: str, st: os.stat_result) -> ObjectInfo:
     # Every write goes through a fresh temp file, so (inode, mtime, size) changes on each one.
     etag = f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
-    modified = datetime.fromtimestamp(st.st_mtime_ns / 1e9, timezone.utc)
+    modified = datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC)
     return ObjectInfo(key, st.st_size, etag, modified)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import threading
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from ..errors import NotFound, PreconditionFailed
 from .base import ObjectInfo, ObjectStore
@@ -22,7 +22,7 @@ class MemoryStore(ObjectStore):
         # A write counter makes every etag unique, so a CAS can never be fooled by a
         # rewrite of equal bytes (the ABA problem).
         etag = f"{hashlib.md5(data).hexdigest()}-{next(self._writes)}"
-        return ObjectInfo(key, len(data), etag, datetime.now(timezone.utc))
+        return ObjectInfo(key, len(data), etag, datetime.now(UTC))
 
     def get(self, key: str) -> bytes:
         with self._lock:

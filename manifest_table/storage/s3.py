@@ -8,8 +8,9 @@ map to the protocol's three outcomes as ``storage/cloud.py`` describes.
 from __future__ import annotations
 
 import re
-from datetime import timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC
+from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -135,7 +136,7 @@ class S3Store(CloudStore):
             key,
             response["ContentLength"],
             response["ETag"],
-            response["LastModified"].astimezone(timezone.utc),
+            response["LastModified"].astimezone(UTC),
         )
 
     def put_if_absent(self, key: str, data: bytes) -> str:
@@ -157,7 +158,7 @@ class S3Store(CloudStore):
                         obj["Key"][len(self._root) :],
                         obj["Size"],
                         obj["ETag"],
-                        obj["LastModified"].astimezone(timezone.utc),
+                        obj["LastModified"].astimezone(UTC),
                     )
         except (ClientError, BotoCoreError) as e:
             raise self._error("list", prefix + "*", e) from e

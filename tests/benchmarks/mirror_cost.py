@@ -2,7 +2,7 @@
 
     python tests/benchmarks/mirror_cost.py [--sizes 10,100000] [--repeat 5] [--work /tmp/mirror-cost]
 
-Per size, a local-directory table built as ``manifest_table.bench.scale`` builds it (3 real
+Per size, a local-directory table built as ``tests.benchmarks.scale`` builds it (3 real
 files, the rest synthetic entries committed by one ``add_files``; no operation here reads a
 synthetic file), then:
 - enabling both mirrors: the full description of that version (every manifest, Puffin and DV
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pyarrow as pa  # noqa: E402
 
 import manifest_table as mt  # noqa: E402
-from manifest_table.bench.scale import REAL_FILES, REAL_ROWS, build  # noqa: E402
+from tests.benchmarks.scale import REAL_FILES, REAL_ROWS, build  # noqa: E402
 from manifest_table.mirrors import delta, sync  # noqa: E402
 from manifest_table.mirrors.source import Source  # noqa: E402
 from manifest_table.storage import LocalStore, ObjectStore  # noqa: E402
@@ -153,7 +153,7 @@ def run_size(work: str, files: int, repeat: int) -> dict[str, Any]:
         f"id = {(k % REAL_FILES) * REAL_ROWS + k // REAL_FILES}"), repeat)
     started = time.perf_counter()
     latest = table.manifest()
-    src = Source.of(table._log)
+    src = Source.of(table.log)
     delta.write_checkpoint(src, latest)  # the version has one already: this measures writing it
     result["delta_checkpoint"] = {"seconds": round(time.perf_counter() - started, 2),
                                   "bytes": (Path(root) / delta.checkpoint_key(latest.version)).stat().st_size}

@@ -1,0 +1,147 @@
+"""What one commit does to the table, independent of which version it lands on.
+
+A commit is staged against a snapshot but may land on a later version (after rebasing,
+see conflicts.py). Keeping the change as data (files added, files removed, new deleted
+positions per file) rather than as a finished file list is what makes that possible."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyroaring import BitMap
+
+from ..expressions import Expr, Or
+from ..format.field_ids import FieldIds
+from ..format.manifest import DataFile, DeletionVector
+from ..format.root import Properties
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """Where a commit moves the table's schema."""
+
+    fields: FieldIds
+    last_field_id: int
+    steps: tuple[str, ...]
+    """Each change, as ``history()`` shows it (``parameters["schema_changes"]``)."""
+
+
+@dataclass(frozen=True)
+class RewriteSource:
+    """One input of a compaction rewrite, with the deletes it had when it was read."""
+
+    path: str
+    rows: int
+    deletes: DeletionVector | None
+
+    @property
+    def live_rows(self) -> int:
+        return self.rows - (self.deletes.cardinality if self.deletes else 0)
+
+
+@dataclass(frozen=True)
+class RewriteOutput:
+    """One file a compaction rewrite wrote, holding the next ``rows`` rows of the rewrite."""
+
+    path: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A compaction rewrite: its sources' live rows concatenated in order, then cut, in that
+    order, into ``outputs`` (none when no source row was live; several when the rows exceed
+    the target size, or a writer splits them). That order is what lets a concurrent delete's
+    positions be remapped arithmetically (``conflicts.remap``)."""
+
+    outputs: tuple[RewriteOutput, ...]
+    sources: tuple[RewriteSource, ...]
+
+
+@dataclass
+class Changes:
+    operation: str
+    added: list[DataFile] = field(default_factory=list)
+    removed: set[str] = field(default_factory=set)
+    """Paths of snapshot files this commit drops whole (overwrite, compaction sources)."""
+    deletes: dict[str, BitMap] = field(default_factory=dict)
+    """Newly deleted row positions, per data file (snapshot files or files added here)."""
+    read_files: set[str] = field(default_factory=set)
+    """Snapshot files whose rows this commit read to decide what to change."""
+    serializable: bool = False
+    """True when any change by another commit to what we read must fail us (overwrite)."""
+    predicate: Expr | None = None
+    """For serializable commits: rows matching it were read; new files that may hold such
+    rows are a conflict. None with serializable=True means every row was read. Bound to the
+    table schema, so that its literals compare with file stats as the columns' types."""
+    rewrites: list[Rewrite] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    app_transaction: tuple[str, int] | None = None
+    """(application id, its monotonically increasing batch id): commit each batch once."""
+    upgrade: Properties | None = None
+    """Set by ``Table.upgrade()``: move a v1 table to format v2 with these properties."""
+    schema: SchemaChange | None = None
+    """A schema change (operations/schema_change.py), applied before the files this commit adds."""
+    mirrors: dict[str, dict[str, Any]] | None = None
+    """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
+    enabled one (format/mirrors.py). None leaves the setting as it is."""
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction
+                    or self.upgrade or self.schema or self.mirrors is not None)
+
+    def delete_rows(self, path: str, positions: BitMap) -> None:
+        if positions:
+            self.deletes.setdefault(path, BitMap()).update(positions)
+
+    def serialize_against(self, predicate: Expr | None) -> None:
+        """Record that rows matching ``predicate`` (bound; None: every row) were read to
+        decide this commit: a concurrent commit adding rows that may match, or deleting rows
+        this one read, makes it fail (overwrite with a condition, update, upsert)."""
+        if predicate is None:
+            self.predicate = None
+        elif not (self.serializable and self.predicate is None):
+            self.predicate = predicate if self.predicate is None else Or(self.predicate, predicate)
+        self.serializable = True
+
+    def added_paths(self) -> set[str]:
+        return {f.path for f in self.added}
+
+    def copy(self) -> Changes:
+        """An independent copy (bitmaps, lists and dicts too): what a transaction restores
+        when an operation fails halfway."""
+        return replace(self, added=list(self.added), removed=set(self.removed),
+                       deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
+                       read_files=set(self.read_files), rewrites=list(self.rewrites),
+                       parameters=copy.deepcopy(self.parameters), metrics=copy.deepcopy(self.metrics))
+
+
+def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
+    """The ``parameters.rewrites`` record (docs/format.md). A rewrite with at most one output
+    keeps the shape of 0.1.0 and 0.2.0 (``output``: a path or null), which those releases
+    read and rebase onto; several outputs take ``outputs``, which they refuse as corrupt
+    rather than remap a delete wrongly."""
+    return [{**({"output": rw.outputs[0].path if rw.outputs else None} if len(rw.outputs) <= 1 else
+                {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}),
+             "sources": [{"path": s.path, "rows": s.rows,
+                          "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources]}
+            for rw in rewrites]
+
+
+def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
+    """Decode ``parameters.rewrites`` (validated by ``Manifest.from_json``), either shape."""
+    rewrites = []
+    for rw in doc:
+        sources = tuple(RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
+                        for s in rw["sources"])
+        if "outputs" in rw:
+            outputs = tuple(RewriteOutput(out["path"], out["rows"]) for out in rw["outputs"])
+        elif rw["output"] is not None:  # one output holding every live row of the sources
+            outputs = (RewriteOutput(rw["output"], sum(s.live_rows for s in sources)),)
+        else:
+            outputs = ()
+        rewrites.append(Rewrite(outputs, sources))
+    return rewrites

@@ -1,0 +1,87 @@
+"""Committing a table's changes: the loop (loop.py) over the table's version log, with a
+proposal that builds each attempt's manifest (builder.py) and rebases onto a winner by the
+conflict matrix (conflicts.py). Once the commit has landed, the table's mirrors are written,
+best effort (docs/mirrors.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..data.tombstones import DeletionVectors
+from ..format.manifest import Manifest
+from ..format.pointer import Pointer
+from ..log.version import Version
+from ..log.version_log import VersionLog
+from .builder import ManifestBuilder
+from .changes import Changes
+from .conflicts import check_for_app_transaction_already_committed, rebase
+from .loop import AlreadyCommitted, CommitOptions
+from .loop import commit as commit_loop
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One version of the table, as ``history()`` lists it and writes return it."""
+
+    version: int
+    operation: str
+    timestamp: datetime
+    commit_id: str | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    committed: bool = True
+    """False when the write had nothing to do (or was a replay) and no version was made."""
+
+    @classmethod
+    def of(cls, manifest: Manifest, committed: bool = True) -> CommitInfo:
+        return cls(manifest.version, manifest.operation, manifest.timestamp, manifest.commit_id,
+                   manifest.metrics, manifest.parameters, committed)
+
+
+class TableProposal:
+    """A table's ``Changes`` as the loop's proposal: each attempt's manifest built on the
+    version it lands on, the changes rebased onto each winner."""
+
+    def __init__(self, log: VersionLog, changes: Changes, dvs: DeletionVectors) -> None:
+        self.changes = changes
+        self._log, self._dvs = log, dvs
+        self._builder = ManifestBuilder(log, dvs)
+
+    def build(self, prev: Version, commit_id: str) -> Version:
+        return Version.of(self._builder.build(prev, self.changes, commit_id), self._log.segments)
+
+    def rebase(self, prev: Version, winner: Version) -> None:
+        self.changes = rebase(self.changes, prev, winner, self._dvs)
+
+    def lost(self) -> None:
+        self._builder.lost()
+
+    def discard(self) -> None:
+        self._log.store.delete_unreferenced([f.path for f in self.changes.added] + self._builder.written)
+
+
+def commit(log: VersionLog, base: Version, pointer: Pointer, changes: Changes,
+           options: CommitOptions = CommitOptions(), started: float = 0.0,
+           dvs: DeletionVectors | None = None) -> CommitInfo:
+    """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
+    ``time.monotonic()`` ``started``). Returns once the pointer is at or past the new version.
+    Raises ``CommitConflictError`` (nothing was committed; staged objects are removed) or
+    ``CommitFailedError``. ``dvs``: the caller's tombstone cache (a delete already loaded the
+    bitmaps it unions)."""
+    proposal = TableProposal(log, changes, dvs if dvs is not None else DeletionVectors(log.store))
+    try:
+        check_for_app_transaction_already_committed(changes, base)
+    except AlreadyCommitted as done:  # a replayed batch: what it staged will never be committed
+        proposal.discard()
+        return CommitInfo.of(done.version, committed=False)
+    try:
+        committed = commit_loop(log, proposal, base, pointer, options, started)
+    except AlreadyCommitted as done:  # the loop removed what was staged and advanced the pointer
+        return CommitInfo.of(done.version, committed=False)
+    if committed.mirrors:  # best effort, after the commit point (docs/mirrors.md)
+        from ..mirrors.sync import after_commit
+
+        after_commit(log, committed)
+    return CommitInfo.of(committed)

@@ -1,0 +1,204 @@
+"""The table's version log: the pointer, the manifests it leads to, and the lookups built
+on them (latest, by version, by timestamp, history). Readers never LIST."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+
+from ..errors import (
+    CorruptTableError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    TableNotFoundError,
+    VersionExpiredError,
+    VersionNotFoundError,
+)
+from ..format.manifest import Manifest, manifest_key
+from ..format.pointer import POINTER_KEY, Pointer, decode_pointer, encode_pointer
+from ..storage import ObjectStore
+from ..storage.retry import RetryPolicy
+from .segments import SegmentReader
+from .version import Version
+
+_CACHE_SIZE = 16
+_MAX_POINTER_ATTEMPTS = 1000
+_POINTER_RETRY = RetryPolicy()
+
+
+class VersionLog:
+    def __init__(self, store: ObjectStore, location: str) -> None:
+        self.store = store
+        self.location = location
+        self._cache: OrderedDict[int, Version] = OrderedDict()
+        self._lock = threading.Lock()
+        self.segments = SegmentReader(store)
+        """Every version read through this log reads its segments through this one cache."""
+        self._opened: Pointer | None = None
+
+    # --- the pointer -------------------------------------------------------------------
+    def open(self) -> Pointer:
+        """Read the pointer (raising ``TableNotFoundError``) and keep it for the next
+        ``read_pointer``: opening a table and reading it cost one GET of the pointer, not two."""
+        pointer = self.pointer()
+        with self._lock:
+            self._opened = pointer
+        return pointer
+
+    def read_pointer(self) -> Pointer:
+        """The pointer for a read of the latest version: the one ``open`` kept, used once and
+        only if no other pointer read came between (so reads through one log never go back to
+        an older version); otherwise a fresh GET. Writers, GC and rebases use ``pointer``:
+        they need the pointer as of now (docs/protocol.md, "Opening a table")."""
+        with self._lock:
+            opened, self._opened = self._opened, None
+        return opened or self.pointer()
+
+    def pointer(self) -> Pointer:
+        """The current pointer (one GET). A table whose pointer is missing but whose first
+        manifest exists (a creator died between the two writes) gets its pointer created."""
+        with self._lock:
+            self._opened = None
+        try:
+            return decode_pointer(*self.store.get_with_etag(POINTER_KEY))
+        except NotFound:
+            pass
+        if self.store.head(manifest_key(0)) is None:
+            raise TableNotFoundError(f"no table at {self.location}")
+        version = self.probe_forward(0)
+        try:
+            self.store.put_if_absent(POINTER_KEY, encode_pointer(version))
+        except PreconditionFailed:
+            pass  # someone else repaired it first
+        return decode_pointer(*self.store.get_with_etag(POINTER_KEY))
+
+    def probe_forward(self, version: int) -> int:
+        """The newest version reachable from an existing ``version`` by HEADs of v+1, v+2..."""
+        while self.store.head(manifest_key(version + 1)) is not None:
+            version += 1
+        return version
+
+    def advance_pointer(self, version: int, etag: str | None = None) -> None:
+        """Move the pointer to ``version`` unless it is already there or past it.
+
+        ``etag`` is the pointer etag the caller read before committing (its version is lower
+        than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
+        pointer: a CAS that landed but reported an error shows up as already advanced. A lost
+        CAS (another writer moved it) retries at once; store failures back off, and after
+        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``. Every etag used here
+        comes from a pointer that decoded, so a pointer of a newer format (which
+        ``decode_pointer`` refuses) is never overwritten."""
+        failures = 0
+        for _ in range(_MAX_POINTER_ATTEMPTS):
+            try:
+                if etag is None:
+                    current = self.pointer()
+                    if current.version >= version:
+                        return
+                    etag = current.etag
+                self.store.put_if_match(POINTER_KEY, encode_pointer(version), etag)
+                return
+            except PreconditionFailed:
+                etag = None
+            except StoreError as exc:  # NotFound too: pointer() re-creates a missing pointer
+                etag = None
+                failures += 1
+                if failures >= _POINTER_RETRY.attempts:
+                    raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version "
+                                     f"{version}: {exc}") from exc
+                _POINTER_RETRY.wait(failures)
+        raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version {version}: "
+                         f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost")
+
+    # --- manifests ---------------------------------------------------------------------
+    def create(self, manifest: Manifest) -> Version:
+        """The commit point: create-only write of the version's manifest; returns it as read
+        through this log."""
+        self.store.put_if_absent(manifest_key(manifest.version), manifest.to_json())
+        created = Version.of(manifest, self.segments)
+        self._remember(created)
+        return created
+
+    def manifest(self, version: int) -> Version:
+        """One version's manifest: one GET, or none when cached (manifests are immutable)."""
+        found = self.find(version)
+        if found is not None:
+            return found
+        latest = self.pointer().version
+        if 0 <= version <= latest:
+            raise VersionExpiredError(f"version {version} of {self.location} has been removed by "
+                                      f"garbage collection (latest is {latest})")
+        raise VersionNotFoundError(f"version {version} does not exist in {self.location} "
+                                   f"(latest is {latest})")
+
+    def find(self, version: int) -> Version | None:
+        """The manifest of ``version``, or None if no such object exists."""
+        if version < 0:
+            return None
+        with self._lock:
+            if version in self._cache:
+                self._cache.move_to_end(version)
+                return self._cache[version]
+        key = manifest_key(version)
+        try:
+            manifest = Version.of(Manifest.from_json(self.store.get(key), key), self.segments)
+        except NotFound:
+            return None
+        if manifest.version != version:
+            raise CorruptTableError(f"{key} says it is version {manifest.version}")
+        self._remember(manifest)
+        return manifest
+
+    def latest(self) -> tuple[Version, Pointer]:
+        pointer = self.pointer()
+        return self.manifest(pointer.version), pointer
+
+    def as_of(self, when: datetime) -> Version:
+        """The version that was current at ``when``: the newest one committed at or before it."""
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        target_ms = int(when.timestamp() * 1000)
+        latest = self.pointer().version
+        lo, hi = 0, latest  # invariant: answer in [lo-1, hi]; expired versions form a prefix
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            manifest = self.find(mid)
+            if manifest is None or manifest.timestamp_ms <= target_ms:
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        if hi < 0:
+            raise VersionNotFoundError(f"{self.location} did not exist yet at {when.isoformat()}")
+        found = self.find(hi)
+        if found is None:
+            raise VersionExpiredError(f"the version current at {when.isoformat()} ({hi}) has been "
+                                      "removed by garbage collection")
+        return found
+
+    def history(self, limit: int | None = None) -> list[Version]:
+        """Manifests from the latest back to the oldest retained, newest first."""
+        version = self.pointer().version
+        out: list[Version] = []
+        while version >= 0 and (limit is None or len(out) < limit):
+            manifest = self.find(version)
+            if manifest is None:
+                break
+            out.append(manifest)
+            version -= 1
+        return out
+
+    def forget_before(self, version: int) -> None:
+        """Drop cached manifests older than ``version``: garbage collection removed them, and
+        time travel to them must fail as expired rather than read missing files."""
+        with self._lock:
+            for cached in [v for v in self._cache if v < version]:
+                del self._cache[cached]
+
+    def _remember(self, manifest: Version) -> None:
+        with self._lock:
+            self._cache[manifest.version] = manifest
+            self._cache.move_to_end(manifest.version)
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)

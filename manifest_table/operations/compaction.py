@@ -1,0 +1,200 @@
+"""Compaction: rewrite small files and files with many deleted rows into fewer, clean files.
+
+The work is split so that a distributed engine can run it: ``plan_compaction`` (driver,
+from the manifest alone), ``rewrite_group`` (anywhere: a pure function of picklable inputs
+and a store) and ``commit_compaction`` (driver, one commit). Each group's sources' live rows,
+in order, are cut in order into output files of about the target size (usually one per
+group, several when the rows exceed it), and ``rewrite_record`` records how many rows each
+output holds, so a delete that commits concurrently can be remapped onto the right output
+arithmetically (``conflicts.remap``) instead of being lost. Every engine's rewrite ends in
+``rewrite_record``, which checks that the outputs hold exactly the group's live rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..arguments import check_int, check_number
+from ..commit import CommitInfo, commit
+from ..commit.changes import Changes, Rewrite, RewriteOutput, RewriteSource
+from ..data.scan import Scan, Snapshot
+from ..data.tombstones import DeletionVectors
+from ..data.write import MAX_FILE_ROWS, write_data_files
+from ..errors import CorruptTableError, InvalidArgumentError
+from ..format.field_ids import FieldIds
+from ..format.manifest import DataFile
+from ..format.pointer import Pointer
+from ..handle import TableHandle
+from ..log.version import Version, locate
+from ..storage import FileIO
+
+log = logging.getLogger("manifest_table.maintenance")
+
+SMALL_FILE_FRACTION = 0.75
+"""A file smaller than this fraction of the target size is worth merging with others."""
+
+
+@dataclass(frozen=True)
+class CompactionGroup:
+    """Files rewritten together, in manifest order, as of snapshot ``version``, into outputs
+    of about ``target_file_size`` bytes (``output_rows``). Their ``deletes`` references are
+    the bitmaps the rewrite drops rows by."""
+
+    files: tuple[DataFile, ...]
+    fields: FieldIds = field(compare=False)
+    """The version's schema and field ids: outputs are written in the current schema."""
+    version: int
+    target_file_size: int
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.fields.schema
+
+    @property
+    def live_rows(self) -> int:
+        return sum(f.live_rows for f in self.files)
+
+    @property
+    def output_rows(self) -> int:
+        """Rows per output file, for every engine: the live rows cut evenly into as many
+        outputs as their estimated bytes make targets, rounded (at least one). A group packed
+        to fit the target gives one output however its bytes come out; a big file with many
+        deletes gives outputs of 0.75 to 1.5 targets, never the small remainder that cutting
+        by bytes leaves (which the next run would merge again)."""
+        outputs = max(1, round(sum(_live_bytes(f) for f in self.files) / self.target_file_size))
+        return max(1, -(-self.live_rows // outputs))
+
+
+def _live_bytes(f: DataFile) -> float:
+    """What ``f``'s live rows take in Parquet, estimated from its size."""
+    return f.size * f.live_rows / f.rows if f.rows else 0.0
+
+
+def plan_compaction(manifest: Version, target_file_size: int,
+                    min_deleted_fraction: float) -> list[CompactionGroup]:
+    """Groups to rewrite, from the manifest alone (no data is read).
+
+    Candidates are files smaller than ``SMALL_FILE_FRACTION * target_file_size`` and files
+    whose deleted fraction is at least ``min_deleted_fraction`` (fully deleted ones included:
+    their group writes nothing for them). Candidates are packed next-fit in manifest order,
+    which is linear and keeps neighbouring (usually co-written) files together, into groups
+    whose estimated live bytes fit the target and whose rows fit the 32-bit row positions.
+    A lone file is rewritten only when its deletes justify it: rewriting one small clean
+    file would change nothing."""
+    check_int("target_file_size", target_file_size, minimum=1)
+    if not 0 < check_number("min_deleted_fraction", min_deleted_fraction) <= 1:
+        raise InvalidArgumentError(f"min_deleted_fraction must be in (0, 1], not {min_deleted_fraction}")
+
+    def heavy(f: DataFile) -> bool:
+        return f.rows == 0 or f.deleted_rows / f.rows >= min_deleted_fraction
+
+    small = SMALL_FILE_FRACTION * target_file_size
+    bins: list[list[DataFile]] = []
+    size, rows = 0.0, 0
+    for f in manifest.files:
+        if not (heavy(f) or f.size < small):
+            continue
+        if not bins or size + _live_bytes(f) > target_file_size or rows + f.live_rows > MAX_FILE_ROWS:
+            bins.append([])
+            size, rows = 0.0, 0
+        bins[-1].append(f)
+        size += _live_bytes(f)
+        rows += f.live_rows
+    return [CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size)
+            for b in bins if len(b) > 1 or heavy(b[0])]
+
+
+def rewrite_group(handle: TableHandle, group: CompactionGroup,
+                  dvs: DeletionVectors) -> tuple[list[DataFile], Rewrite]:
+    """Write the group's live rows, in order, into new data files of ``group.output_rows``
+    rows (none when no row is live), and describe how their positions map back to the
+    sources. Only ``handle.io`` and ``handle.write_options`` are used, so this runs wherever a
+    table handle can be opened."""
+    snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
+    outputs = write_data_files(handle.io, Scan(snapshot, handle.io).to_batches(), group.schema, handle.write_options,
+                               field_ids=group.fields.ids, file_rows=group.output_rows,
+                               physical_names=group.fields.physical_names)
+    try:
+        return outputs, rewrite_record(handle.io, group, outputs)
+    except BaseException:
+        handle.store.delete_unreferenced(f.path for f in outputs)
+        raise
+
+
+def rewrite_record(io: FileIO, group: CompactionGroup, outputs: Sequence[DataFile]) -> Rewrite:
+    """The record of ``group`` rewritten into ``outputs``, which hold its sources' live rows
+    in order, cut in order. Outputs holding another number of rows are refused before
+    anything commits: ``CorruptTableError`` if a source's Parquet footer disagrees with the
+    manifest's row count (a damaged object, which an engine reading the files itself does
+    not check), else ``RuntimeError`` (the rewrite itself went wrong: a bug)."""
+    written = sum(f.rows for f in outputs)
+    if written != group.live_rows:
+        for f in group.files:
+            rows = io.read_parquet(f.path, f.size, lambda _, footer: footer.num_rows)
+            if rows != f.rows:
+                raise CorruptTableError(f"{f.path}: its Parquet footer has {rows} rows, the manifest's rows "
+                                        f"field says {f.rows}")
+        raise RuntimeError(f"compacting {len(group.files)} files of version {group.version}: the rewrite wrote "
+                           f"{written} rows into {len(outputs)} files, but the manifest counts {group.live_rows} "
+                           "live rows in those sources; nothing was committed")
+    return Rewrite(tuple(RewriteOutput(f.path, f.rows) for f in outputs),
+                   tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files))
+
+
+def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Pointer,
+                      results: Sequence[tuple[Sequence[DataFile], Rewrite]],
+                      parameters: dict[str, Any], started: float = 0.0) -> CommitInfo:
+    """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
+    version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
+    onto the outputs while rebasing; a concurrent commit that removed a source raises
+    ``CommitConflictError`` (the outputs are then removed)."""
+    changes = Changes(operation="compact", parameters=dict(parameters))
+    for outputs, rewrite in results:
+        changes.added.extend(outputs)
+        changes.removed.update(src.path for src in rewrite.sources)
+        changes.rewrites.append(rewrite)
+    if not changes.removed:
+        return CommitInfo(base_manifest.version, "compact", base_manifest.timestamp, None,
+                          {"files_removed": 0, "files_added": 0}, dict(parameters), committed=False)
+    sources = [f for f, _ in locate(base_manifest, changes.removed).values()]
+    changes.metrics = {
+        "files_removed": len(sources),
+        "files_added": len(changes.added),
+        "rows_rewritten": sum(f.rows for f in changes.added),
+        "rows_dropped": sum(f.deleted_rows for f in sources),
+        "bytes_removed": sum(f.size for f in sources),
+        "bytes_added": sum(f.size for f in changes.added),
+    }
+    return commit(handle.log, base_manifest, pointer, changes, handle.commit_options, started)
+
+
+def compact(handle: TableHandle, target_file_size: int | None = None,
+            min_deleted_fraction: float = 0.2) -> CommitInfo:
+    """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
+    target = handle.write_options.target_file_size if target_file_size is None else target_file_size
+    started = time.monotonic()
+    base, pointer = handle.log.latest()
+    groups = plan_compaction(base, target, min_deleted_fraction)
+    log.info("%s: compacting version %d: %d files in %d groups", handle.uri, base.version,
+             sum(len(g.files) for g in groups), len(groups))
+    dvs = DeletionVectors(handle.store)
+    results: list[tuple[list[DataFile], Rewrite]] = []
+    try:
+        for i, group in enumerate(groups, 1):
+            results.append(rewrite_group(handle, group, dvs))
+            log.info("%s: rewrote group %d/%d (%d files, %d live rows)", handle.uri, i, len(groups),
+                     len(group.files), group.live_rows)
+    except BaseException:
+        handle.store.delete_unreferenced(f.path for outputs, _ in results for f in outputs)
+        raise
+    info = commit_compaction(handle, base, pointer, results, {
+        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)
+    if info.committed:
+        log.info("%s: compaction committed as version %d: %s", handle.uri, info.version, info.metrics)
+    return info

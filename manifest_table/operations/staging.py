@@ -1,0 +1,125 @@
+"""The staging protocol every operation is built on (package-public): one snapshot, the
+``Changes`` staged on it, and the few steps an operation is made of.
+
+- ``scan``: read the snapshot with the changes staged so far applied;
+- ``stage_files``: add data files (``append.py`` writes them);
+- ``stage_deletes``: delete row positions of the snapshot's or the staged files;
+- ``remove_all``: drop every row (an overwrite without a condition);
+- ``serialize_against``: what was read, so that a concurrent change to it is a conflict;
+- ``record``: the operation's name, metrics and parameters, as ``history()`` shows them.
+A ``Transaction`` holds one and commits its changes once; ``Staging`` itself commits
+nothing. Composite operations (overwrite, update, upsert, Spark's upsert) use only these
+steps, never the transaction's members."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pyroaring import BitMap
+
+from ..commit.changes import Changes
+from ..data.file_sets import StagedFiles, VersionFiles
+from ..data.scan import Scan, Snapshot
+from ..data.tombstones import DeletionVectors
+from ..expressions import Expr
+from ..format.entries import DataFile
+from ..format.field_ids import FieldIds
+from ..handle import TableHandle
+from ..log.version import locate
+
+
+class Staging:
+    """Changes staged on the latest version of ``handle``'s table, read when this is made."""
+
+    def __init__(self, handle: TableHandle) -> None:
+        self.handle = handle
+        self.started = time.monotonic()
+        self.base, self.pointer = handle.log.latest()
+        self.dvs = DeletionVectors(handle.store)
+        self.changes = Changes(operation="")
+        self.kinds: list[str] = []
+        """The operations staged so far, in order: they name the commit (``operation``)."""
+
+    # --- reading ------------------------------------------------------------------------
+    def fields(self) -> FieldIds:
+        """The schema the staged changes write with: the base's, or the one they change to."""
+        change = self.changes.schema
+        return change.fields if change is not None else self.base.fields
+
+    def snapshot(self) -> Snapshot:
+        changes = self.changes
+        files = StagedFiles(VersionFiles(self.base), frozenset(changes.removed), tuple(changes.added))
+        staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
+        fields = self.fields()
+        return Snapshot(self.base.version, fields.schema, files, self.dvs.of, staged, fields=fields)
+
+    def scan(self, columns: Sequence[str] | None = None, where: Expr | None = None) -> Scan:
+        """A scan of the snapshot with the staged changes applied."""
+        return Scan(self.snapshot(), self.handle.io, columns, where)
+
+    def files_named(self, paths: Iterable[str]) -> dict[str, DataFile]:
+        """The files of the staged view among ``paths``."""
+        wanted = set(paths)
+        found = {f.path: f for f in self.changes.added if f.path in wanted}
+        base = locate(self.base, wanted - found.keys() - self.changes.removed)
+        found.update({path: f for path, (f, _) in base.items()})
+        return found
+
+    # --- staging ------------------------------------------------------------------------
+    def stage_files(self, files: Sequence[DataFile]) -> None:
+        self.changes.added.extend(files)
+        rows = sum(f.rows for f in files)
+        if rows:
+            self.record("append", rows_added=rows, files_added=len(files))
+
+    def stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
+        """Record deleted positions per file; the snapshot files they came from were read."""
+        added = self.changes.added_paths()
+        count = 0
+        for path, bitmap in positions:
+            self.changes.delete_rows(path, bitmap)
+            if path not in added:
+                self.changes.read_files.add(path)
+            count += len(bitmap)
+        if count:
+            self.record("delete")
+        return count
+
+    def remove_all(self) -> int:
+        """Drop every row: the snapshot's files go whole, and the files staged so far are no
+        longer part of the commit (the caller removes them once it succeeds). Returns the
+        rows that were live."""
+        changes, snapshot = self.changes, self.snapshot()
+        files = snapshot.files
+        removed_rows = sum(snapshot.live_rows(f) for f in files)
+        changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
+        staged = changes.added_paths()
+        changes.removed |= {f.path for f in files if f.path not in staged}
+        changes.added, changes.deletes = [], {}
+        return removed_rows
+
+    def serialize_against(self, predicate: Expr | None) -> None:
+        """Rows matching ``predicate`` (bound; None: every row) were read to decide this commit
+        (``Changes.serialize_against``)."""
+        self.changes.serialize_against(predicate)
+
+    def record(self, kind: str, entry: tuple[str, Any] | None = None, **metrics: int) -> None:
+        """Note that an operation of ``kind`` was staged, add ``metrics`` to the commit's, and
+        append ``entry`` (name, value) to its ``parameters[name]`` list."""
+        self.kinds.append(kind)
+        for name, value in metrics.items():
+            self.changes.metrics[name] = self.changes.metrics.get(name, 0) + value
+        if entry is not None:
+            self.changes.parameters.setdefault(entry[0], []).append(entry[1])
+
+    def operation(self) -> str:
+        """An operation made of others (an overwrite deletes and appends) names the commit."""
+        kinds = set(self.kinds)
+        composite = kinds & {"overwrite", "update", "upsert"}
+        if composite:
+            return composite.pop() if len(composite) == 1 else "transaction"
+        if len(kinds) > 1:
+            kinds.discard("update_schema")  # an append that adds columns stays an append
+        return kinds.pop() if len(kinds) == 1 else "transaction"

@@ -1,0 +1,100 @@
+"""The one driver-side commit of data files that Spark wrote, shared by the data source's
+writers and the native writer: the target table checked (or its schema chosen) before any
+task runs, the table created at commit when missing, and cleanup of a job that failed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import pyarrow as pa
+from pyspark.sql.types import StructType
+
+from ..commit import CommitInfo
+from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from ..expressions import Expr
+from ..format.field_ids import plain
+from ..format.manifest import DataFile
+from ..table import Table, create_table
+from .options import TableLocation
+from .schema import check_write_schema, exchange_schema
+
+log = logging.getLogger("manifest_table.spark")
+
+
+class TableCommit:
+    """Where a Spark job's files go and how they are committed. Built on the driver before
+    the job runs, so a DataFrame that does not fit the table fails before any task starts."""
+
+    def __init__(self, location: TableLocation, frame: StructType, overwrite: bool,
+                 where: Expr | None = None) -> None:
+        self.location = location
+        self.overwrite = overwrite
+        self.where = where
+        if where is not None and not overwrite:
+            raise InvalidArgumentError("where applies to overwrites only; this write appends")
+        try:
+            table = location.open()
+        except TableNotFoundError:  # created at commit, so a failed job leaves no table
+            # Nullable columns, as Spark's own file sources create them: a DataFrame's NOT
+            # NULL is often an accident of how it was built (range(), literals).
+            self.table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
+            self.base_version: int | None = None
+            self.fields = plain(self.table_schema)
+        else:
+            base = table.manifest()
+            check_write_schema(frame, base.schema, table.uri)
+            self.table_schema = base.schema
+            self.base_version = base.version
+            self.fields = base.fields  # the job's files carry its field ids and physical names
+        if where is not None:
+            where.bind(self.table_schema)  # an unknown column fails now, not after the job
+
+    def commit(self, files: Sequence[DataFile], app_transaction: tuple[str, int] | None = None) -> CommitInfo:
+        """Add exactly ``files`` (after replacing the rows an overwrite replaces) in one commit."""
+        table = self._open_or_create()
+        with table.transaction() as tx:  # an error before commit() removes the files
+            if app_transaction is not None:
+                tx.set_app_transaction(*app_transaction)
+            if self.overwrite:
+                tx.overwrite(self.table_schema.empty_table(), self.where)
+            tx.add_files(files)
+            info = tx.commit()
+        if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
+            table.store.delete_unreferenced(f.path for f in files)
+        log.info("%s: %s version %d (%s)", table.uri, "committed" if info.committed else "unchanged at",
+                 info.version, info.metrics)
+        return info
+
+    def abort(self, paths: Iterable[str]) -> None:
+        """Remove the files of a failed job. A commit that raised with an unknown outcome
+        may have landed: files that a newer version references are kept."""
+        paths = set(paths)
+        if paths and not self._maybe_committed(paths):
+            self.location.store().delete_unreferenced(sorted(paths))
+
+    def _maybe_committed(self, paths: set[str]) -> bool:
+        try:
+            table = self.location.open()
+            first = 0 if self.base_version is None else self.base_version + 1
+            # Past the pointer too: a commit whose pointer step failed has landed all the same.
+            latest = table.log.probe_forward(table.version)
+            return any(paths & table.manifest(v).file_map().keys() for v in range(first, latest + 1))
+        except TableNotFoundError:
+            return False
+        except ManifestTableError:
+            return True  # cannot tell: leave the files to GC's grace period
+
+    def _open_or_create(self) -> Table:
+        location = self.location
+        if self.base_version is not None:
+            return location.open()
+        try:
+            table = create_table(location.uri, self.table_schema, storage_options=location.storage_options)
+        except TableExistsError:
+            table = location.open()
+        if not table.schema.equals(self.table_schema):
+            raise SchemaMismatchError(
+                f"the table at {table.uri} was created concurrently with schema {table.schema}, "
+                f"which differs from the written files' {self.table_schema}; nothing was committed")
+        return table

@@ -1,0 +1,134 @@
+"""Reading and writing Parquet data files next to a store's control-plane objects.
+
+Where the store offers a pyarrow filesystem (local directory, S3) data goes through it:
+native range reads and streaming uploads (one PUT for a small file, multipart for a large
+one). Other stores (memory, custom ones) carry data files as whole objects through ``get`` /
+``put_if_absent``.
+
+Reads take the file's size from the manifest, so opening a file costs no HEAD; a small file
+is read whole in one GET. The size is untrusted input: a size that does not match the
+object makes the read fail with ``CorruptTableError``, never return other bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..errors import CorruptTableError, NotFound, StoreError
+from .base import ObjectStore
+from .retry import RetryPolicy
+
+T = TypeVar("T")
+
+
+class FileIO:
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    @property
+    def _fs(self) -> tuple[pafs.FileSystem, str] | None:
+        """Asked of the store at each use, not kept: a store may replace its filesystem
+        (GcsStore renews an expiring access token that way); stores build theirs once."""
+        return self.store.arrow_filesystem()
+
+    def read_parquet(self, key: str, size: int, read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T]) -> T:
+        """``read(fragment, footer)`` of data file ``key`` of ``size`` bytes (the manifest's).
+        Raises ``NotFound``, ``CorruptTableError`` (not a Parquet file of that size) or
+        ``StoreError``. A transient failure of a ranged read repeats the whole read: the
+        fragment reopens the file to scan it, and either open, or any read, may fail."""
+        plane = self._fs
+        if plane is None or size <= WHOLE_READ_BYTES:
+            data = self.store.get(key)
+            if len(data) != size:
+                raise CorruptTableError(f"{key} has {len(data)} bytes, the manifest's size field says {size}")
+            fragment = _PARQUET.make_fragment(pa.BufferReader(data))
+            return read(fragment, _footer(key, size, fragment))
+        fs, root = plane
+        return _READS.call(lambda: self._ranged(fs, f"{root}/{key}", key, size, read))
+
+    def _ranged(self, fs: pafs.FileSystem, path: str, key: str, size: int,
+                read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T]) -> T:
+        fragment = _PARQUET.make_fragment(path, filesystem=fs, file_size=size)
+        try:
+            footer = _footer(key, size, fragment)
+        except OSError as exc:
+            raise self._read_error(key, size, exc) from exc
+        try:
+            return read(fragment, footer)
+        except OSError as exc:
+            raise StoreError(f"reading data file {key} failed: {exc}") from exc
+
+    def _read_error(self, key: str, size: int, exc: OSError) -> Exception:
+        """What a failed footer read means. Without a HEAD first, a missing object or a
+        manifest size past its end shows only as an I/O error; one HEAD, on this failure
+        path only, tells them from a transient failure."""
+        info = self.store.head(key)
+        if info is None:
+            return NotFound(key)
+        if info.size != size:
+            return CorruptTableError(f"{key} has {info.size} bytes, the manifest's size field says {size}")
+        return StoreError(f"reading data file {key} failed: {exc}")
+
+    def open(self, key: str) -> pa.NativeFile:
+        """A random-access file for reading ``key`` (a file no manifest describes yet, whose
+        size is unknown); raises ``NotFound``."""
+        plane = self._fs
+        if plane is None:
+            return pa.BufferReader(self.store.get(key))
+        fs, root = plane
+        return _READS.call(lambda: _open_input(fs, f"{root}/{key}", key))
+
+    @contextmanager
+    def create(self, key: str) -> Iterator[pa.NativeFile]:
+        """An output stream for a new object under a unique name; the object is complete
+        (and, for whole-object stores, created) only when the block exits cleanly."""
+        plane = self._fs
+        if plane is None:
+            sink = pa.BufferOutputStream()
+            yield sink
+            self.store.put_if_absent(key, sink.getvalue().to_pybytes())
+            return
+        fs, root = plane
+        path = f"{root}/{key}"
+        try:
+            stream = fs.open_output_stream(path)
+        except FileNotFoundError:  # a local directory not made yet (object stores have none)
+            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            stream = fs.open_output_stream(path)
+        with stream as sink:
+            yield sink
+
+
+_READS = RetryPolicy()
+"""Reading a data file is idempotent: retried like the store's reads."""
+
+WHOLE_READ_BYTES = 1024 * 1024
+"""Data files up to this size are read whole, in one GET, rather than footer first and then
+the columns needed (two GETs or more): on S3 a request's first byte takes tens of ms, about
+what a MiB takes to transfer."""
+
+_PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
+"""Coalesced range reads; a fragment scan decodes row groups in parallel, where
+``ParquetFile.read_row_groups`` parallelises only across columns (one column: one thread)."""
+
+
+def _footer(key: str, size: int, fragment: ds.ParquetFileFragment) -> pq.FileMetaData:
+    try:
+        return fragment.metadata
+    except pa.ArrowInvalid as exc:
+        raise CorruptTableError(f"{key} is not a readable Parquet file of {size} bytes: {exc}") from None
+
+
+def _open_input(fs: pafs.FileSystem, path: str, key: str) -> pa.NativeFile:
+    try:
+        return fs.open_input_file(path)
+    except FileNotFoundError:
+        raise NotFound(key) from None
+    except OSError as exc:
+        raise StoreError(f"opening data file {key} failed: {exc}") from exc

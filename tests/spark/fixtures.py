@@ -1,0 +1,63 @@
+"""One local SparkSession for the whole test session (starting a JVM costs ~15 s), and helpers
+to compare what Spark reads with what the Python API reads. Load with
+``pytest_plugins = ["tests.spark.fixtures"]``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+from manifest_table.spark import register  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """``local[2, 4]``: two cores, and a failed task is retried up to 4 attempts (local mode
+    takes ``spark.task.maxFailures`` from the master string)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (SparkSession.builder.master("local[2, 4]").appName("manifest_table-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.python.filterPushdown.enabled", "true")
+               .config("spark.sql.streaming.stopTimeout", "30s")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+def sorted_rows(data: pa.Table | DataFrame, key: str = "id") -> list[dict[str, Any]]:
+    """Rows ordered by ``key``, from a pyarrow Table or a Spark DataFrame (via Arrow, so
+    timestamps stay zone-aware and compare by instant). NaN becomes "NaN" so rows compare."""
+    table = data if isinstance(data, pa.Table) else data.toArrow()
+    return [{name: "NaN" if value != value else value for name, value in row.items()}
+            for row in table.sort_by(key).to_pylist()]
+
+
+FAILING_MARKER = 1777
+
+
+def failing_at_marker(df: DataFrame) -> DataFrame:
+    """``df`` whose task holding id ``FAILING_MARKER`` raises "injected failure": a job that
+    fails in one task while the others may have written their files."""
+    from pyspark.sql.functions import col, udf
+
+    @udf("long")
+    def fail_on_marker(value: int) -> int:
+        if value == FAILING_MARKER:
+            raise ValueError("injected failure on the marker row")
+        return value
+
+    return df.withColumn("id", fail_on_marker(col("id")))

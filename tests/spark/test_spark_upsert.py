@@ -1,0 +1,66 @@
+"""manifest_table.spark.upsert equals the Python upsert (rows and metrics) and commits once;
+a source with a key twice commits nothing. Few and small: each Spark job costs seconds."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import manifest_table as mt
+from manifest_table.errors import DuplicateKeyError
+from tests.spark.fixtures import sorted_rows
+
+pytest_plugins = ["tests.spark.fixtures"]
+
+from manifest_table.spark import upsert  # noqa: E402 - after spark_fixtures' importorskip
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("v", pa.float64())])
+
+
+def rows(ids, v, name="a") -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": ids, "name": [name if i % 3 else None for i in ids], "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def twin_tables(tmp_path: Path) -> tuple[mt.Table, mt.Table]:
+    tables = []
+    for name in ("spark", "python"):
+        table = mt.create_table(tmp_path / name, SCHEMA)
+        table.append(rows(range(0, 40), 0.0))
+        table.append(rows(range(40, 80), 0.0))
+        table.delete("id = 5")
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+@pytest.mark.parametrize("when_matched, when_not_matched, in_limit", [
+    ("update", "insert", 1024), ("ignore", "insert", 1024), ("update", "insert", 2)],
+    ids=["update-insert", "ignore-insert", "key-range-filter"])
+def test_spark_upsert_equals_the_python_upsert(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               when_matched, when_not_matched, in_limit):
+    # Past IN_LIMIT distinct keys the filter is their range (the package's name `upsert` is the function).
+    monkeypatch.setattr(importlib.import_module("manifest_table.spark.upsert"), "IN_LIMIT", in_limit)
+    ours, reference = twin_tables(tmp_path)
+    source = pa.concat_tables([rows([3, 5, 45, 200, 201], 1.5, "new"),
+                               pa.table({"id": [None], "name": ["null key"], "v": [2.0]}, schema=SCHEMA)])
+    info = upsert(spark, ours.uri, spark.createDataFrame(source).repartition(2), ["id"],
+                  when_matched=when_matched, when_not_matched=when_not_matched)
+    expected = reference.upsert(source, ["id"], when_matched=when_matched, when_not_matched=when_not_matched)
+    assert info.operation == "upsert" and info.version == expected.version == 4
+    for metric in ("rows_updated", "rows_inserted", "rows_deleted"):
+        assert info.metrics.get(metric) == expected.metrics.get(metric), metric
+    key = lambda r: (r["id"] is None, r["id"] or 0)  # noqa: E731
+    assert sorted(ours.to_arrow().to_pylist(), key=key) == sorted(reference.to_arrow().to_pylist(), key=key)
+
+
+def test_spark_upsert_with_a_duplicate_key_commits_nothing(spark, tmp_path: Path):
+    table, _ = twin_tables(tmp_path)
+    data = {o.key for o in table.store.list("data/")}
+    source = spark.createDataFrame(rows([7, 7, 300], 1.0))
+    with pytest.raises(DuplicateKeyError, match="more than once"):
+        upsert(spark, table.uri, source, ["id"])
+    assert table.version == 3 and {o.key for o in table.store.list("data/")} == data
+    assert sorted_rows(table.to_arrow())[0]["v"] == 0.0
