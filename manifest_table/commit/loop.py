@@ -80,10 +80,9 @@ class VersionedLog(Protocol[V]):
         the log reads it."""
         ...
 
-    def advance_pointer(self, version: int, etag: str | None = None) -> int:
+    def advance_pointer(self, version: int, etag: str | None = None) -> None:
         """Move the pointer to ``version`` unless it is there or past it already (or, where
-        the pointer may lag, the store refuses it for its write rate). Returns the version
-        the stored pointer names."""
+        the pointer may lag, the store refuses it for its write rate)."""
         ...
 
 

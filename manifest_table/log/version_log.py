@@ -123,10 +123,8 @@ class VersionLog:
             version += 1
         return version
 
-    def advance_pointer(self, version: int, etag: str | None = None) -> int:
-        """Move the pointer to ``version`` unless it is already there or past it. Returns the
-        version the stored pointer names afterwards (below ``version`` only when the store
-        refused the move for its write rate).
+    def advance_pointer(self, version: int, etag: str | None = None) -> None:
+        """Move the pointer to ``version`` unless it is already there or past it.
 
         ``etag`` is the pointer etag the caller read before committing (its version is lower
         than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
@@ -143,12 +141,12 @@ class VersionLog:
                 if etag is None:
                     current = self._stored_pointer()
                     if current.version >= version:
-                        return current.version
+                        return
                     if refused and self.store.pointer_may_lag and version - current.version <= MAX_POINTER_LAG:
-                        return current.version
+                        return
                     etag = current.etag
                 self.store.put_if_match(POINTER_KEY, encode_pointer(version), etag)
-                return version
+                return
             except PreconditionFailed:
                 etag = None
             except RateLimited as exc:

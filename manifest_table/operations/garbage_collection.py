@@ -138,8 +138,9 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     pointer = vlog.pointer()
     latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
     if latest > stored and not dry_run:
-        stored = vlog.advance_pointer(latest, pointer.etag)
-    # Readers find the latest version by walking from the stored pointer: what they walk stays.
+        vlog.advance_pointer(latest, pointer.etag)
+    # Readers find the latest version by walking from the stored pointer, which may still be
+    # the one read here for a reader that read it just before: what they walk stays this run.
     retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for,
                                               stored))
 
@@ -152,7 +153,7 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     floor = young[0][0] if young else by_rule
     report = GCReport(handle.uri, dry_run, range(floor, latest + 1),
                       range(expired[0][0], floor) if expired else range(0),
-                      pointer_rolled_forward=latest > pointer.stored_version)
+                      pointer_rolled_forward=latest > stored)
     for v, info in manifests:
         if v >= by_rule:
             report.referenced["manifests"].add(info)
