@@ -38,13 +38,13 @@ def _append_worker(uri: str, options: dict[str, str] | None, writer: int, append
         queue.put((writer, seq, info.version, info.commit_id))
 
 
-def _run_writers(uri: str, options: dict[str, str] | None) -> list[tuple[int, int, int, str]]:
+def _run_writers(uri: str, options: dict[str, str] | None, appends: int) -> list[tuple[int, int, int, str]]:
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_append_worker, args=(uri, options, w, APPENDS, queue)) for w in range(WRITERS)]
+    procs = [ctx.Process(target=_append_worker, args=(uri, options, w, appends, queue)) for w in range(WRITERS)]
     for p in procs:
         p.start()
-    acks = [queue.get(timeout=300) for _ in range(WRITERS * APPENDS)]
+    acks = [queue.get(timeout=300) for _ in range(WRITERS * appends)]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
@@ -55,11 +55,12 @@ def _run_writers(uri: str, options: dict[str, str] | None) -> list[tuple[int, in
 def test_concurrent_appends_lose_nothing(where, tmp_path, request):
     uri, options = _location(where, tmp_path, request)
     table = mt.create_table(uri, SCHEMA, storage_options=options)
-    acks = _run_writers(uri, options)
-    total = WRITERS * APPENDS
+    appends = APPENDS if where in ("local", "s3") else 8  # the stress test runs there too: bounded for CI
+    acks = _run_writers(uri, options, appends)
+    total = WRITERS * appends
     got = table.scan().to_arrow()
     assert sorted(zip(got.column("writer").to_pylist(), got.column("seq").to_pylist())) == \
-        sorted((w, s) for w in range(WRITERS) for s in range(APPENDS))
+        sorted((w, s) for w in range(WRITERS) for s in range(appends))
     assert table.version == total
     history = table.history()
     assert [h.version for h in history] == list(range(total, -1, -1))  # contiguous 0..N
