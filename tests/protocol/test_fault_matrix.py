@@ -246,7 +246,8 @@ def test_fault_matrix(fmt: str, kind: str, name: str, fault: str, tmp_path: Path
 SERVER_CELLS = os.environ.get("MT_FAULT_SERVER_CELLS", "2")
 """Cells per (server, operation, fault): by default 2, the operation's conditional writes in
 turn (its manifest create, its pointer swap: where the servers differ; GC's deletes) and one
-other call picked by a seeded draw; ``all`` runs every call, as on memory and local (about 30 minutes)."""
+other call picked by a seeded draw; ``all`` runs every call, as on memory and local (about 15 minutes;
+append and delete on GCS and Azure: 16 tests, 163 s, all passed)."""
 
 
 @pytest.mark.parametrize("fault", FAULTS)
