@@ -19,6 +19,12 @@ class PreconditionFailed(StoreError):
     """A conditional write lost: the key exists (put_if_absent) or its etag moved (put_if_match)."""
 
 
+class RateLimited(StoreError):
+    """The store refused a write, unapplied, because that object is written too often (GCS
+    answers 429 to more than about one write per second to one object name): the same write
+    may succeed a moment later."""
+
+
 # --- tables ----------------------------------------------------------------------------
 class TableExistsError(ManifestTableError):
     """create_table found a table already at the location."""

@@ -149,6 +149,10 @@ class FaultyStore(ObjectStore):
         self._fs: tuple[pafs.FileSystem, str] | None = None
         self._fs_lock = threading.Lock()
 
+    @property
+    def pointer_may_lag(self) -> bool:
+        return self.inner.pointer_may_lag
+
     def get(self, key: str) -> bytes:
         return self.plan.run("get", key, lambda: self.inner.get(key))
 

@@ -4,10 +4,12 @@ number is public: ``manifest_table.testing``."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
-from manifest_table.errors import PreconditionFailed
+from manifest_table.errors import PreconditionFailed, RateLimited
 from manifest_table.storage import ObjectInfo, ObjectStore
 
 
@@ -28,6 +30,10 @@ class WrappedStore(ObjectStore):
 
     def _after(self, op: str, key: str) -> None:
         pass
+
+    @property
+    def pointer_may_lag(self) -> bool:
+        return self.inner.pointer_may_lag
 
     def get(self, key: str) -> bytes:
         return self._call("get", key, self.inner.get, key)
@@ -91,3 +97,35 @@ class AmbiguousPutStore(WrappedStore):
         if op == "put" and self.fail_when(op, key):
             self.injected += 1
             raise PreconditionFailed(key)
+
+
+class RateLimitedStore(WrappedStore):
+    """Refuses a write to an object name less than ``1 / writes_per_second`` after the last
+    write it let through to that name, with ``RateLimited`` and nothing applied, as GCS
+    answers 429 to more than about one write per second to one object. Only the pointer is
+    ever written twice, so only pointer moves are refused. Like GCS, its pointer may lag.
+    ``clock`` (seconds) lets a test decide when time passes; one instance is one bucket, so
+    every handle of a test shares it."""
+
+    def __init__(self, inner: ObjectStore, writes_per_second: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(inner)
+        self.interval = 1.0 / writes_per_second
+        self.clock = clock
+        self.refused = 0
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def pointer_may_lag(self) -> bool:
+        return True
+
+    def _before(self, op: str, key: str) -> None:
+        if op != "put":
+            return
+        with self._lock:
+            now, last = self.clock(), self._last.get(key)
+            if last is not None and now - last < self.interval:
+                self.refused += 1
+                raise RateLimited(f"{key}: written {now - last:.3f} s ago, limit {1 / self.interval:g}/s")
+            self._last[key] = now

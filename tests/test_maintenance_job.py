@@ -149,9 +149,13 @@ def test_two_copies_run_concurrently_with_a_writer(tmp_path: Path) -> None:
     assert ids(uris[0]) == [1, 2, *range(10, 20)] and ids(uris[1]) == [1, 2]
 
 
-def test_tables_under_an_s3_prefix_are_found_and_maintained(job: ModuleType, s3_uri: str,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    root = s3_uri.rsplit("/", 1)[0]
+@pytest.mark.parametrize("kind", ["s3", "gcs", "azure"])
+def test_tables_under_a_bucket_prefix_are_found_and_maintained(job: ModuleType, kind: str,
+                                                               request: pytest.FixtureRequest,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """On S3 (moto), GCS (fake-gcs-server) and Azure (Azurite), whose fixtures point the
+    providers' default settings at them: no storage option is needed."""
+    root = request.getfixturevalue(f"{kind}_uri").rsplit("/", 1)[0]
     for name in ("x", "deeper/y"):
         small_table(f"{root}/{name}")
     assert job.find_tables(root) == [f"{root}/deeper/y", f"{root}/x"]

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                 ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[common, *parents], help=summary, description=summary,
                                   aliases=aliases or [])
-        sub.add_argument("uri", metavar=metavar, help="table location: a directory, file:// or s3://")
+        sub.add_argument("uri", metavar=metavar, help="table location: a directory, file://, s3://, gs:// or az://")
         sub.set_defaults(run=run)
         return sub
 

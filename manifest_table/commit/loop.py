@@ -81,7 +81,8 @@ class VersionedLog(Protocol[V]):
         ...
 
     def advance_pointer(self, version: int, etag: str | None = None) -> None:
-        """Move the pointer to ``version`` unless it is there or past it already."""
+        """Move the pointer to ``version`` unless it is there or past it already (or, where
+        the pointer may lag, the store refuses it for its write rate)."""
         ...
 
 

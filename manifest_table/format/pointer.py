@@ -19,7 +19,16 @@ POINTER_FORMAT_VERSION = 1
 @dataclass(frozen=True)
 class Pointer:
     version: int
+    """The newest version: the one the stored object names, or a later one found past it."""
     etag: str
+    """The stored object's etag, for a compare-and-swap."""
+    lag: int = 0
+    """How many versions the stored object is behind ``version`` (found by probing, on stores
+    whose pointer may lag: ``ObjectStore.pointer_may_lag``)."""
+
+    @property
+    def stored_version(self) -> int:
+        return self.version - self.lag
 
 
 def encode_pointer(version: int) -> bytes:

@@ -135,7 +135,9 @@ def _native_root(con: duckdb.DuckDBPyConnection, store: ObjectStore) -> str | No
     import duckdb
 
     location = file_location(store)
-    if location is None:
+    if location is None:  # in memory, gs://, az://: DuckDB's extensions are not given their settings
+        log.info("DuckDB is given local and s3:// files by path only: %s is read through Arrow",
+                 type(store).__name__)
         return None
     scheme, root = location
     if _GLOB.search(root):

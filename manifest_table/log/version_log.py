@@ -11,6 +11,7 @@ from ..errors import (
     CorruptTableError,
     NotFound,
     PreconditionFailed,
+    RateLimited,
     StoreError,
     TableNotFoundError,
     VersionExpiredError,
@@ -26,6 +27,14 @@ from .version import Version
 _CACHE_SIZE = 16
 _MAX_POINTER_ATTEMPTS = 1000
 _POINTER_RETRY = RetryPolicy()
+MAX_POINTER_LAG = 64
+"""Versions a commit may be acknowledged ahead of a pointer the store refuses to move for its
+write rate. Readers then probe up to this many versions past the pointer (``_probe_past``:
+about 12 HEADs at most), and commits are capped at this many per pointer write (about 64/s on
+GCS), not at one: tests/benchmarks/pointer_rate.py."""
+_RATE_LIMITED_RETRY = RetryPolicy(attempts=120, base=0.05, cap=1.0)
+"""Past the lag bound, a refused CAS is tried again until a pointer write is allowed (GCS:
+about one a second), for about a minute."""
 
 
 class VersionLog:
@@ -57,10 +66,44 @@ class VersionLog:
         return opened or self.pointer()
 
     def pointer(self) -> Pointer:
-        """The current pointer (one GET). A table whose pointer is missing but whose first
-        manifest exists (a creator died between the two writes) gets its pointer created."""
+        """The current pointer (one GET). Where the pointer may lag (``pointer_may_lag``), the
+        versions after it are probed too (``_probe_past``: one HEAD when it does not lag), so
+        the pointer returned names the newest version and the stored object's etag."""
         with self._lock:
             self._opened = None
+        stored = self._stored_pointer()
+        if not self.store.pointer_may_lag:
+            return stored
+        latest = self._probe_past(stored.version)
+        return Pointer(latest, stored.etag, lag=latest - stored.version)
+
+    def _probe_past(self, version: int) -> int:
+        """The newest version after an existing ``version``. Versions are contiguous from the
+        stored pointer's on (GC keeps them), so: HEADs of v+1, v+2, v+4... up to the first
+        missing one, then a binary search below it. A lag of L costs about 2·log2(L) HEADs
+        (12 at ``MAX_POINTER_LAG``), no lag one."""
+        step = 1
+        while self._exists(version + step):
+            version += step
+            step *= 2
+        missing = version + step
+        while missing - version > 1:
+            middle = (version + missing) // 2
+            if self._exists(middle):
+                version = middle
+            else:
+                missing = middle
+        return version
+
+    def _exists(self, version: int) -> bool:
+        with self._lock:
+            if version in self._cache:
+                return True
+        return self.store.head(manifest_key(version)) is not None
+
+    def _stored_pointer(self) -> Pointer:
+        """The pointer object as stored. A table whose pointer is missing but whose first
+        manifest exists (a creator died between the two writes) gets its pointer created."""
         try:
             return decode_pointer(*self.store.get_with_etag(POINTER_KEY))
         except NotFound:
@@ -87,22 +130,34 @@ class VersionLog:
         than ``version``), which saves a GET when nobody raced us. Any failure re-reads the
         pointer: a CAS that landed but reported an error shows up as already advanced. A lost
         CAS (another writer moved it) retries at once; store failures back off, and after
-        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``. Every etag used here
-        comes from a pointer that decoded, so a pointer of a newer format (which
+        ``_POINTER_RETRY.attempts`` of them in a row raise ``StoreError``. A CAS the store
+        refuses for its write rate (``RateLimited``) is given up where the pointer may lag and
+        lags by at most ``MAX_POINTER_LAG`` versions: readers probe past it. Every etag used
+        here comes from a pointer that decoded, so a pointer of a newer format (which
         ``decode_pointer`` refuses) is never overwritten."""
-        failures = 0
+        failures = refused = 0
         for _ in range(_MAX_POINTER_ATTEMPTS):
             try:
                 if etag is None:
-                    current = self.pointer()
+                    current = self._stored_pointer()
                     if current.version >= version:
+                        return
+                    if refused and self.store.pointer_may_lag and version - current.version <= MAX_POINTER_LAG:
                         return
                     etag = current.etag
                 self.store.put_if_match(POINTER_KEY, encode_pointer(version), etag)
                 return
             except PreconditionFailed:
                 etag = None
-            except StoreError as exc:  # NotFound too: pointer() re-creates a missing pointer
+            except RateLimited as exc:
+                etag = None
+                refused += 1
+                if refused >= _RATE_LIMITED_RETRY.attempts:
+                    raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version "
+                                     f"{version}: {exc}") from exc
+                if refused > 1:  # the first refusal only re-reads: the lag may be allowed
+                    _RATE_LIMITED_RETRY.wait(refused)
+            except StoreError as exc:  # NotFound too: _stored_pointer() re-creates a missing pointer
                 etag = None
                 failures += 1
                 if failures >= _POINTER_RETRY.attempts:

@@ -1,5 +1,5 @@
 """The maintenance job: compaction, then garbage collection, on one table or on every table
-under a root (a local directory or an ``s3://bucket/prefix``).
+under a root (a local directory, or an ``s3://``, ``gs://`` or ``az://`` prefix).
 
 1. Find the tables: the root itself if it is one, else every table below it (one LIST).
 2. For each table, compact (unless told not to), bring its mirrors up to date (if it has any)

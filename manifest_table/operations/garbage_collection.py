@@ -69,7 +69,8 @@ class GCReport:
     versions_expired: range
     """Versions whose manifests this run deleted (would delete)."""
     pointer_rolled_forward: bool = False
-    """The pointer lagged behind a committed version (a writer died before moving it)."""
+    """The pointer lagged behind a committed version (a writer died before moving it, or the
+    store refused the move for its write rate)."""
     referenced: dict[str, Tally] = field(default_factory=_tallies)
     """Kept: manifests of retained versions and the objects they reference."""
     in_grace: dict[str, Tally] = field(default_factory=_tallies)
@@ -90,7 +91,7 @@ class GCReport:
                  f"  versions {_span(self.versions_retained)} retained, {expired}"]
         if self.pointer_rolled_forward:
             lines.append(f"  pointer rolled forward to version {self.versions_retained[-1]} "
-                         "(a writer died before moving it)")
+                         "(a writer died before moving it, or the store refused it)")
         lines.append(f"  {'':<12}{'referenced':>22}{'within grace':>22}{verb:>22}")
         for name in dict.fromkeys(CATEGORIES.values()):
             cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
@@ -135,10 +136,13 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     cutoff = now - grace
     vlog: VersionLog = handle.log
     pointer = vlog.pointer()
-    latest = vlog.probe_forward(pointer.version)
-    if latest > pointer.version and not dry_run:
+    latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
+    if latest > stored and not dry_run:
         vlog.advance_pointer(latest, pointer.etag)
-    retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for))
+    # Readers find the latest version by walking from the stored pointer, which may still be
+    # the one read here for a reader that read it just before: what they walk stays this run.
+    retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for,
+                                              stored))
 
     listed = list(handle.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
@@ -149,7 +153,7 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     floor = young[0][0] if young else by_rule
     report = GCReport(handle.uri, dry_run, range(floor, latest + 1),
                       range(expired[0][0], floor) if expired else range(0),
-                      pointer_rolled_forward=latest > pointer.version)
+                      pointer_rolled_forward=latest > stored)
     for v, info in manifests:
         if v >= by_rule:
             report.referenced["manifests"].add(info)
@@ -190,15 +194,16 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
 
 
 def _retained(vlog: VersionLog, latest: Version, now: datetime, retain_versions: int | None,
-              retain_for: timedelta | None) -> list[Version]:
-    """Newest first: the latest manifest, then older ones while a retention rule keeps them."""
+              retain_for: timedelta | None, pointed: int) -> list[Version]:
+    """Newest first: the latest manifest, then older ones while a retention rule keeps them
+    or they are not older than the version the stored pointer names (``pointed``)."""
     kept = [latest]
     while kept[-1].version > 0:
         version = kept[-1].version - 1
         by_count = retain_versions is not None and version > latest.version - retain_versions
         # A version was current until its successor committed.
         by_time = retain_for is not None and kept[-1].timestamp > now - retain_for
-        manifest = vlog.find(version) if by_count or by_time else None
+        manifest = vlog.find(version) if by_count or by_time or version >= pointed else None
         if manifest is None:
             break
         kept.append(manifest)

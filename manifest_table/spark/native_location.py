@@ -4,9 +4,9 @@ for Spark.
 A local path or ``file://`` URI is always reachable. ``s3://bucket/prefix`` is reached as
 ``s3a://bucket/prefix`` through Hadoop's s3a connector, with the table's storage options
 passed as the matching ``fs.s3a.*`` settings; whether the connector is on Spark's classpath is
-found out by asking Spark to resolve a path there (no data is read). Anything else is not
-reachable, and callers fall back to the Python data source, saying so once per location
-kind in the log."""
+found out by asking Spark to resolve a path there (no data is read). Anything else (``gs://``,
+``az://``, an in-memory store) is not reachable, and callers fall back to the Python data
+source, saying so once per location kind in the log."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ _S3A_SETTINGS = {
     "session_token": "fs.s3a.session.token",
 }
 """Our S3 storage options -> the s3a settings that mean the same (docs/spark.md)."""
+
+_NOT_WIRED = {
+    "gs": "Google's Cloud Storage connector for Hadoop (com.google.cloud.bigdataoss:gcs-connector)",
+    "az": "Hadoop's Azure connector (org.apache.hadoop:hadoop-azure, for abfss:// paths)",
+}
+"""Stores Spark reaches only through the Python data source (which reads and writes them
+with the providers' Python clients, like every other operation here)."""
 
 _reported: set[str] = set()
 _GLOB = re.compile(r"[*?\[\]{}\\]")
@@ -62,6 +69,11 @@ def native_reachable(spark: Any, location: TableLocation) -> bool:
         report_fallback(location, "glob", "the table's path has glob characters, which Spark would expand")
         return False
     scheme = urlparse(location.uri).scheme
+    if scheme in _NOT_WIRED:
+        report_fallback(location, scheme, f"Spark's own Parquet path is not wired for {scheme}:// tables "
+                        f"(it would need {_NOT_WIRED[scheme]} on Spark's classpath, and this library to pass "
+                        "it the table's storage options)")
+        return False
     if scheme not in ("s3", "s3a"):
         return len(scheme) <= 1 or scheme == "file"  # a path, a Windows drive or file://
     try:
@@ -82,4 +94,4 @@ def report_fallback(location: TableLocation, kind: str, reason: str) -> None:
     if kind not in _reported:
         _reported.add(kind)
         log.warning("%s: %s; using the manifest_table Python data source instead of Spark's "
-                    "own Parquet path (see docs/spark.md to enable s3a)", location.uri, reason)
+                    "own Parquet path (docs/spark.md)", location.uri, reason)

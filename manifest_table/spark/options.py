@@ -17,9 +17,12 @@ from ..handle import retrying
 from ..storage import ObjectStore, store_for_uri
 from ..table import Table, open_table
 
-STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token")
-"""S3 settings passed to ``open_table(uri, storage_options=...)``; unset ones come from the
-standard AWS chain of whichever process (driver or executor) opens the store."""
+STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token",  # S3
+                "project", "token",  # GCS (and endpoint_url)
+                "account_name", "account_key", "connection_string")  # Azure (and endpoint_url)
+"""Storage options passed to ``open_table(uri, storage_options=...)`` (docs/python-api.md);
+unset ones come from the provider's standard chain of whichever process (driver or executor)
+opens the store."""
 
 KNOWN_OPTIONS = frozenset({
     "path", "version", "as_of", "pushdown", "min_partitions", "max_partition_bytes",

@@ -66,6 +66,14 @@ class ObjectStore(ABC):
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""
 
+    @property
+    def pointer_may_lag(self) -> bool:
+        """True where the store limits how often one object may be written (GCS: about once a
+        second), so the pointer cannot follow every commit: a commit whose pointer move is
+        refused with ``RateLimited`` is then acknowledged all the same, and readers probe past
+        the pointer (docs/protocol.md, "The pointer under rate limits"). Wrappers forward it."""
+        return False
+
     def delete_unreferenced(self, keys: Iterable[str]) -> None:
         """Best-effort removal of objects no manifest references (staged by a commit that
         did not land). Whatever fails to go is garbage that GC removes after its grace period."""

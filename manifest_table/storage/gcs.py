@@ -27,7 +27,7 @@ from google.cloud.storage.retry import DEFAULT_RETRY
 from google.oauth2 import service_account
 from requests.exceptions import RequestException
 
-from ..errors import InvalidArgumentError, NotFound, PreconditionFailed
+from ..errors import InvalidArgumentError, NotFound, PreconditionFailed, RateLimited
 from .base import ObjectInfo
 from .cloud import CONNECT_TIMEOUT, READ_TIMEOUT, CloudStore, resolve_options, split_location
 
@@ -160,6 +160,12 @@ class GcsStore(CloudStore):
             raise PreconditionFailed(key)  # not a generation: it matches no object
         return self._put("put_if_match", key, data, int(etag))
 
+    @property
+    def pointer_may_lag(self) -> bool:
+        """GCS allows about one write per second to one object name and answers more with 429:
+        a swap of the pointer is the only write that repeats a name."""
+        return True
+
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         # GCS lists names in lexicographic (UTF-8 byte) order, which is Python's str order;
         # pages stream. A 404 here is a missing bucket: an error, not an empty listing.
@@ -190,7 +196,9 @@ class GcsStore(CloudStore):
             raise self._error(op, key, e) from e
 
     def _put(self, op: str, key: str, data: bytes, generation: int) -> str:
-        blob, retry = self._blob(key), _WatchedRetry()
+        # A swap refused for the object's write rate is not retried here (the client would
+        # retry it for two minutes): the version log decides (RateLimited).
+        blob, retry = self._blob(key), _WatchedRetry(key if generation else None)
         try:
             blob.upload_from_string(bytes(data), if_generation_match=generation, retry=retry, timeout=_TIMEOUT)
         except google_errors.PreconditionFailed as e:
@@ -206,16 +214,28 @@ class GcsStore(CloudStore):
 class _WatchedRetry:
     """google-cloud-storage's default retry of one request, noting whether it repeated it.
     The library calls a retry object as ``retry(func)()``; ``Retry.__call__`` takes the
-    ``on_error`` callback that every retried failure goes through."""
+    ``on_error`` callback that every retried failure goes through. With ``rate_limited_key``,
+    a 429 ends the request as ``RateLimited`` instead of being retried."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate_limited_key: str | None = None) -> None:
         self.retried = False
+        self._rate_limited_key = rate_limited_key
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         return DEFAULT_RETRY(func, on_error=self._note)
 
-    def _note(self, _: Exception) -> None:
+    def _note(self, error: Exception) -> None:
+        if self._rate_limited_key is not None and _status(error) == 429:
+            raise RateLimited(f"{self._rate_limited_key}: GCS refused a write, more than about one a second "
+                              f"to this object ({error})") from error
         self.retried = True
+
+
+def _status(error: Exception) -> int | None:
+    """The HTTP status of a failed request, as the API layer or the upload layer reports it."""
+    if isinstance(error, google_errors.GoogleAPICallError):
+        return error.code
+    return getattr(getattr(error, "response", None), "status_code", None)
 
 
 def _info(key: str, blob: storage.Blob) -> ObjectInfo:

@@ -69,6 +69,10 @@ class RetryingStore(ObjectStore):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    @property
+    def pointer_may_lag(self) -> bool:
+        return self.inner.pointer_may_lag
+
     def get(self, key: str) -> bytes:
         return self.policy.call(lambda: self.inner.get(key))
 

@@ -1,5 +1,6 @@
 """Exact S3 requests per operation, counted at the moto server (so pyarrow's data-plane
-requests count as well as boto3's), and the manifest's file size treated as untrusted input.
+requests count as well as boto3's), the same calls per operation on every server, and the
+manifest's file size treated as untrusted input.
 The per-operation table is in docs/benchmarks.md ("S3 requests per operation")."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import manifest_table as mt
 from manifest_table.errors import CorruptTableError
 from manifest_table.storage import LocalStore, MemoryStore
 from manifest_table.storage import fileio as files
+from manifest_table.testing import FaultyStore
 from tests.catalog import assert_rejected
+from tests.conftest import store_location
 from tests.crafted import commit_raw, latest_doc
 from tests.s3_server import take_requests
 from tests.stores import kind_of
@@ -111,6 +114,8 @@ STORES: dict[str, Callable[[pytest.FixtureRequest, Path], Any]] = {
     "memory": lambda request, tmp_path: MemoryStore(),
     "local": lambda request, tmp_path: LocalStore(tmp_path / "t"),
     "s3": _s3_store,
+    **{kind: lambda request, tmp_path, kind=kind: mt.storage.store_for_uri(*store_location(kind, request))
+       for kind in ("seaweedfs", "gcs", "azure")},
 }
 
 
@@ -123,7 +128,8 @@ def test_a_wrong_size_is_a_corrupt_table(kind: str, read: str, wrong: Callable[[
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Read from the manifest, not the store, a wrong size must fail typed: never a hang,
     never other bytes. (A local file's size comes from the filesystem on a ranged read, so
-    there a wrong size is harmless: the right rows come back.)"""
+    there a wrong size is harmless: the right rows come back. pyarrow's GcsFileSystem, too, reads
+    by the object's own size, not the one it is given: there the right rows come back as well.)"""
     if read == "ranged":
         monkeypatch.setattr(files, "WHOLE_READ_BYTES", 0)
     table = mt.create_table(str(tmp_path / "t"), SCHEMA, store=STORES[kind](request, tmp_path))
@@ -132,8 +138,45 @@ def test_a_wrong_size_is_a_corrupt_table(kind: str, read: str, wrong: Callable[[
     size = doc["tail"][0]["size"] = wrong(doc["tail"][0]["size"])  # format v2: the entry is in the root's tail
     doc["totals"]["bytes"] = size  # the root's totals agree with it (they are checked): the data file does not
     commit_raw(table, doc)
-    if kind == "local" and size > files.WHOLE_READ_BYTES:
+    if kind in ("local", "gcs") and size > files.WHOLE_READ_BYTES:
         assert table.scan().to_arrow() == rows(range(10))
     else:
         assert_rejected(table.store, CorruptTableError, lambda: table.scan().to_arrow(),
                         match="size field says|not a readable Parquet file of")
+
+
+# --- the same calls on every store ----------------------------------------------------------
+def _calls(recorder: FaultyStore) -> Counter[str]:
+    counts = Counter(f"{call.kind} {kind_of(call.key)}" for call in recorder.plan.calls)
+    recorder.plan.calls.clear()
+    return counts
+
+
+@pytest.mark.parametrize("kind", ["s3", "seaweedfs", "gcs", "azure"])
+def test_the_same_calls_per_operation_on_every_server(kind: str, request: pytest.FixtureRequest) -> None:
+    """Counted at the store interface (control plane and data files), where each call is one
+    request to S3, GCS and Azure alike: an append, a delete and an open + scan cost the same
+    everywhere, but for GCS's probe past the pointer (one HEAD per pointer read:
+    docs/protocol.md, "The pointer under rate limits")."""
+    uri, options = store_location(kind, request)
+    recorder = FaultyStore(mt.storage.store_for_uri(uri, options))
+    probe = Counter({"head manifest": 1}) if recorder.pointer_may_lag else Counter()
+    mt.create_table(uri, SCHEMA, store=recorder)
+    assert _calls(recorder) == {"head pointer": 1, "put_if_absent manifest": 1, "put_if_absent pointer": 1}
+
+    writer = mt.open_table(uri, store=recorder)
+    writer.append(rows(range(1)))
+    assert _calls(recorder) == Counter({"get pointer": 2, "get manifest": 1, "fs_open_output data": 1,
+                                        "put_if_absent manifest": 1, "put_if_match pointer": 1}) + probe + probe
+    for start in (10, 20):
+        writer.append(rows(range(start, start + 3)))
+    _calls(recorder)
+
+    mt.open_table(uri, store=recorder).delete("id = 11")
+    assert _calls(recorder) == Counter({"get pointer": 2, "get manifest": 1, "get data": 1,
+                                        "put_if_absent tombstone": 1, "put_if_absent manifest": 1,
+                                        "put_if_match pointer": 1}) + probe + probe
+
+    assert mt.open_table(uri, store=recorder).scan().to_arrow().num_rows == 6
+    assert _calls(recorder) == Counter({"get pointer": 1, "get manifest": 1, "get data": 3,
+                                        "get tombstone": 1}) + probe

@@ -1,6 +1,7 @@
 """Multi-process stress: eight processes mix appends, deletes, overwrites, updates, upserts,
-transactions, compaction and GC on one table (a local directory, and S3 on moto), then the final state and
-every retained version are checked against a serial replay of the acknowledged history.
+transactions, compaction and GC on one table (a local directory, S3 on moto and on SeaweedFS, GCS on
+fake-gcs-server, Azure on Azurite), then the final state and every retained version are checked
+against a serial replay of the acknowledged history.
 
 Each process owns the ids ``writer * 10**9 + n`` and deletes, overwrites, updates or upserts
 only rows of its own that it saw acknowledged, so replaying the logged changes in version order is exact even
@@ -27,6 +28,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, CommitFailedError
 from manifest_table.storage import store_for_uri
+from tests.conftest import store_location
 from tests.stores import CountingStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("writer", pa.int64()), ("v", pa.int64())])
@@ -50,11 +52,12 @@ def _in(ids: list[int]) -> str:
     return f"id in ({', '.join(map(str, ids))})"
 
 
-def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) -> None:
+def _worker(uri: str, options: dict[str, str] | None, writer: int, seconds: float, log_path: str,
+            start: Any) -> None:
     """Commit random operations until ``seconds`` pass; log each acknowledged commit as
     (version, commit id, rows added, ids deleted) and, at the end, the manifest creates made."""
     rng = random.Random(writer)
-    counter = CountingStore(store_for_uri(uri))  # counts manifest creates: commits + lost races
+    counter = CountingStore(store_for_uri(uri, options))  # counts manifest creates: commits + lost races
     table = mt.open_table(uri, store=counter, recheck_after=1.0, deadline=DEADLINE)
     live: dict[int, int] = {}  # own acknowledged rows: id -> v
     next_id = writer * ID_SPAN
@@ -126,11 +129,12 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
         log.write(json.dumps({"commits": commits, "creates": creates, "gave_up": gave_up}) + "\n")
 
 
-def _run(uri: str, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+def _run(uri: str, options: dict[str, str] | None,
+         tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(PROCESSES + 1, timeout=240)  # everyone starts the clock together
     logs = [str(tmp_path / f"writer{w}.jsonl") for w in range(PROCESSES)]
-    procs = [ctx.Process(target=_worker, args=(uri, w, SECONDS, logs[w], start)) for w in range(PROCESSES)]
+    procs = [ctx.Process(target=_worker, args=(uri, options, w, SECONDS, logs[w], start)) for w in range(PROCESSES)]
     for p in procs:
         p.start()
     start.wait()
@@ -149,8 +153,8 @@ def _run(uri: str, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict[str,
     return acks, totals, elapsed
 
 
-def _check(uri: str, acks: list[dict[str, Any]]) -> None:
-    table = mt.open_table(uri)
+def _check(uri: str, options: dict[str, str] | None, acks: list[dict[str, Any]]) -> None:
+    table = mt.open_table(uri, storage_options=options)
     latest = table.version
     by_version = {a["version"]: a for a in acks}
     assert len(by_version) == len(acks), "two acknowledged commits share a version"
@@ -180,13 +184,13 @@ def _check(uri: str, acks: list[dict[str, Any]]) -> None:
     assert table.scan().count() == len(states[latest])
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("where", ["local", "s3", "seaweedfs", "gcs", "azure"])
 def test_eight_processes_mixing_every_operation_match_a_serial_replay(where: str, tmp_path: Path,
                                                                         request: pytest.FixtureRequest) -> None:
-    uri = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_uri")
-    mt.create_table(uri, SCHEMA)
-    acks, totals, elapsed = _run(uri, tmp_path)
-    _check(uri, acks)
+    uri, options = (str(tmp_path / "t"), None) if where == "local" else store_location(where, request)
+    mt.create_table(uri, SCHEMA, storage_options=options)
+    acks, totals, elapsed = _run(uri, options, tmp_path)
+    _check(uri, options, acks)
     commits = sum(t["commits"] for t in totals)
     lost = sum(t["creates"] for t in totals) - commits
     gave_up = sum(t["gave_up"] for t in totals)
