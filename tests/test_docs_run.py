@@ -193,3 +193,11 @@ def test_transcript_lines_are_the_commands() -> None:
     code = "$ manifest-table count ./t \\\n    --where \"id > 1\"\n3\n$ echo done\ndone\n"
     assert transcript_commands(code) == "manifest-table count ./t \\\n    --where \"id > 1\"\necho done\n"
     assert transcript_commands("echo a\necho b\n") == "echo a\necho b\n"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """The README's test command, which is marked not-runnable (it is the whole suite), is the
+    one CI runs."""
+    ci_command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci_command in (ROOT / "README.md").read_text()
+    assert "pytest" in ci_command
