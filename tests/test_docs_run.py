@@ -65,7 +65,11 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{shown(self.page)}:{self.line}"
+
+
+def shown(page: Path) -> str:
+    return str(page.relative_to(ROOT)) if page.is_relative_to(ROOT) else str(page)
 
 
 def blocks_of(page: Path) -> list[Block]:
@@ -78,14 +82,14 @@ def blocks_of(page: Path) -> list[Block]:
         opening = FENCE.match(lines[i])
         if not opening:
             if MARKER_START.search(lines[i]) and not (i + 1 < len(lines) and _runnable_fence(lines[i + 1])):
-                raise ValueError(f"{page.relative_to(ROOT)}:{i + 1}: a not-runnable marker must be on the line "
+                raise ValueError(f"{shown(page)}:{i + 1}: a not-runnable marker must be on the line "
                                  "just before a python or sh fence")
             i += 1
             continue
         indent, ticks = opening["indent"], opening["ticks"]
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == ticks), None)
         if end is None:
-            raise ValueError(f"{page.relative_to(ROOT)}:{i + 1}: unclosed code fence")
+            raise ValueError(f"{shown(page)}:{i + 1}: unclosed code fence")
         language = LANGUAGES.get(opening["info"].lower())
         if language is not None:
             body = [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in lines[i + 1:end]]
@@ -104,7 +108,7 @@ def _reason(page: Path, lines: list[str], fence: int) -> str | None:
         return None
     marker = MARKER.match(lines[fence - 1])
     if not marker or not marker["reason"].strip():
-        raise ValueError(f"{page.relative_to(ROOT)}:{fence}: write the marker as <!-- not-runnable: REASON -->")
+        raise ValueError(f"{shown(page)}:{fence}: write the marker as <!-- not-runnable: REASON -->")
     return marker["reason"].strip()
 
 
@@ -186,6 +190,27 @@ def test_markers_are_well_formed_and_reasoned() -> None:
     """Every page parses (closed fences, markers with a reason right before a block), and the
     runner sees blocks: a parser that found nothing would pass every page."""
     assert sum(len(blocks_of(page)) for page in PAGES) > 50
+
+
+@pytest.mark.parametrize("text, error", [
+    ("<!-- not-runnable: -->\n```sh\nfalse\n```\n", "write the marker"),
+    ("<!-- not-runnable: why -->\n\n```sh\nfalse\n```\n", "just before"),
+    ("<!-- not-runnable: why -->\n```json\n{}\n```\n", "just before"),
+    ("```python\nx = 1\n", "unclosed"),
+])
+def test_a_bad_marker_or_fence_fails_the_page(tmp_path: Path, text: str, error: str) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    with pytest.raises(ValueError, match=error):
+        blocks_of(page)
+
+
+def test_blocks_keep_their_line_language_and_reason(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# t\n\n- item:\n\n  ```bash\n  echo 1\n  ```\n<!-- not-runnable: a cluster -->\n"
+                    "```python\nspark.stop()\n```\n```\nplain\n```\n")
+    assert [(b.line, b.language, b.code, b.not_runnable) for b in blocks_of(page)] == [
+        (5, "sh", "echo 1\n", None), (9, "python", "spark.stop()\n", "a cluster")]
 
 
 def test_transcript_lines_are_the_commands() -> None:
