@@ -77,6 +77,8 @@ def spark_session() -> Any:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    import manifest_table.spark  # noqa: F401  before the session: its pandas warning filter
+
     spark = (SparkSession.builder.master("local[2]").appName("manifest_table pipeline")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")

@@ -5,13 +5,22 @@ Needs pyspark >= 4.1. See docs/spark.md."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-from .native_read import read
-from .native_write import write
-from .operations import compact, delete
-from .source import FORMAT_NAME, ManifestTableDataSource
-from .upsert import upsert
+# pyspark 4.1 to 4.3 warn "PySpark does not yet fully support pandas >= 3.0.0" (a FutureWarning) when a
+# session makes its first JVM call and again from each pandas or Arrow UDF (our deletes use mapInArrow),
+# so every Spark run printed it (issue 23). What we run on Spark is tested with pandas 3: only that
+# message is silenced, installed before any session exists since every Spark entry point imports this
+# package (Python workers too, which unpickle our data source from it).
+warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0",
+                        category=FutureWarning)
+
+from .native_read import read  # noqa: E402
+from .native_write import write  # noqa: E402
+from .operations import compact, delete  # noqa: E402
+from .source import FORMAT_NAME, ManifestTableDataSource  # noqa: E402
+from .upsert import upsert  # noqa: E402
 
 
 def register(spark: Any) -> None:

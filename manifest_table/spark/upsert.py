@@ -75,11 +75,12 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
             if narrow is not None:
                 target = target.filter(narrow)
             matched = target.join(source, keys, "inner")
+            columns = [quoted(n) for n in schema.names]  # a join puts the keys first; files keep the table's order
             parts = []
             if when_matched == "update":
-                parts.append(matched.select(*[quoted(n) for n in schema.names]))
+                parts.append(matched.select(*columns))
             if when_not_matched == "insert":
-                parts.append(source.join(target.select(*[quoted(k) for k in keys]), keys, "left_anti"))
+                parts.append(source.join(target.select(*[quoted(k) for k in keys]), keys, "left_anti").select(*columns))
             written = [f for _, f in write_staged(functools.reduce(DataFrame.unionByName, parts), location,
                                                   snapshot.fields, table.write_options)] if parts else []
             tx.add_files(written)
