@@ -4,6 +4,7 @@ or written, never a ``TypeError`` from deep inside (``'<' not supported between 
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
@@ -122,11 +123,31 @@ def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
         raise InvalidArgumentError(f"column names must be strings, not {wrong[:5]}")
     unknown = [c for c in columns if c not in names]
     if unknown:
-        raise InvalidArgumentError(f"unknown columns {unknown}; the table has {list(names)}")
+        raise InvalidArgumentError(f"unknown columns {unknown}{did_you_mean(unknown, names)}; the table has "
+                                   f"{list(names)}")
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise InvalidArgumentError(f"columns are repeated: {repeated}")
     return columns
+
+
+def did_you_mean(unknown: Iterable[str], names: Iterable[str]) -> str:
+    """`` (did you mean 'cat'?)`` for the known names nearest the unknown ones (a case-only
+    difference first, then ``difflib``'s closest match, as deltalake suggests for a mistyped
+    column), or "" when none is near."""
+    names = list(names)
+    folded = {name.casefold(): name for name in names}
+    guesses = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        guess = folded.get(name.casefold()) or (close[0] if close else None)
+        if guess is not None:
+            guesses.append((name, guess))
+    if not guesses:
+        return ""
+    if len(guesses) == 1:
+        return f" (did you mean {guesses[0][1]!r}?)"
+    return " (did you mean " + ", ".join(f"{guess!r} for {name!r}" for name, guess in guesses) + "?)"
 
 
 def check_version(value: Any) -> int:

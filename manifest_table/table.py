@@ -129,14 +129,17 @@ class Table(TableHandle):
             tx.overwrite(data, where)
             return tx.commit()
 
-    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> CommitInfo:
-        """Assign ``set`` (column -> literal, ``col``/arithmetic term, filter, or expression
-        text such as ``"price * 1.1"``; quote string literals: ``"'DE'"``) in the live rows
-        matching ``where`` (every row: None). The new versions go to a new file and the old
-        positions to a tombstone, in one commit with ``rows_updated`` in its metrics. See
-        docs/python-api.md."""
+    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
+               values: Mapping[str, Any] | None = None) -> CommitInfo:
+        """Assign ``set`` (column -> ``col``/arithmetic term, filter, or expression text such
+        as ``"price * 1.1"``, where a string literal is quoted: ``"'DE'"``) and ``values``
+        (column -> plain Python value, never parsed: ``{"status": "shipped"}``) in the live
+        rows matching ``where`` (every row: None). A string in ``set`` that is no expression
+        over the table's columns is an ``InvalidFilterError`` pointing at ``values``. The new
+        versions go to a new file and the old positions to a tombstone, in one commit with
+        ``rows_updated`` in its metrics. See docs/python-api.md."""
         with self.transaction() as tx:
-            tx.update(set, where)
+            tx.update(set, where, values=values)
             return tx.commit()
 
     def upsert(self, data: Any, on: list[str], *, when_matched: str = "update",

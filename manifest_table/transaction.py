@@ -88,10 +88,11 @@ class Transaction:
         overwrite.overwrite(self.staging, data, where)
 
     @_all_or_nothing
-    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> int:
+    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
+               values: Mapping[str, Any] | None = None) -> int:
         """Stage new versions of the live rows matching ``where`` (every row: None), with the
-        columns of ``set`` assigned; returns how many rows. See ``Table.update``."""
-        return update.update(self.staging, set, where)
+        columns of ``set`` and ``values`` assigned; returns how many rows. See ``Table.update``."""
+        return update.update(self.staging, set, where, values)
 
     @_all_or_nothing
     def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update",

@@ -670,3 +670,22 @@ def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, m
     monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
     code, out, _ = run("scan", uri)
     assert code == 0 and "x" * 500 in out.splitlines()[2]
+
+
+def test_update_sets_expressions_and_plain_values(run: Run, uri: str):
+    code, out, err = run("update", uri, "--where", "id >= 3", "--set", "id=id * 10", "--value", "name=id",
+                         "--value", "ts=2026-01-02 03:04:05")
+    assert (code, err) == (0, "") and out == "updated 2 rows; the table is now at version 3\n"
+    got = {r["id"]: r for r in mt.open_table(uri).to_arrow().to_pylist()}
+    assert sorted(got) == [0, 1, 2, 30, 40]
+    assert got[30]["name"] == "id" and got[30]["ts"] == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert run("update", uri, "--where", "id = 99", "--value", "name=x")[1] == \
+        "updated 0 rows; the table is unchanged at version 3\n"
+
+
+def test_update_errors_point_at_the_fix(run: Run, uri: str):
+    assert_user_error(run("update", uri, "--set", "name=shipped"), "pass values={'name': 'shipped'}")
+    assert_user_error(run("update", uri, "--value", "id=seven"), "--value id='seven' is not a value of type int64")
+    assert_user_error(run("update", uri, "--value", "nmae=x"), "did you mean 'name'?")
+    assert_user_error(run("update", uri), "needs set=")
+    assert mt.open_table(uri).version == 2

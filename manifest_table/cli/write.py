@@ -1,4 +1,4 @@
-"""Commands that write: ``create``, ``append``, ``delete``, ``overwrite``, ``upsert``."""
+"""Commands that write: ``create``, ``append``, ``delete``, ``overwrite``, ``update``, ``upsert``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
+from ..errors import InvalidArgumentError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
-from .options import csv_options, dialect, names, open_from, storage_options
+from .jsonl import to_timestamp
+from .options import csv_options, dialect, key_value, names, open_from, storage_options
 from .progress import counted
 from .read import metrics
 from .schema_spec import parquet_schema, parse_schema
@@ -61,6 +63,30 @@ def delete(args: argparse.Namespace) -> None:
     print(f"deleted {deleted} row{'' if deleted == 1 else 's'}; the table {state} version {info.version}")
 
 
+def update(args: argparse.Namespace) -> None:
+    table = open_from(args)
+    values = {name: typed_value(name, text, table.schema) for name, text in args.values}
+    info = table.update(dict(args.set) or None, args.where, values=values or None)
+    updated = info.metrics.get("rows_updated", 0)
+    state = "is now at" if info.committed else "is unchanged at"
+    print(f"updated {updated} row{'' if updated == 1 else 's'}; the table {state} version {info.version}")
+
+
+def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
+    """``--value NAME=TEXT``: the text as a value of the column's type, parsed as ``append``
+    parses CSV (a timestamp without an offset is UTC). An unknown column is left to the
+    library, which names the nearest one."""
+    if name not in schema.names:
+        return text
+    arrow_type = schema.field(name).type
+    try:
+        if pa.types.is_timestamp(arrow_type) and arrow_type.tz:
+            return to_timestamp(pa.array([text]), arrow_type)[0].as_py()
+        return pa.array([text]).cast(arrow_type)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InvalidArgumentError(f"--value {name}={text!r} is not a value of type {arrow_type} ({exc})") from None
+
+
 def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
     reader = read_input(args.file, table.schema, dialect(args))
@@ -90,6 +116,14 @@ def add_commands(command: Any) -> None:
     replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit", csv)
     replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
     replaced.add_argument("--where", metavar="EXPR", help="replace only the rows matching this filter")
+
+    updated = command("update", update, "assign new values to the rows matching --where (every row without it)")
+    updated.add_argument("--where", metavar="EXPR", help="update only the rows matching this filter")
+    updated.add_argument("--set", action="append", type=key_value, default=[], metavar="COLUMN=EXPR",
+                         help="assign an expression, e.g. 'qty=qty + 1' or \"name='DE'\"; repeatable")
+    updated.add_argument("--value", dest="values", action="append", type=key_value, default=[],
+                         metavar="COLUMN=TEXT", help="assign a plain value, never parsed as an expression, "
+                         "read as the column's type, e.g. status=shipped; repeatable")
 
     merged = command("upsert", upsert, "replace the rows whose key a file's rows hold and insert the others, "
                      "in one commit", csv)

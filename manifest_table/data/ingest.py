@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..arguments import did_you_mean
 from ..errors import SchemaMismatchError
 from ..format.schema import conform
 
@@ -97,7 +98,8 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
         raise SchemaMismatchError("a list passed to append must hold dicts, one per row")
     extra = sorted(set().union(*rows) - set(schema.names), key=repr)
     if extra:
-        raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}")
+        raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}"
+                                  f"{did_you_mean(extra, schema.names)}")
     arrays = []
     for field in schema:
         values = list(map(dict.get, rows, itertools.repeat(field.name)))  # (2x a comprehension)
