@@ -9,13 +9,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from .arguments import check_int, check_location, check_time, check_version
+from .arguments import check_choice, check_int, check_location, check_time, check_version
 from .commit import CommitInfo, CommitOptions
 from .data.file_sets import VersionFiles
+from .data.ingest import arrow_input
 from .data.scan import Scan, Snapshot
 from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from .expressions import Expr, to_expr
 from .format.manifest import FORMAT_VERSION
 from .format.mirrors import MIRRORS
@@ -24,7 +25,7 @@ from .log.version import Version
 from .operations.compaction import compact
 from .operations.create import create, first_version
 from .operations.garbage_collection import GCReport, collect_garbage
-from .operations.schema_change import SchemaUpdate, update_schema
+from .operations.schema_change import SchemaUpdate, new_columns, update_schema
 from .operations.set_mirrors import set_mirrors
 from .operations.upgrade import upgrade
 from .storage import ObjectStore, store_for_uri
@@ -104,8 +105,9 @@ class Table(TableHandle):
         return Transaction(self)
 
     def append(self, data: Any, schema_mode: str | None = None) -> CommitInfo:
-        """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, a pandas DataFrame or a
-        list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
+        """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, any object with
+        ``__arrow_c_stream__`` (a Polars DataFrame, a DuckDB relation: streamed), a pandas
+        DataFrame or a list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
         columns of ``data`` the table lacks (nullable) in the same commit; without it they
         are a ``SchemaMismatchError``."""
         with self.transaction() as tx:
@@ -123,10 +125,11 @@ class Table(TableHandle):
             tx.delete(where)
             return tx.commit()
 
-    def overwrite(self, data: Any, where: str | Expr | None = None) -> CommitInfo:
-        """Atomically replace every row (or the rows matching ``where``) with ``data``."""
+    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> CommitInfo:
+        """Atomically replace every row (or the rows matching ``where``) with ``data``
+        (``schema_mode="merge"``: adding its new columns, as ``append`` does)."""
         with self.transaction() as tx:
-            tx.overwrite(data, where)
+            tx.overwrite(data, where, schema_mode)
             return tx.commit()
 
     def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
@@ -204,6 +207,41 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     empty = first_version(schema, format_version, properties, mirrors)
     table = _table(uri, store, storage_options, options)
     create(table, empty)
+    return table
+
+
+WRITE_MODES = ("error", "append", "overwrite")
+_CREATION_OPTIONS = ("format_version", "properties", "mirrors")
+
+
+def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", schema_mode: str | None = None,
+                storage_options: dict[str, str] | None = None, **table_options: Any) -> Table:
+    """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
+    data's schema when there is none (version 0, then the rows as version 1). ``mode``:
+    ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
+    or ``"overwrite"`` (replace every row). ``schema_mode="merge"`` adds the data's new
+    columns. ``table_options`` are ``create_table``'s; ``format_version``, ``properties`` and
+    ``mirrors`` apply only when the table is created. Returns the table."""
+    check_choice("mode", mode, WRITE_MODES)
+    data = arrow_input(data)  # one stream for the schema and the rows
+    creation = {k: table_options.pop(k) for k in _CREATION_OPTIONS if k in table_options}
+    try:
+        table = open_table(uri, storage_options=storage_options, **table_options)
+        if mode == "error":
+            raise TableExistsError(f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
+                                   "or mode='overwrite' to write to it)")
+    except TableNotFoundError:
+        schema = pa.schema(new_columns(data, pa.schema([])))
+        try:
+            table = create_table(uri, schema, storage_options=storage_options, **creation, **table_options)
+        except TableExistsError:  # another writer created it meanwhile
+            if mode == "error":
+                raise
+            table = open_table(uri, storage_options=storage_options, **table_options)
+    if mode == "overwrite":
+        table.overwrite(data, schema_mode=schema_mode)
+    else:
+        table.append(data, schema_mode=schema_mode)
     return table
 
 

@@ -83,9 +83,10 @@ class Transaction:
         return delete.delete(self.staging, where)
 
     @_all_or_nothing
-    def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
-        """Stage replacing every row (or the rows matching ``where``) with ``data``."""
-        overwrite.overwrite(self.staging, data, where)
+    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> None:
+        """Stage replacing every row (or the rows matching ``where``) with ``data``
+        (``schema_mode="merge"``: adding its new columns first, as ``append`` does)."""
+        overwrite.overwrite(self.staging, data, where, schema_mode)
 
     @_all_or_nothing
     def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,

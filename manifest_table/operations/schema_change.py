@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..arguments import check_string
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, SchemaChange
+from ..data.ingest import arrow_input, unsupported_input
 from ..errors import InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError, UpgradeRequiredError
 from ..format.column_types import plain_type, refusal, widens
 from ..format.field_ids import FieldIds
@@ -173,6 +174,7 @@ def new_columns(data: Any, schema: pa.Schema) -> list[pa.Field]:
 
 def _schema_of(data: Any) -> pa.Schema:
     """The Arrow schema of what ``append`` accepts."""
+    data = arrow_input(data)
     if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return data.schema
     if isinstance(data, list):
@@ -182,8 +184,7 @@ def _schema_of(data: Any) -> pa.Schema:
             raise SchemaMismatchError(f"the rows do not convert to Arrow: {exc}") from None
     if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
         return pa.Schema.from_pandas(data, preserve_index=False)
-    raise SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
-                              "RecordBatchReader, a pandas DataFrame, or a list of dicts")
+    raise unsupported_input(data)
 
 
 def _free_name(name: str, fid: int, taken: dict[str, int]) -> str:
