@@ -145,16 +145,20 @@ class Table(TableHandle):
             tx.update(set, where, values=values)
             return tx.commit()
 
-    def upsert(self, data: Any, on: list[str], *, when_matched: str = "update",
-               when_not_matched: str = "insert") -> CommitInfo:
-        """Merge ``data`` (rows of the table's schema) by the key columns ``on``: a target row
-        with a source row's key is replaced by it (``when_matched="ignore"``: kept), a source
-        row without a match is inserted (``when_not_matched="ignore"``: dropped). Reads only
-        the key columns of files whose stats may hold the keys; one commit with
-        ``rows_updated`` and ``rows_inserted``. A key twice in ``data`` raises
-        ``DuplicateKeyError``; a null key matches nothing. See docs/python-api.md."""
+    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
+               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> CommitInfo:
+        """Merge ``data`` by the key columns ``on``. A target row with a source row's key is
+        replaced by it (``when_matched``: "update"; "ignore" keeps it, "delete" deletes it); a
+        source row without a match is inserted (``when_not_matched``: "insert" or "ignore");
+        a target row whose key the source lacks is kept (``when_not_matched_by_source``:
+        "ignore") or deleted ("delete": sync the table to a snapshot). ``columns`` names the
+        columns a matched update sets; the source may then omit the others (inserted rows get
+        nulls there). One commit with ``rows_updated``, ``rows_inserted`` and ``rows_removed``;
+        no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
+        null key matches nothing. See docs/python-api.md."""
         with self.transaction() as tx:
-            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched)
+            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched,
+                      when_not_matched_by_source=when_not_matched_by_source, columns=columns)
             return tx.commit()
 
     # --- mirrors ------------------------------------------------------------------------

@@ -96,11 +96,13 @@ class Transaction:
         return update.update(self.staging, set, where, values)
 
     @_all_or_nothing
-    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update",
-               when_not_matched: str = "insert") -> UpsertCounts:
+    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
+               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> UpsertCounts:
         """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
         rows_inserted). See ``Table.upsert``."""
-        return upsert.upsert(self.staging, data, on, when_matched, when_not_matched)
+        rules = upsert.MergeRules.of(self.staging.scan().schema, on, when_matched, when_not_matched,
+                                     when_not_matched_by_source, columns)
+        return upsert.upsert(self.staging, data, rules)
 
     @_all_or_nothing
     def add_files(self, files: Sequence[DataFile]) -> None:

@@ -689,3 +689,19 @@ def test_update_errors_point_at_the_fix(run: Run, uri: str):
     assert_user_error(run("update", uri, "--value", "nmae=x"), "did you mean 'name'?")
     assert_user_error(run("update", uri), "needs set=")
     assert mt.open_table(uri).version == 2
+
+
+def test_upsert_merge_options(run: Run, uri: str, tmp_path: Path):
+    partial = tmp_path / "names.csv"
+    partial.write_text("id,name\n1,one\n9,nine\n")
+    code, out, err = run("upsert", uri, str(partial), "--on", "id", "--columns", "name")
+    assert (code, err) == (0, "") and "rows_updated=1" in out and "rows_inserted=1" in out
+    got = {r["id"]: r for r in mt.open_table(uri).to_arrow().to_pylist()}
+    assert got[1]["name"] == "one" and got[1]["ts"] is not None and got[9]["ts"] is None
+    snapshot = tmp_path / "snapshot.jsonl"
+    snapshot.write_text('{"id": 2, "name": "x"}\n{"id": 3, "name": "y"}\n')
+    code, out, err = run("upsert", uri, str(snapshot), "--on", "id", "--when-matched", "delete",
+                         "--when-not-matched-by-source", "delete", "--when-not-matched", "ignore")
+    assert (code, err) == (0, "") and "rows_removed=6" in out
+    assert mt.open_table(uri).to_arrow().num_rows == 0
+    assert_user_error(run("upsert", uri, str(partial), "--on", "id", "--columns", "nmae"), "did you mean 'name'?")

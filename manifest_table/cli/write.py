@@ -11,7 +11,7 @@ import pyarrow as pa
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from ..format.manifest import FORMAT_VERSION
-from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
+from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..table import create_table
 from .inputs import INPUT_FORMATS, read_input
 from .jsonl import to_timestamp
@@ -91,8 +91,9 @@ def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
     reader = read_input(args.file, table.schema, dialect(args))
     log.info("upserting %s", args.file)
-    info = table.upsert(_counted(reader, f"upserting {args.file}"), args.on,
-                        when_matched=args.when_matched, when_not_matched=args.when_not_matched)
+    info = table.upsert(_counted(reader, f"upserting {args.file}"), args.on, when_matched=args.when_matched,
+                        when_not_matched=args.when_not_matched,
+                        when_not_matched_by_source=args.when_not_matched_by_source, columns=args.columns)
     print(summary(info))
 
 
@@ -134,6 +135,12 @@ def add_commands(command: Any) -> None:
                         help="what to do with a row whose key the table holds (default: update)")
     merged.add_argument("--when-not-matched", choices=WHEN_NOT_MATCHED, default="insert",
                         help="what to do with a row whose key it does not (default: insert)")
+    merged.add_argument("--when-not-matched-by-source", choices=WHEN_NOT_MATCHED_BY_SOURCE, default="ignore",
+                        help="what to do with a table row whose key FILE lacks (default: ignore; delete: make "
+                        "the table's keys those of FILE)")
+    merged.add_argument("--columns", type=names, metavar="COLUMNS",
+                        help="the columns a matched row's update sets, comma-separated (FILE may then omit "
+                        "the others; inserted rows get nulls there)")
 
 
 def summary(info: CommitInfo) -> str:

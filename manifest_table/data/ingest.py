@@ -50,6 +50,21 @@ def batches_of(data: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     return iter(conform(_to_table(data, schema), schema).to_batches())
 
 
+def schema_of(data: Any) -> pa.Schema:
+    """The Arrow schema of what ``append`` accepts, as the data has it (before conforming)."""
+    data = arrow_input(data)
+    if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
+        return data.schema
+    if isinstance(data, list):
+        try:
+            return pa.Table.from_pylist(data).schema
+        except (pa.ArrowException, TypeError, AttributeError) as exc:
+            raise SchemaMismatchError(f"the rows do not convert to Arrow: {exc}") from None
+    if _is_pandas(data):
+        return pa.Schema.from_pandas(data, preserve_index=False)
+    raise unsupported_input(data)
+
+
 def _to_table(data: Any, schema: pa.Schema) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
