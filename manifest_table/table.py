@@ -5,11 +5,21 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Never
 
 import pyarrow as pa
 
-from .arguments import check_choice, check_int, check_location, check_time, check_version
+from .arguments import (
+    Duration,
+    Seconds,
+    Size,
+    check_choice,
+    check_int,
+    check_location,
+    check_time,
+    check_version,
+    did_you_mean,
+)
 from .commit import CommitInfo, CommitOptions
 from .data.file_sets import VersionFiles
 from .data.ingest import arrow_input
@@ -187,30 +197,54 @@ class Table(TableHandle):
         same files; versions before it stay readable. A v2 table is left as it is."""
         return upgrade(self, properties)
 
-    def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
+    def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
         rows deleted, in one commit that reads the same rows (see docs/operations.md).
-        ``target_file_size`` defaults to the table's. Nothing to do commits nothing."""
+        ``target_file_size`` (bytes, or ``"128MiB"``) defaults to the table's. Nothing to do
+        commits nothing."""
         return compact(self, target_file_size, min_deleted_fraction)
 
-    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
-           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
+    def gc(self, retain_versions: int | None = None, retain_for: Duration | None = timedelta(days=7),
+           grace: Duration = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
-        ``grace`` (see docs/operations.md). ``dry_run`` only reports what would go."""
+        ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
+        ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 
 def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
                  storage_options: dict[str, str] | None = None, format_version: int = FORMAT_VERSION,
                  properties: dict[str, int] | None = None, mirrors: Sequence[str] | None = None,
-                 **options: Any) -> Table:
+                 target_file_size: Size | None = None, row_group_size: Size | None = None,
+                 compression: str | None = None, deadline: Seconds | None = None,
+                 max_attempts: int | None = None, free_retries: int | None = None,
+                 backoff_base: Seconds | None = None, backoff_cap: Seconds | None = None,
+                 recheck_after: Seconds | None = None, **unknown: Never) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
-    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md)."""
+    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
+    The other keywords are the handle's options, as for ``open_table``."""
     empty = first_version(schema, format_version, properties, mirrors)
-    table = _table(uri, store, storage_options, options)
+    table = _table(uri, store, storage_options, _options(locals(), unknown))
     create(table, empty)
+    return table
+
+
+def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
+               storage_options: dict[str, str] | None = None, target_file_size: Size | None = None,
+               row_group_size: Size | None = None, compression: str | None = None,
+               deadline: Seconds | None = None, max_attempts: int | None = None,
+               free_retries: int | None = None, backoff_base: Seconds | None = None,
+               backoff_cap: Seconds | None = None, recheck_after: Seconds | None = None,
+               **unknown: Never) -> Table:
+    """Open an existing table. Raises ``TableNotFoundError`` if there is none. The options
+    (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
+    ``row_group_size`` in bytes or as ``"128MiB"``; ``compression``, default ``zstd``) and of
+    ``commit.CommitOptions`` (``deadline``, ``recheck_after``, ``backoff_*`` in seconds, as a
+    ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md."""
+    table = _table(uri, store, storage_options, _options(locals(), unknown))
+    table.log.open()  # fail now, not at the first read
     return table
 
 
@@ -249,29 +283,24 @@ def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", 
     return table
 
 
-def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
-               storage_options: dict[str, str] | None = None, **options: Any) -> Table:
-    """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
-    table = _table(uri, store, storage_options, options)
-    table.log.open()  # fail now, not at the first read
-    return table
+def _options(given: dict[str, Any], unknown: dict[str, Any]) -> tuple[WriteOptions, CommitOptions]:
+    """The handle's options from a call's keywords (``locals()``); None keeps a default."""
+    write_keys, commit_keys = set(WriteOptions.__dataclass_fields__), set(CommitOptions.__dataclass_fields__)
+    if unknown:
+        known = sorted(write_keys | commit_keys)
+        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; "
+                                   f"known: {known}")
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return (WriteOptions(**{k: v for k, v in chosen.items() if k in write_keys}),
+            CommitOptions(**{k: v for k, v in chosen.items() if k in commit_keys}))
 
 
 def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
-           options: dict[str, Any]) -> Table:
-    write_keys = set(WriteOptions.__dataclass_fields__)
-    commit_keys = set(CommitOptions.__dataclass_fields__)
-    unknown = set(options) - write_keys - commit_keys
-    if unknown:
-        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}; known: "
-                                   f"{sorted(write_keys | commit_keys)}")
-    write = WriteOptions(**{k: v for k, v in options.items() if k in write_keys})
-    commit = CommitOptions(**{k: v for k, v in options.items() if k in commit_keys})
+           options: tuple[WriteOptions, CommitOptions]) -> Table:
     text = check_location(uri)
     if store is not None and not isinstance(store, ObjectStore):
         raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
     if storage_options is not None and not (isinstance(storage_options, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
-    return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
-
+    return Table(text, store if store is not None else store_for_uri(text, storage_options), *options)

@@ -13,6 +13,7 @@ from ..errors import InvalidArgumentError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..table import create_table
+from ..wording import count
 from .inputs import INPUT_FORMATS, read_input
 from .jsonl import to_timestamp
 from .options import csv_options, dialect, key_value, names, open_from, storage_options
@@ -26,7 +27,7 @@ log = logging.getLogger("manifest_table.cli")
 def create(args: argparse.Namespace) -> None:
     schema = parse_schema(args.schema) if args.schema is not None else parquet_schema(args.like)
     table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=args.format_version)
-    print(f"created {table.uri} (version 0, format version {args.format_version}) with {len(schema)} columns")
+    print(f"created {table.uri} (version 0, format version {args.format_version}) with {count(len(schema), 'column')}")
 
 
 def append(args: argparse.Namespace) -> None:
