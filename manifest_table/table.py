@@ -101,7 +101,7 @@ class Table(TableHandle):
         removed; returns it as a ``duckdb.DuckDBPyRelation``. See docs/interop.md."""
         from .interop.duckdb import register_view
 
-        return register_view(con, name, self.scan(version=version, as_of=as_of).snapshot, self.io)
+        return register_view(con, name, self.scan(version=version, as_of=as_of).snapshot, self.io, self.uri)
 
     def to_polars(self, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         """The table (or ``version`` / ``as_of``) as a ``polars.LazyFrame`` that reads only
