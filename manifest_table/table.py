@@ -32,6 +32,7 @@ from .format.manifest import FORMAT_VERSION
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .log.version import Version
+from .metadata_tables import Inspector
 from .operations.compaction import compact
 from .operations.create import create, first_version
 from .operations.garbage_collection import GCReport, collect_garbage
@@ -73,6 +74,13 @@ class Table(TableHandle):
         if limit is not None:
             check_int("limit", limit, minimum=0)
         return [CommitInfo.of(m) for m in self.log.history(limit)]
+
+    @property
+    def inspect(self) -> Inspector:
+        """The table's metadata as pyarrow Tables: ``inspect.history()``,
+        ``inspect.files(version=None)``, ``inspect.segments(version=None)``
+        (metadata_tables.py, docs/python-api.md)."""
+        return Inspector(self)
 
     # --- reads --------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None,
