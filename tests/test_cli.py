@@ -719,3 +719,36 @@ def test_counts_read_as_english(run: Run, uri: str, tmp_path: Path):
     assert out.endswith("with 1 column\n")
     out = run("maintain", str(tmp_path / "one"), "--retain-versions", "1", "--retain-for", "0", "--grace", "0")[1]
     assert "summary: 1 table, 1 ok, 0 failed, 0 compactions skipped" in out and "  version 0 retained" in out
+
+
+@pytest.mark.parametrize("name, text", [
+    ("rows.csv", "id,name,ts\n1,a,2025-01-01T00:00:00Z\n2,,2025-01-02T00:00:00Z\n"),
+    ("rows.jsonl", '{"id": 1, "name": "a", "ts": "2025-01-01T00:00:00Z"}\n{"id": 2, "name": null, "ts": null}\n'),
+])
+def test_create_like_infers_csv_and_json_lines(run: Run, tmp_path: Path, name: str, text: str):
+    (tmp_path / name).write_text(text)
+    uri = str(tmp_path / "t")
+    code, out, err = run("create", uri, "--like", str(tmp_path / name))
+    assert (code, err) == (0, "") and out.endswith("with 3 columns\n")
+    schema = mt.open_table(uri).schema
+    assert schema.field("id").type == pa.int64() and schema.field("name").type == pa.string()
+    assert pa.types.is_timestamp(schema.field("ts").type)
+    assert run("append", uri, str(tmp_path / name))[0] == 0 and mt.open_table(uri).scan().count() == 2
+
+
+def test_append_create_makes_the_table_from_the_first_file(run: Run, tmp_path: Path):
+    (tmp_path / "a.csv").write_text("id;name\n1;a\n")
+    (tmp_path / "b.csv").write_text("id;name\n2;b\n")
+    uri = str(tmp_path / "new")
+    assert_user_error(run("append", uri, str(tmp_path / "a.csv"), "--delimiter", ";"), "no table at")
+    code, out, err = run("append", uri, str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--delimiter", ";",
+                         "--create")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"created {uri} (version 0, format version 2) with 2 columns",
+                                "committed version 1 (append): rows_added=2 files_added=2"]
+    code, out, _ = run("append", uri, str(tmp_path / "b.csv"), "--delimiter", ";", "--create")
+    assert code == 0 and out.startswith("committed version 2")  # there already: appended
+    assert sorted(mt.open_table(uri).to_arrow().column("id").to_pylist()) == [1, 2, 2]
+    (tmp_path / "nulls.jsonl").write_text('{"id": 1, "x": null}\n')
+    assert_user_error(run("create", str(tmp_path / "n"), "--like", str(tmp_path / "nulls.jsonl")),
+                      "cannot tell the type of columns ['x']")

@@ -9,29 +9,47 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
-from ..table import create_table
+from ..table import Table, create_table
 from ..wording import count
 from .inputs import INPUT_FORMATS, read_input
 from .jsonl import to_timestamp
 from .options import csv_options, dialect, key_value, names, open_from, storage_options
 from .progress import counted
 from .read import metrics
-from .schema_spec import parquet_schema, parse_schema
+from .schema_spec import file_schema, parse_schema
 
 log = logging.getLogger("manifest_table.cli")
 
 
 def create(args: argparse.Namespace) -> None:
-    schema = parse_schema(args.schema) if args.schema is not None else parquet_schema(args.like)
-    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=args.format_version)
-    print(f"created {table.uri} (version 0, format version {args.format_version}) with {count(len(schema), 'column')}")
+    schema = parse_schema(args.schema) if args.schema is not None else file_schema(args.like, dialect(args))
+    _create(args, schema)
+
+
+def _create(args: argparse.Namespace, schema: pa.Schema) -> Table:
+    format_version = getattr(args, "format_version", FORMAT_VERSION)
+    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=format_version)
+    print(f"created {table.uri} (version 0, format version {format_version}) with {count(len(schema), 'column')}")
+    return table
+
+
+def _open_or_create(args: argparse.Namespace) -> Table:
+    """``append --create``: the table, created from the first file's schema when missing."""
+    try:
+        return open_from(args)
+    except TableNotFoundError:
+        schema = file_schema(args.files[0], dialect(args))
+    try:
+        return _create(args, schema)
+    except TableExistsError:  # another writer created it meanwhile
+        return open_from(args)
 
 
 def append(args: argparse.Namespace) -> None:
-    table = open_from(args)
+    table = _open_or_create(args) if args.create else open_from(args)
     # Open every input first: a missing or unreadable file fails before any data is written.
     readers = [read_input(path, table.schema, dialect(args)) for path in args.files]
     with table.transaction() as tx:
@@ -100,17 +118,20 @@ def upsert(args: argparse.Namespace) -> None:
 
 def add_commands(command: Any) -> None:
     """Register the writing commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
-    created = command("create", create, "create an empty table")
+    csv = csv_options(reading=True)
+    created = command("create", create, "create an empty table", csv)
     schema = created.add_mutually_exclusive_group(required=True)
     schema.add_argument("--schema", metavar="SPEC", help="e.g. 'id:int64,name:string,ts:timestamp[us, tz=UTC]'")
-    schema.add_argument("--like", metavar="FILE.parquet", help="take the schema of a Parquet file")
+    schema.add_argument("--like", metavar="FILE", help="take the schema of a Parquet or Arrow file, or infer it "
+                        "from a CSV or JSON-lines file")
     created.add_argument("--format-version", type=int, choices=(1, FORMAT_VERSION), default=FORMAT_VERSION,
                          help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)")
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)
-    csv = csv_options(reading=True)
     appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit", csv)
     appended.add_argument("files", nargs="+", metavar="FILE", help=files_help)
+    appended.add_argument("--create", action="store_true", help="create the table from the first file's schema "
+                          "when there is none (as create --like)")
 
     deleted = command("delete", delete, "delete the rows matching a filter")
     deleted.add_argument("where", metavar="WHERE", help="filter, e.g. \"id IN (1, 2)\"")
