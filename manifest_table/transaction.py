@@ -100,7 +100,7 @@ class Transaction:
                when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> UpsertCounts:
         """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
         rows_inserted). See ``Table.upsert``."""
-        rules = upsert.MergeRules.of(self.staging.scan().schema, on, when_matched, when_not_matched,
+        rules = upsert.MergeRules.of(self.staging.fields().schema, on, when_matched, when_not_matched,
                                      when_not_matched_by_source, columns)
         return upsert.upsert(self.staging, data, rules)
 

@@ -280,3 +280,17 @@ def test_inserts_need_the_non_nullable_columns(tmp_path: Path):
     assert table.to_arrow().to_pylist() == [{"id": 1, "v": 2.0, "name": "a"}]
     with pytest.raises(SchemaMismatchError, match="non-nullable columns \\['name'\\]"):
         table.upsert(pa.table({"id": [2], "v": [2.0]}), on=["id"], columns=["v"])
+
+
+def test_a_partial_update_keeps_nested_columns(tmp_path: Path):
+    """Arrow's hash join refuses list and struct payload columns: the other columns are taken
+    by row index after a join of keys and positions only."""
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())),
+                        ("point", pa.struct([("x", pa.int64())])), ("v", pa.float64())])
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(pa.table({"id": [1, 2], "tags": [["a"], None], "point": [{"x": 1}, {"x": 2}], "v": [0.0, 0.0]},
+                          schema=schema))
+    table.upsert(pa.table({"id": [2, 3], "v": [5.0, 6.0]}), on=["id"], columns=["v"],
+                 when_not_matched_by_source="delete")
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "tags": None, "point": {"x": 2}, "v": 5.0}, {"id": 3, "tags": None, "point": None, "v": 6.0}]

@@ -52,6 +52,7 @@ IN_LIMIT = 1024
 """Distinct values of a key column above which the key filter is their range instead of an
 IN list: pruning checks an IN list value by value against every file's stats."""
 _SOURCE_ROW = "__source_row"
+_TARGET_ROW = "__target_row"
 
 
 class UpsertCounts(NamedTuple):
@@ -182,13 +183,17 @@ def _join(staging: Staging, rules: MergeRules, probe: pa.Table, where: Expr | No
     scan = staging.scan(columns=schema.names if partial else keys,
                         where=None if rules.reads_every_file else PruneOnly(where))  # type: ignore[arg-type]
     for file, rows in scan.matching_rows():
-        matched = rows.join(probe, keys=keys, join_type="inner")
+        # Only keys and positions go through the join: Arrow's hash join refuses list and
+        # struct payload columns, which a partial update takes afterwards by row index.
+        target = rows.select([*keys, POSITION_COLUMN]).append_column(_TARGET_ROW, pa.array(np.arange(rows.num_rows)))
+        matched = target.join(probe, keys=keys, join_type="inner")
         if matched.num_rows:
-            target = {"update": found.replaced, "delete": found.removed, "ignore": found.kept}[rules.when_matched]
-            target[file.path] = _positions(matched)
-            found.matched.append(matched)
+            chosen = {"update": found.replaced, "delete": found.removed, "ignore": found.kept}[rules.when_matched]
+            chosen[file.path] = _positions(matched)
+            found.matched.append(rows.take(matched.column(_TARGET_ROW)).append_column(
+                _SOURCE_ROW, matched.column(_SOURCE_ROW)) if partial else matched)
         if rules.reads_every_file:
-            missing = rows.join(probe, keys=keys, join_type="left anti")  # a null key matches nothing
+            missing = target.join(probe, keys=keys, join_type="left anti")  # a null key matches nothing
             if missing.num_rows:
                 found.removed[file.path] = found.removed.get(file.path, BitMap()) | _positions(missing)
     return found
