@@ -6,7 +6,7 @@ See README.md and docs/ for the format and the commit protocol."""
 from .commit import CommitInfo
 from .data.scan import Scan
 from .expressions import col
-from .table import Table, create_table, open_table
+from .table import Table, create_table, open_table, write_table
 from .transaction import Transaction
 
-__all__ = ["CommitInfo", "Scan", "Table", "Transaction", "col", "create_table", "open_table"]
+__all__ = ["CommitInfo", "Scan", "Table", "Transaction", "col", "create_table", "open_table", "write_table"]

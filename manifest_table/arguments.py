@@ -4,9 +4,11 @@ or written, never a ``TypeError`` from deep inside (``'<' not supported between 
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, timedelta
@@ -46,21 +48,72 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)", re.IGNORECASE)
+_DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgt")},
+               **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")}}
+
+
+Duration = timedelta | str
+"""A ``timedelta`` or a duration string (``"7d"``, ``"36h"``)."""
+Seconds = float | timedelta | str
+"""Seconds as a number, a ``timedelta`` or a duration string (``"30s"``)."""
+Size = int | str
+"""Bytes as an integer or a size string (``"128MiB"``)."""
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``24h``, ``7d``, ``2w`` or ``0``: the one parser of durations, for the
+    CLI and the Python API alike."""
+    if text.strip() == "0":
+        return timedelta(0)
+    match = _DURATION.fullmatch(text.strip())
+    if not match:
+        raise InvalidArgumentError(f"not a duration: {text!r} (use e.g. 90s, 30m, 24h, 7d, 2w)")
+    return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
+
+
+def parse_size(text: str) -> int:
+    """Bytes: ``134217728``, ``128MiB``, ``64MB``, ``1GiB``: the one parser of sizes."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match or float(match[1]) <= 0:
+        raise InvalidArgumentError(f"not a positive size: {text!r} (use e.g. 128MiB, 64MB, 1GiB)")
+    return int(float(match[1]) * _SIZE_UNITS[(match[2] or "").lower()])
+
+
 @overload
 def check_duration(name: str, value: Any, optional: Literal[False] = False) -> timedelta: ...
 @overload
 def check_duration(name: str, value: Any, optional: bool) -> timedelta | None: ...
 def check_duration(name: str, value: Any, optional: bool = False) -> timedelta | None:
-    """A non-negative ``datetime.timedelta`` (or None when ``optional``). Plain numbers are
-    refused rather than guessed to be seconds, hours or days."""
+    """A non-negative ``datetime.timedelta``, or a string ``parse_duration`` reads (``"7d"``),
+    or None when ``optional``. Plain numbers are refused rather than guessed to be seconds,
+    hours or days."""
     if value is None and optional:
         return None
+    if isinstance(value, str):
+        return parse_duration(value)
     if not isinstance(value, timedelta):
-        raise InvalidArgumentError(f"{name} must be a datetime.timedelta (e.g. timedelta(days=7))"
-                                   f"{' or None' if optional else ''}, not {_describe(value)}")
+        raise InvalidArgumentError(f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)) or a duration "
+                                   f"such as '7d'{' or None' if optional else ''}, not {_describe(value)}")
     if value < timedelta(0):
         raise InvalidArgumentError(f"{name} cannot be negative, not {value}")
     return value
+
+
+def check_seconds(name: str, value: Any, *, positive: bool = False) -> float:
+    """Seconds: a number, a ``timedelta`` or a duration string (``"30s"``, ``"2m"``)."""
+    if isinstance(value, str | timedelta):
+        value = check_duration(name, value).total_seconds()
+    return check_number(name, value, positive=positive)
+
+
+def check_size(name: str, value: Any) -> int:
+    """Bytes: an integer of at least 1, or a size string ``parse_size`` reads (``"128MiB"``)."""
+    if isinstance(value, str):
+        return parse_size(value)
+    return check_int(name, value, minimum=1)
 
 
 def check_string(name: str, value: Any) -> str:
@@ -122,11 +175,33 @@ def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
         raise InvalidArgumentError(f"column names must be strings, not {wrong[:5]}")
     unknown = [c for c in columns if c not in names]
     if unknown:
-        raise InvalidArgumentError(f"unknown columns {unknown}; the table has {list(names)}")
+        raise InvalidArgumentError(f"unknown columns {unknown}{did_you_mean(unknown, names)}; the table has "
+                                   f"{list(names)}")
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise InvalidArgumentError(f"columns are repeated: {repeated}")
     return columns
+
+
+def did_you_mean(unknown: Iterable[str], names: Iterable[str]) -> str:
+    """`` (did you mean 'cat'?)`` for the known names nearest the unknown ones (a case-only
+    difference first, then ``difflib``'s closest match, as deltalake suggests for a mistyped
+    column), or "" when none is near."""
+    names = list(names)
+    folded = {name.casefold(): name for name in names}
+    guesses = []
+    for name in unknown:
+        if not isinstance(name, str):  # a dict key such as 3: no name is near it
+            continue
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        guess = folded.get(name.casefold()) or (close[0] if close else None)
+        if guess is not None:
+            guesses.append((name, guess))
+    if not guesses:
+        return ""
+    if len(guesses) == 1:
+        return f" (did you mean {guesses[0][1]!r}?)"
+    return " (did you mean " + ", ".join(f"{guess!r} for {name!r}" for name, guess in guesses) + "?)"
 
 
 def check_version(value: Any) -> int:

@@ -72,6 +72,11 @@ class InvalidArgumentError(ManifestTableError, ValueError):
     """An argument has a value that makes no sense (negative size, retention below grace, ...)."""
 
 
+class NotSupportedError(InvalidArgumentError):
+    """An option that this engine does not implement (Spark's upsert with ``columns``); the
+    message names it and what to use instead. Nothing was written."""
+
+
 class DuplicateKeyError(InvalidArgumentError):
     """An upsert's source holds the same key more than once: which row would win is undefined."""
 

@@ -5,26 +5,38 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Never
 
 import pyarrow as pa
 
-from .arguments import check_int, check_location, check_time, check_version
+from .arguments import (
+    Duration,
+    Seconds,
+    Size,
+    check_choice,
+    check_int,
+    check_location,
+    check_time,
+    check_version,
+    did_you_mean,
+)
 from .commit import CommitInfo, CommitOptions
 from .data.file_sets import VersionFiles
+from .data.ingest import arrow_input
 from .data.scan import Scan, Snapshot
 from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from .expressions import Expr, to_expr
 from .format.manifest import FORMAT_VERSION
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .log.version import Version
+from .metadata_tables import Inspector
 from .operations.compaction import compact
 from .operations.create import create, first_version
 from .operations.garbage_collection import GCReport, collect_garbage
-from .operations.schema_change import SchemaUpdate, update_schema
+from .operations.schema_change import SchemaUpdate, new_columns, update_schema
 from .operations.set_mirrors import set_mirrors
 from .operations.upgrade import upgrade
 from .storage import ObjectStore, store_for_uri
@@ -63,6 +75,13 @@ class Table(TableHandle):
             check_int("limit", limit, minimum=0)
         return [CommitInfo.of(m) for m in self.log.history(limit)]
 
+    @property
+    def inspect(self) -> Inspector:
+        """The table's metadata as pyarrow Tables: ``inspect.history()``,
+        ``inspect.files(version=None)``, ``inspect.segments(version=None)``
+        (metadata_tables.py, docs/python-api.md)."""
+        return Inspector(self)
+
     # --- reads --------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None,
              version: int | None = None, as_of: datetime | str | None = None) -> Scan:
@@ -90,7 +109,7 @@ class Table(TableHandle):
         removed; returns it as a ``duckdb.DuckDBPyRelation``. See docs/interop.md."""
         from .interop.duckdb import register_view
 
-        return register_view(con, name, self.scan(version=version, as_of=as_of).snapshot, self.io)
+        return register_view(con, name, self.scan(version=version, as_of=as_of).snapshot, self.io, self.uri)
 
     def to_polars(self, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         """The table (or ``version`` / ``as_of``) as a ``polars.LazyFrame`` that reads only
@@ -104,8 +123,9 @@ class Table(TableHandle):
         return Transaction(self)
 
     def append(self, data: Any, schema_mode: str | None = None) -> CommitInfo:
-        """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, a pandas DataFrame or a
-        list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
+        """Add rows: a pyarrow Table / RecordBatch / RecordBatchReader, any object with
+        ``__arrow_c_stream__`` (a Polars DataFrame, a DuckDB relation: streamed), a pandas
+        DataFrame or a list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
         columns of ``data`` the table lacks (nullable) in the same commit; without it they
         are a ``SchemaMismatchError``."""
         with self.transaction() as tx:
@@ -123,32 +143,40 @@ class Table(TableHandle):
             tx.delete(where)
             return tx.commit()
 
-    def overwrite(self, data: Any, where: str | Expr | None = None) -> CommitInfo:
-        """Atomically replace every row (or the rows matching ``where``) with ``data``."""
+    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> CommitInfo:
+        """Atomically replace every row (or the rows matching ``where``) with ``data``
+        (``schema_mode="merge"``: adding its new columns, as ``append`` does)."""
         with self.transaction() as tx:
-            tx.overwrite(data, where)
+            tx.overwrite(data, where, schema_mode)
             return tx.commit()
 
-    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> CommitInfo:
-        """Assign ``set`` (column -> literal, ``col``/arithmetic term, filter, or expression
-        text such as ``"price * 1.1"``; quote string literals: ``"'DE'"``) in the live rows
-        matching ``where`` (every row: None). The new versions go to a new file and the old
-        positions to a tombstone, in one commit with ``rows_updated`` in its metrics. See
-        docs/python-api.md."""
+    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
+               values: Mapping[str, Any] | None = None) -> CommitInfo:
+        """Assign ``set`` (column -> ``col``/arithmetic term, filter, or expression text such
+        as ``"price * 1.1"``, where a string literal is quoted: ``"'DE'"``) and ``values``
+        (column -> plain Python value, never parsed: ``{"status": "shipped"}``) in the live
+        rows matching ``where`` (every row: None). A string in ``set`` that is no expression
+        over the table's columns is an ``InvalidFilterError`` pointing at ``values``. The new
+        versions go to a new file and the old positions to a tombstone, in one commit with
+        ``rows_updated`` in its metrics. See docs/python-api.md."""
         with self.transaction() as tx:
-            tx.update(set, where)
+            tx.update(set, where, values=values)
             return tx.commit()
 
-    def upsert(self, data: Any, on: list[str], *, when_matched: str = "update",
-               when_not_matched: str = "insert") -> CommitInfo:
-        """Merge ``data`` (rows of the table's schema) by the key columns ``on``: a target row
-        with a source row's key is replaced by it (``when_matched="ignore"``: kept), a source
-        row without a match is inserted (``when_not_matched="ignore"``: dropped). Reads only
-        the key columns of files whose stats may hold the keys; one commit with
-        ``rows_updated`` and ``rows_inserted``. A key twice in ``data`` raises
-        ``DuplicateKeyError``; a null key matches nothing. See docs/python-api.md."""
+    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
+               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> CommitInfo:
+        """Merge ``data`` by the key columns ``on``. A target row with a source row's key is
+        replaced by it (``when_matched``: "update"; "ignore" keeps it, "delete" deletes it); a
+        source row without a match is inserted (``when_not_matched``: "insert" or "ignore");
+        a target row whose key the source lacks is kept (``when_not_matched_by_source``:
+        "ignore") or deleted ("delete": sync the table to a snapshot). ``columns`` names the
+        columns a matched update sets; the source may then omit the others (inserted rows get
+        nulls there). One commit with ``rows_updated``, ``rows_inserted`` and ``rows_removed``;
+        no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
+        null key matches nothing. See docs/python-api.md."""
         with self.transaction() as tx:
-            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched)
+            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched,
+                      when_not_matched_by_source=when_not_matched_by_source, columns=columns)
             return tx.commit()
 
     # --- mirrors ------------------------------------------------------------------------
@@ -177,56 +205,110 @@ class Table(TableHandle):
         same files; versions before it stay readable. A v2 table is left as it is."""
         return upgrade(self, properties)
 
-    def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
+    def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
         rows deleted, in one commit that reads the same rows (see docs/operations.md).
-        ``target_file_size`` defaults to the table's. Nothing to do commits nothing."""
+        ``target_file_size`` (bytes, or ``"128MiB"``) defaults to the table's. Nothing to do
+        commits nothing."""
         return compact(self, target_file_size, min_deleted_fraction)
 
-    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
-           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
+    def gc(self, retain_versions: int | None = None, retain_for: Duration | None = timedelta(days=7),
+           grace: Duration = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
-        ``grace`` (see docs/operations.md). ``dry_run`` only reports what would go."""
+        ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
+        ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 
 def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
                  storage_options: dict[str, str] | None = None, format_version: int = FORMAT_VERSION,
                  properties: dict[str, int] | None = None, mirrors: Sequence[str] | None = None,
-                 **options: Any) -> Table:
+                 target_file_size: Size | None = None, row_group_size: Size | None = None,
+                 compression: str | None = None, deadline: Seconds | None = None,
+                 max_attempts: int | None = None, free_retries: int | None = None,
+                 backoff_base: Seconds | None = None, backoff_cap: Seconds | None = None,
+                 recheck_after: Seconds | None = None, **unknown: Never) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
-    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md)."""
+    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
+    The other keywords are the handle's options, as for ``open_table``."""
     empty = first_version(schema, format_version, properties, mirrors)
-    table = _table(uri, store, storage_options, options)
+    table = _table(uri, store, storage_options, _options(locals(), unknown))
     create(table, empty)
     return table
 
 
 def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
-               storage_options: dict[str, str] | None = None, **options: Any) -> Table:
-    """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
-    table = _table(uri, store, storage_options, options)
+               storage_options: dict[str, str] | None = None, target_file_size: Size | None = None,
+               row_group_size: Size | None = None, compression: str | None = None,
+               deadline: Seconds | None = None, max_attempts: int | None = None,
+               free_retries: int | None = None, backoff_base: Seconds | None = None,
+               backoff_cap: Seconds | None = None, recheck_after: Seconds | None = None,
+               **unknown: Never) -> Table:
+    """Open an existing table. Raises ``TableNotFoundError`` if there is none. The options
+    (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
+    ``row_group_size`` in bytes or as ``"128MiB"``; ``compression``, default ``zstd``) and of
+    ``commit.CommitOptions`` (``deadline``, ``recheck_after``, ``backoff_*`` in seconds, as a
+    ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md."""
+    table = _table(uri, store, storage_options, _options(locals(), unknown))
     table.log.open()  # fail now, not at the first read
     return table
 
 
-def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
-           options: dict[str, Any]) -> Table:
-    write_keys = set(WriteOptions.__dataclass_fields__)
-    commit_keys = set(CommitOptions.__dataclass_fields__)
-    unknown = set(options) - write_keys - commit_keys
+WRITE_MODES = ("error", "append", "overwrite")
+_CREATION_OPTIONS = ("format_version", "properties", "mirrors")
+
+
+def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", schema_mode: str | None = None,
+                storage_options: dict[str, str] | None = None, **table_options: Any) -> Table:
+    """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
+    data's schema when there is none (version 0, then the rows as version 1). ``mode``:
+    ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
+    or ``"overwrite"`` (replace every row). ``schema_mode="merge"`` adds the data's new
+    columns. ``table_options`` are ``create_table``'s; ``format_version``, ``properties`` and
+    ``mirrors`` apply only when the table is created. Returns the table."""
+    check_choice("mode", mode, WRITE_MODES)
+    data = arrow_input(data)  # one stream for the schema and the rows
+    creation = {k: table_options.pop(k) for k in _CREATION_OPTIONS if k in table_options}
+    try:
+        table = open_table(uri, storage_options=storage_options, **table_options)
+        if mode == "error":
+            raise TableExistsError(f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
+                                   "or mode='overwrite' to write to it)")
+    except TableNotFoundError:
+        schema = pa.schema(new_columns(data, pa.schema([])))
+        try:
+            table = create_table(uri, schema, storage_options=storage_options, **creation, **table_options)
+        except TableExistsError:  # another writer created it meanwhile
+            if mode == "error":
+                raise
+            table = open_table(uri, storage_options=storage_options, **table_options)
+    if mode == "overwrite":
+        table.overwrite(data, schema_mode=schema_mode)
+    else:
+        table.append(data, schema_mode=schema_mode)
+    return table
+
+
+def _options(given: dict[str, Any], unknown: dict[str, Any]) -> tuple[WriteOptions, CommitOptions]:
+    """The handle's options from a call's keywords (``locals()``); None keeps a default."""
+    write_keys, commit_keys = set(WriteOptions.__dataclass_fields__), set(CommitOptions.__dataclass_fields__)
     if unknown:
-        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}; known: "
-                                   f"{sorted(write_keys | commit_keys)}")
-    write = WriteOptions(**{k: v for k, v in options.items() if k in write_keys})
-    commit = CommitOptions(**{k: v for k, v in options.items() if k in commit_keys})
+        known = sorted(write_keys | commit_keys)
+        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; "
+                                   f"known: {known}")
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return (WriteOptions(**{k: v for k, v in chosen.items() if k in write_keys}),
+            CommitOptions(**{k: v for k, v in chosen.items() if k in commit_keys}))
+
+
+def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
+           options: tuple[WriteOptions, CommitOptions]) -> Table:
     text = check_location(uri)
     if store is not None and not isinstance(store, ObjectStore):
         raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
     if storage_options is not None and not (isinstance(storage_options, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
-    return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
-
+    return Table(text, store if store is not None else store_for_uri(text, storage_options), *options)

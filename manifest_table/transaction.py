@@ -83,22 +83,26 @@ class Transaction:
         return delete.delete(self.staging, where)
 
     @_all_or_nothing
-    def overwrite(self, data: Any, where: str | Expr | None = None) -> None:
-        """Stage replacing every row (or the rows matching ``where``) with ``data``."""
-        overwrite.overwrite(self.staging, data, where)
+    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> None:
+        """Stage replacing every row (or the rows matching ``where``) with ``data``
+        (``schema_mode="merge"``: adding its new columns first, as ``append`` does)."""
+        overwrite.overwrite(self.staging, data, where, schema_mode)
 
     @_all_or_nothing
-    def update(self, set: Mapping[str, Any], where: str | Expr | None = None) -> int:
+    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
+               values: Mapping[str, Any] | None = None) -> int:
         """Stage new versions of the live rows matching ``where`` (every row: None), with the
-        columns of ``set`` assigned; returns how many rows. See ``Table.update``."""
-        return update.update(self.staging, set, where)
+        columns of ``set`` and ``values`` assigned; returns how many rows. See ``Table.update``."""
+        return update.update(self.staging, set, where, values)
 
     @_all_or_nothing
-    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update",
-               when_not_matched: str = "insert") -> UpsertCounts:
+    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
+               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> UpsertCounts:
         """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
         rows_inserted). See ``Table.upsert``."""
-        return upsert.upsert(self.staging, data, on, when_matched, when_not_matched)
+        rules = upsert.MergeRules.of(self.staging.fields().schema, on, when_matched, when_not_matched,
+                                     when_not_matched_by_source, columns)
+        return upsert.upsert(self.staging, data, rules)
 
     @_all_or_nothing
     def add_files(self, files: Sequence[DataFile]) -> None:

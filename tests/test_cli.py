@@ -408,8 +408,7 @@ def test_missing_table(run: Run, tmp_path: Path):
 
 
 @pytest.mark.parametrize("argv", [["create", "", "--schema", "id:int64"], ["create", " ", "--schema", "id:int64"],
-                                  ["info", ""], ["scan", ""], ["append", "\t", "x.csv"], ["gc", ""],
-                                  ["maintain", ""], ["maintain", " "]])
+                                  ["info", ""], ["scan", ""], ["append", "\t", "x.csv"], ["gc", ""]])
 def test_an_empty_location_is_a_user_error(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            argv: list[str]):
     """``manifest-table create ""`` made a table in the working directory."""
@@ -534,7 +533,7 @@ def test_every_command_as_a_subprocess(location: str, tmp_path: Path):
     collect = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0"]
     assert "dry run: nothing was deleted" in ok("gc", location, "--dry-run", *collect)
     assert "versions 0..4 expired" in ok("gc", location, *collect)
-    assert "summary: 1 tables, 1 ok, 0 failed" in ok("maintain", location, *collect)
+    assert "summary: 1 table, 1 ok, 0 failed" in ok("maintain", location, *collect)
     assert sorted(mt.open_table(location).to_arrow().column("id").to_pylist()) == [3, 20, 20]
 
 
@@ -560,7 +559,6 @@ USER_ERRORS = [  # (argv, message); {t} is the table, {tmp} a directory with bad
     (["overwrite", "{t}", "{tmp}/wrong.csv"], "unknown columns ['nmae']"),
     (["delete", "{t}", "name = 3"], "cannot compare column 'name'"),
     (["gc", "{t}", "--retain-for", "1h"], "shorter than grace"),
-    (["maintain", "{t}/nothing-here"], "no table at or under"),
     (["append", "{t}", "{tmp}/\udcff.csv"], "the file name is not valid Unicode"),  # the shell gave byte 0xff
     (["create", "{t}2", "--schema", "i\udcffd:int64"], "the schema is not valid Unicode"),
 ]
@@ -651,7 +649,7 @@ def test_scheduled_job_takes_storage_options(s3_uri: str, moto_endpoint: str):
                            "--storage-option", "region=us-east-1", "--log-level", "WARNING"],
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
-    assert "compaction: version 3: 2 files -> 1" in done.stdout and "summary: 1 tables, 1 ok" in done.stdout
+    assert "compaction: version 3: 2 files -> 1" in done.stdout and "summary: 1 table, 1 ok" in done.stdout
 
 
 def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -670,3 +668,87 @@ def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, m
     monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
     code, out, _ = run("scan", uri)
     assert code == 0 and "x" * 500 in out.splitlines()[2]
+
+
+def test_update_sets_expressions_and_plain_values(run: Run, uri: str):
+    code, out, err = run("update", uri, "--where", "id >= 3", "--set", "id=id * 10", "--value", "name=id",
+                         "--value", "ts=2026-01-02 03:04:05")
+    assert (code, err) == (0, "") and out == "updated 2 rows; the table is now at version 3\n"
+    got = {r["id"]: r for r in mt.open_table(uri).to_arrow().to_pylist()}
+    assert sorted(got) == [0, 1, 2, 30, 40]
+    assert got[30]["name"] == "id" and got[30]["ts"] == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert run("update", uri, "--where", "id = 99", "--value", "name=x")[1] == \
+        "updated 0 rows; the table is unchanged at version 3\n"
+
+
+def test_update_errors_point_at_the_fix(run: Run, uri: str):
+    assert_user_error(run("update", uri, "--set", "name=shipped"), "pass values={'name': 'shipped'}")
+    assert_user_error(run("update", uri, "--value", "id=seven"), "--value id='seven' is not a value of type int64")
+    assert_user_error(run("update", uri, "--value", "nmae=x"), "did you mean 'name'?")
+    assert_user_error(run("update", uri), "needs set=")
+    assert mt.open_table(uri).version == 2
+
+
+def test_upsert_merge_options(run: Run, uri: str, tmp_path: Path):
+    partial = tmp_path / "names.csv"
+    partial.write_text("id,name\n1,one\n9,nine\n")
+    code, out, err = run("upsert", uri, str(partial), "--on", "id", "--columns", "name")
+    assert (code, err) == (0, "") and "rows_updated=1" in out and "rows_inserted=1" in out
+    got = {r["id"]: r for r in mt.open_table(uri).to_arrow().to_pylist()}
+    assert got[1]["name"] == "one" and got[1]["ts"] is not None and got[9]["ts"] is None
+    snapshot = tmp_path / "snapshot.jsonl"
+    snapshot.write_text('{"id": 2, "name": "x"}\n{"id": 3, "name": "y"}\n')
+    code, out, err = run("upsert", uri, str(snapshot), "--on", "id", "--when-matched", "delete",
+                         "--when-not-matched-by-source", "delete", "--when-not-matched", "ignore")
+    assert (code, err) == (0, "") and "rows_removed=6" in out
+    assert mt.open_table(uri).to_arrow().num_rows == 0
+    assert_user_error(run("upsert", uri, str(partial), "--on", "id", "--columns", "nmae"), "did you mean 'name'?")
+
+
+def test_maintain_usage_errors_exit_2(run: Run, uri: str):
+    """docs/operations.md and gc/README.md: no table at the root, or a retention shorter than
+    the grace period, is a usage error (2), as for gc/maintain.py; it exited 1."""
+    for argv, message in ([uri + "/nothing-here"], "no table at or under"), ([""], "the table location is empty"), (
+            [uri, "--retain-for", "1h"], "shorter than grace"):
+        code, out, err = run("maintain", *argv)
+        assert (code, out) == (2, "") and err.startswith("manifest-table: error: ") and message in err
+
+
+def test_counts_read_as_english(run: Run, uri: str, tmp_path: Path):
+    code, out, _ = run("create", str(tmp_path / "one"), "--schema", "id:int64")
+    assert out.endswith("with 1 column\n")
+    out = run("maintain", str(tmp_path / "one"), "--retain-versions", "1", "--retain-for", "0", "--grace", "0")[1]
+    assert "summary: 1 table, 1 ok, 0 failed, 0 compactions skipped" in out and "  version 0 retained" in out
+
+
+@pytest.mark.parametrize("name, text", [
+    ("rows.csv", "id,name,ts\n1,a,2025-01-01T00:00:00Z\n2,,2025-01-02T00:00:00Z\n"),
+    ("rows.jsonl", '{"id": 1, "name": "a", "ts": "2025-01-01T00:00:00Z"}\n{"id": 2, "name": null, "ts": null}\n'),
+])
+def test_create_like_infers_csv_and_json_lines(run: Run, tmp_path: Path, name: str, text: str):
+    (tmp_path / name).write_text(text)
+    uri = str(tmp_path / "t")
+    code, out, err = run("create", uri, "--like", str(tmp_path / name))
+    assert (code, err) == (0, "") and out.endswith("with 3 columns\n")
+    schema = mt.open_table(uri).schema
+    assert schema.field("id").type == pa.int64() and schema.field("name").type == pa.string()
+    assert pa.types.is_timestamp(schema.field("ts").type)
+    assert run("append", uri, str(tmp_path / name))[0] == 0 and mt.open_table(uri).scan().count() == 2
+
+
+def test_append_create_makes_the_table_from_the_first_file(run: Run, tmp_path: Path):
+    (tmp_path / "a.csv").write_text("id;name\n1;a\n")
+    (tmp_path / "b.csv").write_text("id;name\n2;b\n")
+    uri = str(tmp_path / "new")
+    assert_user_error(run("append", uri, str(tmp_path / "a.csv"), "--delimiter", ";"), "no table at")
+    code, out, err = run("append", uri, str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--delimiter", ";",
+                         "--create")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"created {uri} (version 0, format version 2) with 2 columns",
+                                "committed version 1 (append): rows_added=2 files_added=2"]
+    code, out, _ = run("append", uri, str(tmp_path / "b.csv"), "--delimiter", ";", "--create")
+    assert code == 0 and out.startswith("committed version 2")  # there already: appended
+    assert sorted(mt.open_table(uri).to_arrow().column("id").to_pylist()) == [1, 2, 2]
+    (tmp_path / "nulls.jsonl").write_text('{"id": 1, "x": null}\n')
+    assert_user_error(run("create", str(tmp_path / "n"), "--like", str(tmp_path / "nulls.jsonl")),
+                      "cannot tell the type of columns ['x']")

@@ -123,7 +123,7 @@ def test_dry_run_changes_nothing_and_predicts_the_real_run(table: Table) -> None
                                                                         dry.versions_expired)
     assert set(before) - set(objects(table.store)) == set(real.deleted_keys)
     text = str(real)
-    assert f"versions {real.versions_retained[0]} retained" in text and "deleted" in text
+    assert f"  version {real.versions_retained[0]} retained," in text and "deleted" in text
     assert not table.gc(retain_versions=1, retain_for=None, grace=ZERO).deleted_keys
 
 

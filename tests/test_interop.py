@@ -311,3 +311,21 @@ def test_polars_reads_a_fixed_size_list_column_added_by_a_schema_change(tmp_path
     frame = table.to_polars().collect()
     assert frame.height == 201 and frame["f"].null_count() == 200
     assert frame.filter(pl.col("id") == 200)["f"].to_list() == [[1, 2]]
+
+
+def test_duckdb_warns_when_it_falls_back_to_an_in_memory_table(tmp_path, caplog: pytest.LogCaptureFixture):
+    """docs/interop.md promises a warning: the whole version is then held in memory (it was
+    INFO for a glob in the path or a missing httpfs, and silent for an in-memory store)."""
+    import logging
+
+    con = duckdb.connect()
+    for uri, store in (("memory://t", MemoryStore()), (str(tmp_path / "glob[1]"), None)):
+        table = mt.create_table(uri, pa.schema([("id", pa.int64())]), store=store)
+        table.to_duckdb(con, "empty")  # no file: nothing to warn about
+        table.append(pa.table({"id": [1, 2]}))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="manifest_table.interop"):
+            assert table.to_duckdb(con, "v").fetchall() == [(1,), (2,)]
+        warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warned) == 1 and table.uri in warned[0].getMessage() and "in-memory Arrow table" in \
+            warned[0].getMessage()

@@ -72,7 +72,7 @@ def test_job_on_one_healthy_table_exits_zero(tmp_path: Path) -> None:
     small_table(uri)
     result = run(uri, "--no-compact")
     assert result.returncode == 0, result.stderr
-    assert "summary: 1 tables, 1 ok, 0 failed" in result.stdout and "compaction:" not in result.stdout
+    assert "summary: 1 table, 1 ok, 0 failed" in result.stdout and "compaction:" not in result.stdout
     assert "versions 0..4 retained" in result.stdout  # a week of retention keeps everything
 
 
@@ -131,7 +131,7 @@ def test_a_compaction_conflict_is_skipped_not_failed(job: ModuleType, tmp_path: 
     assert job.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "compaction skipped: a concurrent commit conflicted" in out
-    assert "1 ok, 0 failed, 1 compactions skipped" in out
+    assert "1 ok, 0 failed, 1 compaction skipped" in out
 
 
 def test_two_copies_run_concurrently_with_a_writer(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def test_cli_append_of_5m_rows_compact_and_maintain(tmp_path: Path, capsys: pyte
     model = model.filter(pc.not_equal(model["k"], 8))
     assert main(["maintain", uri, "--retain-versions", "1", "--retain-for", "0", "--grace", "0"]) == 0
     out = capsys.readouterr().out
-    assert "summary: 1 tables, 1 ok, 0 failed" in out and "compaction: nothing to do" in out
+    assert "summary: 1 table, 1 ok, 0 failed" in out and "compaction: nothing to do" in out
     assert t.to_arrow().equals(model)
 
 
@@ -218,7 +218,7 @@ def test_the_scheduled_job_over_a_big_table_ends_ok(big: tuple[mt.Table, pa.Tabl
     model = model.filter(pc.greater_equal(model["k"], 250))
     shown: list[str] = []
     assert run_job([t.uri], GC_EVERYTHING, show=shown.append) == 0
-    assert "summary: 1 tables, 1 ok, 0 failed, 0 compactions skipped" in shown[-1]
+    assert "summary: 1 table, 1 ok, 0 failed, 0 compactions skipped" in shown[-1]
     assert t.to_arrow().equals(model)
     live = {f.path for f in t.manifest().files}
     assert {f"data/{name}" for name in os.listdir(Path(t.uri) / "data")} == live  # GC took the rest

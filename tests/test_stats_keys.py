@@ -64,5 +64,5 @@ def test_a_dotted_name_is_a_column_not_a_path_into_a_struct() -> None:
     """Filters compare top-level columns: `a.b` names a column called "a.b", and a struct's
     fields cannot be compared (binding says which columns there are)."""
     t = mt.create_table("mem://t", pa.schema([STRUCT]), store=MemoryStore())
-    with pytest.raises(InvalidFilterError, match="unknown column 'a.b'; available columns: a"):
+    with pytest.raises(InvalidFilterError, match="unknown column 'a.b' .*; available columns: a$"):
         t.scan(where="a.b = 1")

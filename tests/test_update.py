@@ -100,9 +100,13 @@ def test_update_inside_a_transaction_is_visible_to_its_scans(table: mt.Table):
 
 @pytest.mark.parametrize("assignments, where, error, message", [
     ({"nope": 1}, None, InvalidArgumentError, "unknown columns"),
-    ({}, None, InvalidArgumentError, "non-empty dict"),
+    ({}, None, InvalidArgumentError, "needs set= .* or values="),
+    ({"name": "shipped"}, None, InvalidFilterError, r"pass values=\{'name': 'shipped'\}"),
+    ({"name": "shipped today"}, None, InvalidFilterError, "to store the text itself, pass values="),
+    ({"nmae": 1}, None, InvalidArgumentError, "did you mean 'name'"),
     ({"qty": "name + 1"}, None, InvalidFilterError, "cannot apply"),
     ({"qty": 1}, "nope = 1", InvalidFilterError, "unknown column"),
+    ({"qty": 1}, "qyt = 1", InvalidFilterError, "did you mean 'qty'"),
     ({"qty": "price"}, None, InvalidArgumentError, "cannot store"),  # 0.5 does not fit an integer
     ({"qty": "qty / 0"}, None, InvalidArgumentError, "divide by zero"),
     ({"qty": "qty + 3000000000"}, None, InvalidArgumentError, "cannot store"),  # beyond int32
@@ -148,3 +152,29 @@ def test_integers_beyond_int64_are_stored_into_uint64_and_decimal_columns(tmp_pa
         table.update({"id": 2**63})  # beyond int64: refused by the checked cast, not stored wrapped
     with pytest.raises(InvalidFilterError, match="no Arrow type"):
         table.update({"d": 10**40})  # beyond every integer type Arrow has
+
+
+def test_values_are_stored_as_given_never_parsed(table: mt.Table):
+    """The ambiguity of issue 23: ``set={"name": "shipped"}`` read a column 'shipped' (an error)
+    and ``set={"name": "id"}`` silently copied the id column. ``values`` stores text as text."""
+    info = table.update(values={"name": "id", "qty": 7, "amount": Decimal("1.25"), "flag": None},
+                        where="id = 3")
+    assert info.metrics["rows_updated"] == 1
+    assert by_id(table)[3] == {**rows(3, 4).to_pylist()[0], "name": "id", "qty": 7, "amount": Decimal("1.25"),
+                               "flag": None}
+    table.update({"qty": "qty + 1"}, where="id = 3", values={"name": "price * 2"})
+    assert by_id(table)[3]["name"] == "price * 2" and by_id(table)[3]["qty"] == 8
+
+
+@pytest.mark.parametrize("assignments, values, message", [
+    ({"qty": 1}, {"qty": 2}, "in both set and values"),
+    (None, {"qty": col("qty") + 1}, "pass it in set="),
+    (None, ["qty"], "values must be a dict"),
+    (None, {"name": 5}, "cannot store"),
+    (None, {"nmae": "x"}, "did you mean 'name'"),
+])
+def test_bad_values_commit_nothing(table: mt.Table, assignments, values, message):
+    version = table.version
+    with pytest.raises(InvalidArgumentError, match=message):
+        table.update(assignments, values=values)
+    assert table.version == version

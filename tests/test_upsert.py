@@ -119,7 +119,7 @@ def test_a_key_the_target_holds_twice_is_replaced_twice(table: mt.Table):
     ({"on": "id"}, InvalidArgumentError, "list of column names"),
     ({"on": ["nope"]}, InvalidArgumentError, "unknown columns"),
     ({"on": ["v"]}, InvalidArgumentError, "keys must be"),
-    ({"on": ["id"], "when_matched": "delete"}, InvalidArgumentError, "when_matched must be one of"),
+    ({"on": ["id"], "when_matched": "remove"}, InvalidArgumentError, "when_matched must be one of"),
     ({"on": ["id"], "when_not_matched": "update"}, InvalidArgumentError, "when_not_matched must be one of"),
 ])
 def test_bad_arguments(table: mt.Table, kwargs, error, message):
@@ -184,3 +184,113 @@ def test_upsert_equals_a_pandas_reference(target, source, when_matched, when_not
     table.upsert(as_table(source), on=["id"], when_matched=when_matched, when_not_matched=when_not_matched)
     expected_table = pa.Table.from_pandas(expected, schema=SCHEMA, preserve_index=False)
     assert sorted_rows(table.to_arrow()) == sorted_rows(expected_table)
+
+
+# --- the merge options of issue 23: delete matched rows, delete rows missing from the source, partial updates
+def merge_reference(target: list[dict], source: list[dict], when_matched: str, when_not_matched: str,
+                    by_source: str, columns: list[str] | None) -> list[dict]:
+    """SQL MERGE over rows as dicts, written without our code: a null key matches nothing."""
+    by_key = {s["id"]: s for s in source if s["id"] is not None}
+    target_keys = {t["id"] for t in target if t["id"] is not None}
+    out = []
+    for t in target:
+        s = by_key.get(t["id"])
+        if s is None:
+            if by_source == "ignore":
+                out.append(t)
+        elif when_matched == "update":
+            out.append({**t, **{c: s[c] for c in (columns or SCHEMA.names)}})
+        elif when_matched == "ignore":
+            out.append(t)
+    if when_not_matched == "insert":
+        out += [{**dict.fromkeys(SCHEMA.names), **s} for s in source if s["id"] not in target_keys or s["id"] is None]
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(target=TARGET, source=SOURCE, when_matched=st.sampled_from(["update", "ignore", "delete"]),
+       when_not_matched=st.sampled_from(["insert", "ignore"]), by_source=st.sampled_from(["ignore", "delete"]),
+       partial=st.booleans(), split=st.integers(0, 30))
+def test_merge_options_equal_a_reference(target, source, when_matched, when_not_matched, by_source, partial, split):
+    seen: set[int] = set()
+    source = [s for s in source if s[0] is None or not (s[0] in seen or seen.add(s[0]))]  # unique keys
+    columns = ["v"] if partial and when_matched == "update" else None
+    table = mt.create_table("mem://merge", SCHEMA, store=MemoryStore(), row_group_size=4)
+    table.append(as_table(target[:split]))
+    table.append(as_table(target[split:]))
+    old_files = {f.path for f in table.manifest().files}
+    source_table = as_table(source).select(["id", "v"]) if columns else as_table(source)
+    expected = merge_reference(as_table(target).to_pylist(), source_table.to_pylist(), when_matched,
+                               when_not_matched, by_source, columns)
+    info = table.upsert(source_table, on=["id"], when_matched=when_matched, when_not_matched=when_not_matched,
+                        when_not_matched_by_source=by_source, columns=columns)
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pa.Table.from_pylist(expected, schema=SCHEMA))
+    assert old_files <= {f.path for f in table.manifest().files}  # merge-on-read: none rewritten
+    if info.committed:
+        m = info.metrics
+        assert m.get("rows_deleted", 0) == m["rows_updated"] + m["rows_removed"]
+
+
+def test_a_snapshot_sync_deletes_missing_rows_and_null_keys(table: mt.Table):
+    table.append(pa.table({"id": [None], "region": ["eu"], "v": [1.0], "note": ["null key"]}, schema=SCHEMA))
+    info = table.upsert(rows([1, 2, 500], v=9.0), on=["id"], when_not_matched_by_source="delete")
+    assert sorted_rows(table.to_arrow()) == sorted_rows(rows([1, 2, 500], v=9.0))
+    assert (info.metrics["rows_updated"], info.metrics["rows_inserted"], info.metrics["rows_removed"]) == (2, 1, 99)
+    assert table.history(limit=1)[0].operation == "upsert"
+
+
+def test_matched_rows_can_be_deleted(table: mt.Table):
+    info = table.upsert(rows([3, 4, 600]), on=["id"], when_matched="delete", when_not_matched="ignore")
+    assert info.metrics["rows_removed"] == 2 and info.metrics["rows_inserted"] == 0
+    ids = set(table.to_arrow().column("id").to_pylist())
+    assert 3 not in ids and 4 not in ids and 600 not in ids and len(ids) == 98
+
+
+def test_a_partial_update_keeps_the_other_columns(table: mt.Table):
+    source = pa.table({"id": [5, 700], "v": [2.5, 3.5]})
+    info = table.upsert(source, on=["id"], columns=["v"])
+    assert (info.metrics["rows_updated"], info.metrics["rows_inserted"]) == (1, 1)
+    got = {r["id"]: r for r in table.to_arrow().to_pylist()}
+    assert got[5] == {"id": 5, "region": "eu", "v": 2.5, "note": "n5"}
+    assert got[700] == {"id": 700, "region": None, "v": 3.5, "note": None}
+
+
+@pytest.mark.parametrize("kwargs, source, error, message", [
+    ({"columns": ["v"], "when_matched": "ignore"}, rows([1]), InvalidArgumentError, "needs when_matched='update'"),
+    ({"columns": ["id"]}, rows([1]), InvalidArgumentError, "besides the keys"),
+    ({"columns": ["vv"]}, rows([1]), InvalidArgumentError, "did you mean 'v'"),
+    ({"columns": ["v", "note"]}, pa.table({"id": [1], "v": [1.0]}), SchemaMismatchError, "lacks columns \\['note'\\]"),
+    ({"when_not_matched_by_source": "remove"}, rows([1]), InvalidArgumentError, "must be one of"),
+    ({"when_matched": "replace"}, rows([1]), InvalidArgumentError, "must be one of"),
+    ({}, pa.table({"id": [1], "v": [1.0]}), SchemaMismatchError, "missing columns"),
+])
+def test_bad_merge_options_commit_nothing(table: mt.Table, kwargs, source, error, message):
+    version, files = table.version, data_keys(table)
+    with pytest.raises(error, match=message):
+        table.upsert(source, on=["id"], **kwargs)
+    assert table.version == version and data_keys(table) == files
+
+
+def test_inserts_need_the_non_nullable_columns(tmp_path: Path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64()),
+                        pa.field("name", pa.string(), nullable=False)])
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(pa.table({"id": [1], "v": [1.0], "name": ["a"]}, schema=schema))
+    table.upsert(pa.table({"id": [1], "v": [2.0]}), on=["id"], columns=["v"], when_not_matched="insert")
+    assert table.to_arrow().to_pylist() == [{"id": 1, "v": 2.0, "name": "a"}]
+    with pytest.raises(SchemaMismatchError, match="non-nullable columns \\['name'\\]"):
+        table.upsert(pa.table({"id": [2], "v": [2.0]}), on=["id"], columns=["v"])
+
+
+def test_a_partial_update_keeps_nested_columns(tmp_path: Path):
+    """Arrow's hash join refuses list and struct payload columns: the other columns are taken
+    by row index after a join of keys and positions only."""
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())),
+                        ("point", pa.struct([("x", pa.int64())])), ("v", pa.float64())])
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(pa.table({"id": [1, 2], "tags": [["a"], None], "point": [{"x": 1}, {"x": 2}], "v": [0.0, 0.0]},
+                          schema=schema))
+    table.upsert(pa.table({"id": [2, 3], "v": [5.0, 6.0]}), on=["id"], columns=["v"],
+                 when_not_matched_by_source="delete")
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "tags": None, "point": {"x": 2}, "v": 5.0}, {"id": 3, "tags": None, "point": None, "v": 6.0}]

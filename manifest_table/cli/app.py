@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import pyarrow.fs as pafs
 
 from ..errors import InvalidFilterError, ManifestTableError
+from ..expressions.literals import QUOTE_HINT
 from . import maintain, mirror, read, write
 from .options import common_options
 
@@ -103,8 +104,8 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
     lines = str(exc).splitlines() or [type(exc).__name__]
     message = lines[0] + (f" {lines[1].strip()}" if len(lines) > 1 and lines[0].endswith(":") else "")
     where = getattr(args, "where", None) or ""
-    if isinstance(exc, InvalidFilterError) and '"' in where:
-        message += " (string literals take single quotes, as in name = 'DE'; double quotes name a column)"
+    if isinstance(exc, InvalidFilterError) and '"' in where and "single quotes" not in message:
+        message += QUOTE_HINT
     return message
 
 

@@ -53,7 +53,7 @@ def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect())
         if kind == "parquet":
             reader = ds.dataset(path, format="parquet").scanner().to_reader()
         elif kind == "arrow":
-            reader = _open_ipc(path)
+            reader = open_ipc(path)
         elif kind == "csv":
             reader = _open_csv(path, schema, dialect)
         else:
@@ -92,7 +92,7 @@ def _closing(source: BinaryIO, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
         yield from batches
 
 
-def _open_ipc(path: str) -> pa.RecordBatchReader:
+def open_ipc(path: str) -> pa.RecordBatchReader:
     """The Arrow IPC stream format (what ``scan --format arrow`` writes), else the file format."""
     try:
         return pa.ipc.open_stream(pa.memory_map(path))

@@ -5,23 +5,24 @@ scheduled job (compaction then GC on a table or every table under a root) that
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..maintenance.job import JobOptions, describe_compaction, find_tables, run_job
+from ..maintenance.job import JobOptions, describe_compaction, describe_plan, find_tables, run_job
 from ..operations.compaction import plan_compaction
+from ..wording import count
 from .options import checked, duration, fraction, open_from, retention, size, storage_options
 from .progress import activity
+from .read import PROG
 
 
 def compact(args: argparse.Namespace) -> None:
     table = open_from(args)
     if args.dry_run:
         target = args.target_file_size or table.write_options.target_file_size
-        groups = plan_compaction(table.manifest(), target, args.min_deleted_fraction)
-        print(f"compaction (dry run): would rewrite {sum(len(g.files) for g in groups)} files into {len(groups)}"
-              if groups else "compaction (dry run): nothing to do")
+        print(describe_plan(plan_compaction(table.manifest(), target, args.min_deleted_fraction)))
         return
     with activity(f"compacting {table.uri}"):
         info = table.compact(args.target_file_size, args.min_deleted_fraction)
@@ -44,12 +45,18 @@ def gc(args: argparse.Namespace) -> None:
 
 
 def maintain(args: argparse.Namespace) -> int:
-    options = job_options(args)
-    options.check()
-    tables = find_tables(args.uri, options.storage_options)
-    if not tables:
-        raise InvalidArgumentError(f"no table at or under {args.uri}")
-    with activity(f"maintaining {len(tables)} table{'s' if len(tables) > 1 else ''}"):
+    """The job; a setting it refuses or a root without tables is a usage error (exit code 2,
+    as for gc/maintain.py: docs/operations.md), since retrying the same command cannot help."""
+    try:
+        options = job_options(args)
+        options.check()
+        tables = find_tables(args.uri, options.storage_options)
+        if not tables:
+            raise InvalidArgumentError(f"no table at or under {args.uri}")
+    except InvalidArgumentError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    with activity(f"maintaining {count(len(tables), 'table')}"):
         return run_job(tables, options, show=lambda text: print(text, flush=True))
 
 

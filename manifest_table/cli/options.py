@@ -4,21 +4,18 @@ shares (``--storage-option``, ``-v``). The maintenance job's script (gc/maintain
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
 
+from ..arguments import parse_duration, parse_size
 from ..errors import InvalidArgumentError
 from ..table import Table, open_table
 from .inputs import CsvDialect
 
 T = TypeVar("T")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)", re.IGNORECASE)
-_DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "b": 1, **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgt")},
-               **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")}}
+duration = parse_duration
+size = parse_size
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -38,27 +35,9 @@ def names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",")]
 
 
-def duration(text: str) -> timedelta:
-    """``90s``, ``30m``, ``24h``, ``7d``, ``2w`` or ``0``."""
-    if text.strip() == "0":
-        return timedelta(0)
-    match = _DURATION.fullmatch(text.strip())
-    if not match:
-        raise InvalidArgumentError(f"not a duration: {text!r} (use e.g. 90s, 30m, 24h, 7d, 2w)")
-    return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
-
-
 def retention(text: str) -> timedelta | None:
     """A duration, or ``none`` for count-based retention only (needs ``force``)."""
     return None if text.strip().lower() == "none" else duration(text)
-
-
-def size(text: str) -> int:
-    """Bytes: ``134217728``, ``128MiB``, ``64MB``, ``1GiB``."""
-    match = _SIZE.fullmatch(text.strip())
-    if not match or float(match[1]) <= 0:
-        raise InvalidArgumentError(f"not a positive size: {text!r} (use e.g. 128MiB, 64MB, 1GiB)")
-    return int(float(match[1]) * _SIZE_UNITS[(match[2] or "").lower()])
 
 
 def fraction(text: str) -> float:

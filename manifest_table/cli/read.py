@@ -81,22 +81,47 @@ def history(args: argparse.Namespace) -> None:
 def scan(args: argparse.Namespace) -> None:
     table = open_from(args)
     scan = table.scan(args.columns, args.where, args.version, args.as_of)
-    fmt = args.format or (args.output and OUTPUT_FORMATS.get(os.path.splitext(args.output)[1].lower())) or "table"
-    if fmt in ("parquet", "arrow") and not args.output and sys.stdout.isatty():
-        raise InvalidArgumentError(f"--format {fmt} is binary: add --output PATH or pipe it to a program")
+    fmt = output_format(args)
     if args.limit is None:
         limit = None if args.output or fmt != "table" else PREVIEW_ROWS
     else:
         limit = args.limit or None  # 0: every row
-    write = csv_writer(scan.schema, args.delimiter) if fmt == "csv" else WRITERS[fmt]
-    batches = _head(scan.to_batches(), limit)
+    total = scan.count() if args.output and scan.where is None else None  # free without a filter
+    emit(args, fmt, _head(scan.to_batches(), limit), scan.schema, total)
+
+
+def inspect(args: argparse.Namespace) -> None:
+    """The metadata tables of ``Table.inspect``, in any output format ``scan`` writes; the
+    text table and CSV, which cannot hold nested values, leave out the files' ``stats``."""
+    inspector = open_from(args).inspect
+    if args.what == "history" and args.version is not None:
+        raise InvalidArgumentError("--version applies to files and segments; history lists every version")
+    found = inspector.history() if args.what == "history" else getattr(inspector, args.what)(args.version)
+    fmt = output_format(args)
+    if fmt in ("table", "csv") and "stats" in found.column_names:
+        found = found.drop_columns(["stats"])
+    emit(args, fmt, found.to_batches(), found.schema, found.num_rows)
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format``, else the one ``--output``'s extension names, else the text table; a
+    binary format is refused on a terminal."""
+    fmt = args.format or (args.output and OUTPUT_FORMATS.get(os.path.splitext(args.output)[1].lower())) or "table"
+    if fmt in ("parquet", "arrow") and not args.output and sys.stdout.isatty():
+        raise InvalidArgumentError(f"--format {fmt} is binary: add --output PATH or pipe it to a program")
+    return fmt
+
+
+def emit(args: argparse.Namespace, fmt: str, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
+         total: int | None) -> None:
+    """Write ``batches`` in ``fmt`` to ``--output`` (with progress) or stdout."""
+    write = csv_writer(schema, args.delimiter) if fmt == "csv" else WRITERS[fmt]
     if args.output:
-        total = scan.count() if scan.where is None else None  # free without a filter
         with open(args.output, "wb") as sink:
-            write(counted(batches, f"writing {args.output}", total), scan.schema, sink)
+            write(counted(batches, f"writing {args.output}", total), schema, sink)
     else:
         sys.stdout.flush()
-        write(batches, scan.schema, sys.stdout.buffer)
+        write(batches, schema, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 
@@ -117,14 +142,27 @@ def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
     scanned.add_argument("--columns", type=names, metavar="A,B", help="columns to read (default: all)")
     scanned.add_argument("--limit", type=whole_number, metavar="N",
                          help=f"at most N rows, 0 for all (default: {PREVIEW_ROWS} for a printed table, else all)")
-    scanned.add_argument("--format", choices=list(WRITERS),
-                         help="output format (default: from the --output extension, else table)")
-    scanned.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
+    _output_options(scanned)
 
     command("count", count, "count live rows", snapshot)
 
+    inspected = command("inspect", inspect, "print the table's versions, data files or segments as a table",
+                        csv_options(reading=False))
+    inspected.add_argument("what", choices=("history", "files", "segments"),
+                           help="history: every version; files: a version's data files and their statistics; "
+                           "segments: the objects that list them")
+    inspected.add_argument("--version", type=whole_number, metavar="N", help="files or segments of version N "
+                           "(default: the latest)")
+    _output_options(inspected)
+
 
 # --- helpers ---------------------------------------------------------------------------
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=list(WRITERS),
+                        help="output format (default: from the --output extension, else table)")
+    parser.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
+
+
 def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
     """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
     is not mistaken for the whole result."""

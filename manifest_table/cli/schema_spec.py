@@ -1,16 +1,21 @@
 """Schemas on the command line: ``'id:int64,name:string,ts:timestamp[us, tz=UTC]'`` for
-``create --schema``, or the schema of a Parquet file for ``create --like``."""
+``create --schema``, or the schema of a file for ``create --like`` and ``append --create``:
+a Parquet or Arrow file's own, or the types pyarrow infers from the first block (1 MiB) of a
+CSV or JSON-lines file."""
 
 from __future__ import annotations
 
 import re
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 from ..format.column_types import plain_type
+from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_ipc
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},
@@ -56,12 +61,44 @@ def parse_type(text: str) -> pa.DataType:
                                "timestamp[UNIT] or timestamp[UNIT, tz=ZONE] (UNIT: s, ms, us, ns), decimal(P,S)")
 
 
-def parquet_schema(path: str) -> pa.Schema:
-    """The columns of a Parquet file, typed by what their values are: a column pyarrow wrote
-    from a pandas categorical (dictionary-encoded) has its value type (format/column_types.py)."""
+def file_schema(path: str, dialect: CsvDialect = CsvDialect()) -> pa.Schema:
+    """The columns of the file at ``path`` (its format told by its extension), typed by what
+    their values are: a dictionary-encoded column (a pandas categorical) has its value type
+    (format/column_types.py); a column of only nulls in what was read has no type and is an
+    ``InputFileError``. Metadata is dropped."""
     check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
+    kind = format_of(path)
     try:
-        schema = pq.read_schema(path).remove_metadata()
-    except pa.ArrowInvalid as exc:
+        if kind == "parquet":
+            found = pq.read_schema(path)
+        elif kind == "arrow":
+            found = open_ipc(path).schema
+        elif kind in ("csv", "json"):
+            found = _inferred(path, kind, dialect)
+        else:
+            raise InputFileError(f"cannot tell the format of {path}: name it "
+                                 f"{', '.join(f'*{s}' for s in INPUT_FORMATS)}")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InputFileError(f"cannot read the schema of {path}: {exc}") from None
-    return pa.schema([f.with_type(plain_type(f.type)) for f in schema])
+    fields = [f.with_type(plain_type(f.type)) for f in found.remove_metadata()]
+    untyped = [f.name for f in fields if pa.types.is_null(f.type)]
+    if untyped:
+        raise InputFileError(f"cannot tell the type of columns {untyped} of {path}: they hold only nulls in its "
+                             "first block; give the schema with --schema")
+    return pa.schema(fields)
+
+
+def _inferred(path: str, kind: str, dialect: CsvDialect) -> pa.Schema:
+    """The schema pyarrow's readers infer from the first block of a CSV or JSON-lines file,
+    timestamps in microseconds (an inferred ``timestamp[s]`` would refuse a later fraction of
+    a second). pyarrow's JSON reader drops the offsets it parsed (``...Z`` infers a zoneless
+    type, which our reader then refuses for holding an offset), so a timestamp inferred from
+    JSON lines is zoned UTC, which takes offset-less values as UTC (cli/inputs.py)."""
+    if kind == "json":
+        found = pajson.open_json(path).schema
+    else:
+        found = pacsv.open_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
+                               convert_options=pacsv.ConvertOptions(null_values=list(dialect.null_values),
+                                                                    strings_can_be_null=True)).schema
+    return pa.schema([f.with_type(pa.timestamp("us", f.type.tz or ("UTC" if kind == "json" else None)))
+                      if pa.types.is_timestamp(f.type) else f for f in found])

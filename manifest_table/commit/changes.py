@@ -70,6 +70,9 @@ class Changes:
     """Newly deleted row positions, per data file (snapshot files or files added here)."""
     read_files: set[str] = field(default_factory=set)
     """Snapshot files whose rows this commit read to decide what to change."""
+    kept_rows: dict[str, BitMap] = field(default_factory=dict)
+    """Rows read that decided this commit without being deleted by it (an upsert's matched
+    rows under ``when_matched="ignore"``: their existence kept a source row out), per file."""
     serializable: bool = False
     """True when any change by another commit to what we read must fail us (overwrite)."""
     predicate: Expr | None = None
@@ -116,6 +119,7 @@ class Changes:
         return replace(self, added=list(self.added), removed=set(self.removed),
                        deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
                        read_files=set(self.read_files), rewrites=list(self.rewrites),
+                       kept_rows={path: BitMap(bitmap) for path, bitmap in self.kept_rows.items()},
                        parameters=copy.deepcopy(self.parameters), metrics=copy.deepcopy(self.metrics))
 
 

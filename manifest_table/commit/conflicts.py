@@ -141,11 +141,13 @@ def _deleted_rows_read(changes: Changes, path: str, before: DataFile, after: Dat
                        dvs: DeletionVectors) -> bool:
     """Whether the winner's new deletes on ``path`` hit rows this commit read. The rows a
     serializable commit read from a file are the ones it deletes (overwrite, update,
-    upsert): a concurrent delete of other rows of the file rebases. A file removed whole
-    was read whole."""
-    if path in changes.removed or path not in changes.deletes:
+    upsert) and the ones it kept because they matched (``kept_rows``: an upsert ignoring
+    matches would have inserted a row deleted first): a concurrent delete of other rows of
+    the file rebases. A file removed whole was read whole."""
+    if path in changes.removed or (path not in changes.deletes and path not in changes.kept_rows):
         return True
-    return bool((dvs.of(after) - dvs.of(before)) & changes.deletes[path])
+    read = changes.deletes.get(path, BitMap()) | changes.kept_rows.get(path, BitMap())
+    return bool((dvs.of(after) - dvs.of(before)) & read)
 
 
 def check_for_added_files_that_may_match_the_condition(changes: Changes, winner: Manifest,

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from ..arguments import check_int, check_number
+from ..arguments import check_int, check_seconds
 from ..errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
 from ..format.pointer import Pointer
 
@@ -42,10 +42,10 @@ class CommitOptions:
     def __post_init__(self) -> None:
         check_int("max_attempts", self.max_attempts, minimum=1)
         check_int("free_retries", self.free_retries, minimum=0)
-        for name in ("backoff_base", "backoff_cap", "recheck_after"):
-            check_number(name, getattr(self, name))
+        for name in ("backoff_base", "backoff_cap", "recheck_after"):  # seconds, or "2m", or a timedelta
+            object.__setattr__(self, name, check_seconds(name, getattr(self, name)))
         if self.deadline is not None:  # checked here: a commit compares it only after writing its files
-            check_number("deadline", self.deadline, positive=True)
+            object.__setattr__(self, "deadline", check_seconds("deadline", self.deadline, positive=True))
 
 
 class Committed(Protocol):

@@ -17,18 +17,52 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..arguments import did_you_mean
 from ..errors import SchemaMismatchError
 from ..format.schema import conform
 
 
+def arrow_input(data: Any) -> Any:
+    """``data`` as what the rest of this module reads: an object of another library that
+    exports the Arrow C stream interface (``__arrow_c_stream__``: a Polars DataFrame, a
+    DuckDB relation, ...) becomes one ``pyarrow.RecordBatchReader``, streamed, so that its
+    schema and its rows come from the same stream (a DuckDB relation runs its query again on
+    each export). pyarrow objects, pandas DataFrames and lists are returned as they are."""
+    if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader | list) or _is_pandas(data):
+        return data
+    if hasattr(data, "__arrow_c_stream__"):
+        try:
+            return pa.RecordBatchReader.from_stream(data)
+        except (pa.ArrowException, TypeError) as exc:
+            raise SchemaMismatchError(f"cannot read the Arrow stream of a {type(data).__name__}: {exc}") from None
+    return data
+
+
 def batches_of(data: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Batches of ``data`` conformed to ``schema``: a pyarrow Table, RecordBatch or
-    RecordBatchReader (streamed, never materialised whole), a pandas DataFrame, or a list
-    of dicts. Raises ``SchemaMismatchError`` before yielding anything wrong."""
+    RecordBatchReader (streamed, never materialised whole), any object with
+    ``__arrow_c_stream__`` (streamed too), a pandas DataFrame, or a list of dicts. Raises
+    ``SchemaMismatchError`` before yielding anything wrong."""
+    data = arrow_input(data)
     if isinstance(data, pa.RecordBatchReader):
         conform(data.schema.empty_table(), schema)  # fail before anything is written
         return (b for batch in data for b in conform(pa.Table.from_batches([batch]), schema).to_batches())
     return iter(conform(_to_table(data, schema), schema).to_batches())
+
+
+def schema_of(data: Any) -> pa.Schema:
+    """The Arrow schema of what ``append`` accepts, as the data has it (before conforming)."""
+    data = arrow_input(data)
+    if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
+        return data.schema
+    if isinstance(data, list):
+        try:
+            return pa.Table.from_pylist(data).schema
+        except (pa.ArrowException, TypeError, AttributeError) as exc:
+            raise SchemaMismatchError(f"the rows do not convert to Arrow: {exc}") from None
+    if _is_pandas(data):
+        return pa.Schema.from_pandas(data, preserve_index=False)
+    raise unsupported_input(data)
 
 
 def _to_table(data: Any, schema: pa.Schema) -> pa.Table:
@@ -38,10 +72,19 @@ def _to_table(data: Any, schema: pa.Schema) -> pa.Table:
         return pa.Table.from_batches([data])
     if isinstance(data, list):
         return _from_rows(data, schema)
-    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+    if _is_pandas(data):
         return _from_pandas(data, schema)
-    raise SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
-                              "RecordBatchReader, a pandas DataFrame, or a list of dicts")
+    raise unsupported_input(data)
+
+
+def unsupported_input(data: Any) -> SchemaMismatchError:
+    return SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
+                               "RecordBatchReader, an object with __arrow_c_stream__ (a Polars DataFrame, a "
+                               "DuckDB relation), a pandas DataFrame, or a list of dicts")
+
+
+def _is_pandas(data: Any) -> bool:
+    return type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame"
 
 
 # --- pandas ------------------------------------------------------------------------------
@@ -97,7 +140,8 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
         raise SchemaMismatchError("a list passed to append must hold dicts, one per row")
     extra = sorted(set().union(*rows) - set(schema.names), key=repr)
     if extra:
-        raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}")
+        raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}"
+                                  f"{did_you_mean(extra, schema.names)}")
     arrays = []
     for field in schema:
         values = list(map(dict.get, rows, itertools.repeat(field.name)))  # (2x a comprehension)

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..arguments import check_int
+from ..arguments import check_size
 from ..errors import InvalidArgumentError, StoreError
 from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
@@ -40,9 +40,9 @@ class WriteOptions:
     compression: str = "zstd"
     """A Parquet codec: none, snappy, gzip, brotli, lz4, lz4_raw or zstd."""
 
-    def __post_init__(self) -> None:
-        check_int("target_file_size", self.target_file_size, minimum=1)
-        check_int("row_group_size", self.row_group_size, minimum=1)
+    def __post_init__(self) -> None:  # sizes may be given as "128MiB"
+        object.__setattr__(self, "target_file_size", check_size("target_file_size", self.target_file_size))
+        object.__setattr__(self, "row_group_size", check_size("row_group_size", self.row_group_size))
         codec = self.compression.lower() if isinstance(self.compression, str) else None
         if codec not in _CODECS or (codec != "none" and not pa.Codec.is_available(_CODECS[codec])):
             raise InvalidArgumentError(f"compression must be one of {sorted(_CODECS)} (available in this "

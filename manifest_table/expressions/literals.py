@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..arguments import did_you_mean
 from ..errors import InvalidFilterError
 
 Value = bool | int | float | str | Decimal | dt.date | dt.datetime
@@ -40,6 +41,17 @@ def filter_error(message: str, position: int | None = None) -> InvalidFilterErro
     error = InvalidFilterError(message)
     error.position = position  # type: ignore[attr-defined]
     return error
+
+
+QUOTE_HINT = " (string literals take single quotes, as in name = 'DE'; double quotes name a column)"
+
+
+def unknown_column(name: str, names: list[str]) -> InvalidFilterError:
+    """The error for a column the schema lacks: the nearest name if one is near, else the
+    hint a SQL user needs when ``country = "DE"`` made ``DE`` a column name."""
+    hint = did_you_mean([name], names) or (f" (if {name!r} is a string, write it in single quotes: "
+                                           f"{render_literal(name)}; double quotes name a column)")
+    return filter_error(f"unknown column {name!r}{hint}; available columns: {', '.join(names) or '(none)'}")
 
 
 def literal(value: Any) -> Value:

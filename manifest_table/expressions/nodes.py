@@ -31,6 +31,7 @@ from .literals import (
     literal,
     quote_name,
     render_literal,
+    unknown_column,
 )
 from .pruning import ColumnStats, StatsLookup
 from .terms import Ref, Term, term
@@ -117,8 +118,7 @@ class _Predicate(Expr):
     def bind(self, schema: pa.Schema) -> Expr:
         index = schema.get_field_index(self.column)
         if index < 0:
-            available = ", ".join(schema.names) or "(none)"
-            raise filter_error(f"unknown column {self.column!r}; available columns: {available}")
+            raise unknown_column(self.column, schema.names)
         arrow_type = schema.field(index).type
         return dataclasses.replace(self._bind(arrow_type), arrow_type=arrow_type)  # type: ignore[type-var]
 

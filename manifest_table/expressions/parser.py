@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ..errors import InvalidFilterError
-from .literals import MAX_DIGITS, RESERVED, Value, filter_error, timestamp_from_text
+from .literals import MAX_DIGITS, QUOTE_HINT, RESERVED, Value, filter_error, timestamp_from_text
 from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
 from .terms import PRECEDENCE, Arithmetic, Condition, Literal, Ref, Term, term
 
@@ -56,9 +56,11 @@ class _Token:
 
 
 def syntax_error(text: str, message: str, pos: int) -> InvalidFilterError:
-    """`message at position N:` followed by the text with a caret under the position."""
+    """`message at position N:` followed by the text with a caret under the position, and
+    the hint SQL users need when the text holds a double quote."""
     shown = re.sub(r"\s", " ", text)  # one column per character keeps the caret aligned
-    return filter_error(f"{message} at position {pos}:\n  {shown}\n  {' ' * pos}^", pos)
+    hint = QUOTE_HINT if '"' in text else ""
+    return filter_error(f"{message}{hint} at position {pos}:\n  {shown}\n  {' ' * pos}^", pos)
 
 
 def _tokenize(text: str, pattern: re.Pattern[str] = _TOKEN) -> list[_Token]:

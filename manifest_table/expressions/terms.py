@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .literals import Value, filter_error, literal, quote_name, render_literal
+from .literals import Value, filter_error, literal, quote_name, render_literal, unknown_column
 
 _KERNELS = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked", "/": "divide_checked"}
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
@@ -136,7 +136,7 @@ class Ref(Term):
     def bind(self, schema: pa.Schema) -> Term:
         index = schema.get_field_index(self.name)
         if index < 0:
-            raise filter_error(f"unknown column {self.name!r}; available columns: {', '.join(schema.names)}")
+            raise unknown_column(self.name, schema.names)
         return dataclasses.replace(self, arrow_type=schema.field(index).type)
 
     def to_arrow(self) -> pc.Expression:

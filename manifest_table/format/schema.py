@@ -7,6 +7,7 @@ import base64
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arguments import did_you_mean
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
 from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
 
@@ -70,7 +71,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if missing:
         problems.append(f"missing columns {missing}")
     if extra:
-        problems.append(f"unknown columns {extra}")
+        problems.append(f"unknown columns {extra}{did_you_mean(extra, missing)}")
     if len(names) != len(table.schema.names):
         problems.append("duplicate column names")
     if problems:

@@ -60,10 +60,10 @@ _MARK = "manifest_table view of version "
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
-                  io: FileIO) -> duckdb.DuckDBPyRelation:
+                  io: FileIO, uri: str) -> duckdb.DuckDBPyRelation:
     """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
     a view of that name made by an earlier call; any other object of that name is refused)
-    and return it as a relation."""
+    and return it as a relation. ``uri`` names the table in the fallback's warning."""
     import duckdb
 
     if not isinstance(con, duckdb.DuckDBPyConnection):
@@ -75,7 +75,12 @@ def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
     files = [f for f in snapshot.files if f.live_rows > 0]
     # A real column named like one of DuckDB's virtual ones would hide it from the anti-join.
     clash = set(_VIRTUAL) & set(snapshot.schema.names) and any(f.deletes for f in files)
-    root = _native_root(con, io.store) if files and not clash else None
+    root, reason = _native_root(con, io.store) if files else (None, "")
+    if clash:
+        root, reason = None, f"a column is named like DuckDB's virtual columns {list(_VIRTUAL)}"
+    if root is None and files:  # docs/interop.md promises a warning: the whole version is held in memory
+        log.warning("DuckDB cannot read the files of %s by path (%s): registering an in-memory Arrow table "
+                    "instead", uri, reason)
     mark = f"COMMENT ON VIEW {view} IS {_literal(f'{_MARK}{snapshot.version}')}"
     if root is not None:
         try:
@@ -130,26 +135,22 @@ def _column(name: str, source: str | None, cast: bool, duck_type: str) -> str:
     return f"t.{_quote(source)} AS {_quote(name)}"
 
 
-def _native_root(con: duckdb.DuckDBPyConnection, store: ObjectStore) -> str | None:
-    """Where DuckDB can read the data files by path, or None."""
+def _native_root(con: duckdb.DuckDBPyConnection, store: ObjectStore) -> tuple[str | None, str]:
+    """Where DuckDB can read the data files by path, or None and why not."""
     import duckdb
 
     location = file_location(store)
     if location is None:  # in memory, gs://, az://: DuckDB's extensions are not given their settings
-        log.info("DuckDB is given local and s3:// files by path only: %s is read through Arrow",
-                 type(store).__name__)
-        return None
+        return None, f"DuckDB reads local and s3:// files by path only, not those of a {type(store).__name__}"
     scheme, root = location
     if _GLOB.search(root):
-        log.info("DuckDB would expand the glob characters of %s: it is read through Arrow", root)
-        return None
+        return None, f"DuckDB would expand the glob characters of {root}"
     if scheme == "s3":
         try:  # load an installed httpfs; installing is the user's choice (it downloads)
             con.execute("LOAD httpfs")
         except duckdb.Error:
-            log.info("DuckDB has no httpfs extension: %s is read through Arrow", root)
-            return None
-    return root
+            return None, "DuckDB has no httpfs extension"
+    return root, ""
 
 
 def _refuse_theirs(con: Any, name: str) -> None:

@@ -18,14 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from ..arguments import check_duration, check_size
 from ..commit import CommitInfo
 from ..errors import CommitConflictError, ManifestTableError
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
-from ..operations.compaction import plan_compaction
+from ..operations.compaction import CompactionGroup, plan_compaction
 from ..operations.garbage_collection import check_retention
 from ..storage import store_for_uri
 from ..table import Table, open_table
+from ..wording import count
 
 log = logging.getLogger("manifest_table.maintenance.job")
 
@@ -45,6 +47,12 @@ class JobOptions:
     compact: bool = True
     force: bool = False
     storage_options: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:  # also given as the CLI writes them ("7d", "128MiB"): stored parsed
+        object.__setattr__(self, "retain_for", check_duration("retain_for", self.retain_for, optional=True))
+        object.__setattr__(self, "grace", check_duration("grace", self.grace))
+        if self.target_file_size is not None:
+            object.__setattr__(self, "target_file_size", check_size("target_file_size", self.target_file_size))
 
     def check(self) -> None:
         """Raise ``InvalidArgumentError`` for settings GC would refuse, before any table is touched."""
@@ -106,8 +114,7 @@ def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compa
     if options.dry_run:
         target = options.target_file_size or table.write_options.target_file_size
         groups = plan_compaction(table.manifest(), target, options.min_deleted_fraction)
-        return (f"compaction (dry run): would rewrite {sum(len(g.files) for g in groups)} files "
-                f"into {len(groups)}" if groups else "compaction (dry run): nothing to do")
+        return describe_plan(groups)
     try:
         info = compact(table, options.target_file_size, options.min_deleted_fraction)
     except CommitConflictError as exc:
@@ -129,12 +136,20 @@ def _sync_mirrors(table: Table, outcome: Outcome) -> str:
     return "mirrors: " + ", ".join(f"{name} at version {v}" for name, v in versions.items())
 
 
+def describe_plan(groups: list[CompactionGroup]) -> str:
+    """What a dry run of compaction would do."""
+    if not groups:
+        return "compaction (dry run): nothing to do"
+    files = sum(len(g.files) for g in groups)
+    return f"compaction (dry run): would rewrite {count(files, 'file')} into {len(groups)}"
+
+
 def describe_compaction(info: CommitInfo) -> str:
     if not info.committed:
         return "compaction: nothing to do"
     m = info.metrics
-    return (f"compaction: version {info.version}: {m['files_removed']} files -> {m['files_added']}, "
-            f"{m['rows_rewritten']} rows rewritten, {m['rows_dropped']} deleted rows dropped, "
+    return (f"compaction: version {info.version}: {count(m['files_removed'], 'file')} -> {m['files_added']}, "
+            f"{count(m['rows_rewritten'], 'row')} rewritten, {count(m['rows_dropped'], 'deleted row')} dropped, "
             f"{m['bytes_removed']} -> {m['bytes_added']} bytes")
 
 
@@ -151,7 +166,7 @@ def run_job(tables: list[str], options: JobOptions, compact: Compactor = local_c
              + "\n")
     failed = [o for o in outcomes if not o.ok]
     skipped = sum(o.compaction_skipped for o in outcomes)
-    show("\n".join([f"summary: {len(outcomes)} tables, {len(outcomes) - len(failed)} ok, {len(failed)} failed, "
-                    f"{skipped} compactions skipped{' (dry run)' if options.dry_run else ''}",
+    show("\n".join([f"summary: {count(len(outcomes), 'table')}, {len(outcomes) - len(failed)} ok, {len(failed)} "
+                    f"failed, {count(skipped, 'compaction')} skipped{' (dry run)' if options.dry_run else ''}",
                     *(f"  FAILED {o.uri}: {o.error}" for o in failed)]))
     return 1 if failed else 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..data.ingest import batches_of
+from ..data.ingest import arrow_input, batches_of
 from ..data.write import write_data_files
 from ..errors import InvalidArgumentError, ManifestTableError
 from ..format.entries import DataFile
@@ -24,6 +24,7 @@ from .staging import Staging
 
 def append(staging: Staging, data: Any, schema_mode: str | None = None) -> int:
     """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
+    data = arrow_input(data)  # one stream for the schema merge and the rows
     if schema_mode == "merge":
         _merge_schema(staging, data)
     elif schema_mode is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arguments import check_int, check_number
+from ..arguments import Size, check_int, check_number, check_size
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, Rewrite, RewriteOutput, RewriteSource
 from ..data.scan import Scan, Snapshot
@@ -174,10 +174,11 @@ def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Poin
     return commit(handle.log, base_manifest, pointer, changes, handle.commit_options, started)
 
 
-def compact(handle: TableHandle, target_file_size: int | None = None,
+def compact(handle: TableHandle, target_file_size: Size | None = None,
             min_deleted_fraction: float = 0.2) -> CommitInfo:
     """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
-    target = handle.write_options.target_file_size if target_file_size is None else target_file_size
+    target = (handle.write_options.target_file_size if target_file_size is None
+              else check_size("target_file_size", target_file_size))
     started = time.monotonic()
     base, pointer = handle.log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)

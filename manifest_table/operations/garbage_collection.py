@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from ..arguments import check_bool, check_duration, check_int
+from ..arguments import Duration, check_bool, check_duration, check_int
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.keys import (
@@ -85,10 +85,9 @@ class GCReport:
 
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
-        expired = (f"versions {_span(self.versions_expired)} expired" if self.versions_expired
-                   else "no version expired")
+        expired = f"{_span(self.versions_expired)} expired" if self.versions_expired else "no version expired"
         lines = [f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
-                 f"  versions {_span(self.versions_retained)} retained, {expired}"]
+                 f"  {_span(self.versions_retained)} retained, {expired}"]
         if self.pointer_rolled_forward:
             lines.append(f"  pointer rolled forward to version {self.versions_retained[-1]} "
                          "(a writer died before moving it, or the store refused it)")
@@ -104,12 +103,13 @@ class GCReport:
         return "\n".join(lines)
 
 
-def check_retention(retain_versions: int | None, retain_for: timedelta | None, grace: timedelta,
-                    force: bool = False) -> None:
-    """Raise ``InvalidArgumentError`` for settings that make no sense, or that could delete
-    what a running writer or reader still needs (retention shorter than grace) without
-    ``force``. ``retain_for=None`` counts as zero here: count-based retention alone gives no
-    time guarantee to a writer that is slow to commit."""
+def check_retention(retain_versions: int | None, retain_for: Duration | None, grace: Duration,
+                    force: bool = False) -> tuple[timedelta | None, timedelta]:
+    """``(retain_for, grace)`` as timedeltas (``"7d"`` is read as the CLI reads it); raise
+    ``InvalidArgumentError`` for settings that make no sense, or that could delete what a
+    running writer or reader still needs (retention shorter than grace) without ``force``.
+    ``retain_for=None`` counts as zero here: count-based retention alone gives no time
+    guarantee to a writer that is slow to commit."""
     if retain_versions is not None:
         check_int("retain_versions", retain_versions, minimum=1)  # the latest is always retained
     retain_for = check_duration("retain_for", retain_for, optional=True)
@@ -119,16 +119,18 @@ def check_retention(retain_versions: int | None, retain_for: timedelta | None, g
         raise InvalidArgumentError(
             f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
             "a version GC expires could lose its commit; force it only if no commit takes that long")
+    return retain_for, grace
 
 
 def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
-                    retain_for: timedelta | None = timedelta(days=7), grace: timedelta = timedelta(hours=24),
-                    dry_run: bool = False, force: bool = False, now: datetime | None = None) -> GCReport:
+                    retain_for: Duration | None = timedelta(days=7),
+                    grace: Duration = timedelta(hours=24), dry_run: bool = False, force: bool = False,
+                    now: datetime | None = None) -> GCReport:
     """Expire versions no rule retains and delete what no retained version needs (see
     ``Table.gc``). A version is retained if it is the latest, one of the last
     ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
     suffices. ``now`` is the clock all ages are measured against."""
-    check_retention(retain_versions, retain_for, grace, force)
+    retain_for, grace = check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
     # Read the clock before the pointer: an object staged by a commit that lands after we read
     # the pointer is then younger than ``now - grace`` however long this run takes.
@@ -286,7 +288,9 @@ def _shown(keys: list[str]) -> str:
 
 
 def _span(versions: range) -> str:
-    return f"{versions[0]}..{versions[-1]}" if len(versions) > 1 else str(versions[0]) if versions else "none"
+    """``versions 3..7``, ``version 7`` or ``no version``."""
+    return (f"versions {versions[0]}..{versions[-1]}" if len(versions) > 1
+            else f"version {versions[0]}" if versions else "no version")
 
 
 def _amount(tally: Tally) -> str:

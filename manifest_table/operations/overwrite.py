@@ -18,7 +18,7 @@ from .delete import delete
 from .staging import Staging
 
 
-def overwrite(staging: Staging, data: Any, where: str | Expr | None = None) -> None:
+def overwrite(staging: Staging, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> None:
     """Stage replacing every row (or the rows matching ``where``) with ``data``."""
     expr = to_expr(where)
     if expr is None:
@@ -30,4 +30,4 @@ def overwrite(staging: Staging, data: Any, where: str | Expr | None = None) -> N
         delete(staging, expr)
     staging.serialize_against(expr)
     staging.record("overwrite", ("predicates", None if expr is None else str(expr)))
-    append(staging, data)
+    append(staging, data, schema_mode)

@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..arguments import check_string
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, SchemaChange
+from ..data.ingest import schema_of
 from ..errors import InvalidArgumentError, SchemaEvolutionError, SchemaMismatchError, UpgradeRequiredError
 from ..format.column_types import plain_type, refusal, widens
 from ..format.field_ids import FieldIds
@@ -163,27 +164,12 @@ def new_columns(data: Any, schema: pa.Schema) -> list[pa.Field]:
     ``schema_mode="merge"`` adds: typed by what their values are (a pandas categorical's
     dictionary type by its value type, format/column_types.py). A column holding only nulls
     has no type to add: ``SchemaMismatchError``."""
-    fields = [f.with_type(plain_type(f.type)) for f in _schema_of(data) if f.name not in schema.names]
+    fields = [f.with_type(plain_type(f.type)) for f in schema_of(data) if f.name not in schema.names]
     untyped = [f.name for f in fields if (found := refusal(f.type)) and pa.types.is_null(found[0])]
     if untyped:
         raise SchemaMismatchError(f"new columns {untyped} hold only nulls (or empty lists), so their type is "
                                   "unknown: add them first with update_schema().add_column(name, type)")
     return fields
-
-
-def _schema_of(data: Any) -> pa.Schema:
-    """The Arrow schema of what ``append`` accepts."""
-    if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
-        return data.schema
-    if isinstance(data, list):
-        try:
-            return pa.Table.from_pylist(data).schema
-        except (pa.ArrowException, TypeError, AttributeError) as exc:
-            raise SchemaMismatchError(f"the rows do not convert to Arrow: {exc}") from None
-    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
-        return pa.Schema.from_pandas(data, preserve_index=False)
-    raise SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
-                              "RecordBatchReader, a pandas DataFrame, or a list of dicts")
 
 
 def _free_name(name: str, fid: int, taken: dict[str, int]) -> str:

@@ -87,6 +87,14 @@ class Staging:
             self.record("delete")
         return count
 
+    def stage_kept(self, positions: Iterable[tuple[str, BitMap]]) -> None:
+        """Record rows read that decided the commit without being deleted (``Changes.kept_rows``)."""
+        added = self.changes.added_paths()
+        for path, bitmap in positions:
+            if path not in added and bitmap:
+                self.changes.kept_rows.setdefault(path, BitMap()).update(bitmap)
+                self.changes.read_files.add(path)
+
     def remove_all(self) -> int:
         """Drop every row: the snapshot's files go whole, and the files staged so far are no
         longer part of the commit (the caller removes them once it succeeds). Returns the

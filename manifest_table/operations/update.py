@@ -1,7 +1,8 @@
 """Update as merge-on-read: new versions of the matching rows, no data rewritten.
 
-1. Bind the assignments (column -> term, expressions/terms.py) and the condition to the
-   table's schema: an unknown column or a wrong type fails before anything is read.
+1. Bind the assignments (column -> term, expressions/terms.py; ``values`` are literals) and
+   the condition to the table's schema: an unknown column or a wrong type fails before
+   anything is read.
 2. Scan the transaction's snapshot for the live matching rows with their positions (pruned
    by file and row-group stats like any filtered scan).
 3. Compute each row's new values with Arrow and store them into the columns' types by a
@@ -21,29 +22,57 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..arguments import did_you_mean
 from ..data.scan import POSITION_COLUMN
-from ..errors import InvalidArgumentError
-from ..expressions import Expr, Term, to_expr, to_term
+from ..errors import InvalidArgumentError, InvalidFilterError
+from ..expressions import Column, Expr, Literal, Term, parse_term, to_expr, to_term
 from ..expressions.arrow import project
 from ..format.column_types import assignable, cast_safely
 from .append import append
 from .staging import Staging
 
 
-def bind_assignments(assignments: Any, schema: pa.Schema) -> dict[str, Term]:
-    """``set=`` as bound terms: a non-empty dict of column name -> value, term, filter or text."""
-    if not isinstance(assignments, Mapping) or not assignments:
-        raise InvalidArgumentError(f"set must be a non-empty dict of column name -> new value, not {assignments!r}")
-    unknown = [name for name in assignments if name not in schema.names]
+def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) -> dict[str, Term]:
+    """``set=`` and ``values=`` as bound terms, one per column: ``set`` maps a column to a term,
+    filter or expression text, ``values`` to a plain value (never parsed). A string in ``set``
+    that is no expression over the table's columns (``"shipped"``) is an error that points at
+    ``values=``, never a guess at which was meant."""
+    for name, given in (("set", assignments), ("values", values)):
+        if given is not None and not isinstance(given, Mapping):
+            raise InvalidArgumentError(f"{name} must be a dict of column name -> new value, not {given!r}")
+    expressions, plain = dict(assignments or {}), dict(values or {})
+    if not expressions and not plain:
+        raise InvalidArgumentError("update needs set= (expressions) or values= (plain values) naming at least "
+                                   "one column")
+    both = sorted(expressions.keys() & plain.keys(), key=str)
+    if both:
+        raise InvalidArgumentError(f"columns {both} are in both set and values; assign each column once")
+    unknown = [name for name in [*expressions, *plain] if name not in schema.names]
     if unknown:
-        raise InvalidArgumentError(f"set names unknown columns {unknown}; the table has {schema.names}")
-    return {name: to_term(value).bind(schema) for name, value in assignments.items()}
+        raise InvalidArgumentError(f"update names unknown columns {unknown}{did_you_mean(unknown, schema.names)}; "
+                                   f"the table has {schema.names}")
+    terms = {name: _expression(name, value, schema) for name, value in expressions.items()}
+    for name, value in plain.items():
+        if isinstance(value, Term | Expr | Column):
+            raise InvalidArgumentError(f"values[{name!r}] is an expression ({value}); pass it in set=")
+        terms[name] = Literal(value).bind(schema)
+    return terms
 
 
-def update(staging: Staging, assignments: Any, where: str | Expr | None) -> int:
+def _expression(name: str, value: Any, schema: pa.Schema) -> Term:
+    if not isinstance(value, str):
+        return to_term(value).bind(schema)
+    try:
+        return parse_term(value).bind(schema)
+    except InvalidFilterError as exc:
+        raise InvalidFilterError(f"set[{name!r}] = {value!r} is not an expression over the table's columns "
+                                 f"({exc}); to store the text itself, pass values={{{name!r}: {value!r}}}") from None
+
+
+def update(staging: Staging, assignments: Any, where: str | Expr | None, values: Any = None) -> int:
     """Stage steps 1-4; returns the number of rows updated."""
     schema = staging.scan().schema
-    terms = bind_assignments(assignments, schema)
+    terms = bind_assignments(assignments, schema, values)
     expr = to_expr(where)
     expr = expr.bind(schema) if expr is not None else None
     positions: dict[str, BitMap] = {}

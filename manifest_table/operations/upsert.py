@@ -1,26 +1,34 @@
 """Upsert (merge by key) as merge-on-read: the matched rows' positions deleted, the new rows
 appended, in one commit whose cost follows the source, not the table.
 
-1. Check the source: conformed to the table's schema, key columns of types with exact
-   equality, no key twice (``DuplicateKeyError``, nothing staged). A key holding a null
-   matches nothing, as SQL's ``=`` never holds for null: such a source row is inserted
-   (``when_not_matched="insert"``), and a target row with a null key is never replaced.
+1. Check the rules (``MergeRules``) and the source: conformed to the table's columns it holds
+   (every column, unless ``columns`` names the ones a matched update sets: then the keys and
+   those), key columns of types with exact equality, no key twice (``DuplicateKeyError``,
+   nothing staged). A key holding a null matches nothing, as SQL's ``=`` never holds for
+   null: such a source row is inserted (``when_not_matched="insert"``), and a target row with
+   a null key is never matched (``when_not_matched_by_source="delete"`` deletes it).
 2. A filter on the keys (``IN`` of the distinct values of each key column, or their range
    when there are many) prunes files by manifest stats and row groups by footer stats; only
    the key columns of the remaining files are read, with row positions (``PruneOnly``: the
-   join, not the filter, decides which rows match).
+   join, not the filter, decides which rows match). A partial update (``columns``) also reads
+   the other columns, which the new versions keep; ``when_not_matched_by_source="delete"``
+   reads the keys of every file, since any row may be missing from the source.
 3. An Arrow hash join of those keys with the source's gives the matched target positions,
    and for each matched target row the source row that replaces it (a key the target holds
-   twice is replaced twice, as SQL's MERGE updates every matching row).
-4. Stage deleting the matched positions and one append of the replacements and the
-   unmatched source rows. The commit is serializable against the key filter, as
-   ``overwrite(where=...)`` is: a concurrent commit adding rows that may hold one of the
-   keys, or deleting a row this one replaces, makes it fail (commit/conflicts.py).
+   twice is replaced twice, as SQL's MERGE updates every matching row); an anti join gives
+   the target rows no source row matches.
+4. Stage deleting the matched positions (``when_matched`` "update" or "delete") and those
+   of target rows missing from the source (``when_not_matched_by_source="delete"``), and one
+   append of the new versions and the unmatched source rows (null in the columns the source
+   lacks). The commit is serializable against the key filter (every row, when rows missing
+   from the source are deleted), as ``overwrite(where=...)`` is: a concurrent commit adding
+   rows it may match, or deleting a row this one replaces, deletes or keeps because it
+   matched, makes it fail (commit/conflicts.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,25 +37,97 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_choice, check_columns
-from ..data.ingest import batches_of
+from ..data.ingest import arrow_input, batches_of, schema_of
 from ..data.scan import POSITION_COLUMN
-from ..errors import DuplicateKeyError, InvalidArgumentError
+from ..errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
 from .append import append
 from .staging import Staging
 
-WHEN_MATCHED = ("update", "ignore")
+WHEN_MATCHED = ("update", "ignore", "delete")
 WHEN_NOT_MATCHED = ("insert", "ignore")
+WHEN_NOT_MATCHED_BY_SOURCE = ("ignore", "delete")
 IN_LIMIT = 1024
 """Distinct values of a key column above which the key filter is their range instead of an
 IN list: pruning checks an IN list value by value against every file's stats."""
 _SOURCE_ROW = "__source_row"
+_TARGET_ROW = "__target_row"
 
 
 class UpsertCounts(NamedTuple):
     rows_updated: int
     rows_inserted: int
+
+
+@dataclass(frozen=True)
+class MergeRules:
+    """What an upsert does with each kind of row, checked against the table's schema (step 1)."""
+
+    keys: list[str]
+    when_matched: str = "update"
+    when_not_matched: str = "insert"
+    when_not_matched_by_source: str = "ignore"
+    columns: list[str] | None = None
+    """The columns a matched update sets (None: every column)."""
+
+    @classmethod
+    def of(cls, schema: pa.Schema, on: Any, when_matched: str = "update", when_not_matched: str = "insert",
+           when_not_matched_by_source: str = "ignore", columns: Any = None) -> MergeRules:
+        check_choice("when_matched", when_matched, WHEN_MATCHED)
+        check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
+        check_choice("when_not_matched_by_source", when_not_matched_by_source, WHEN_NOT_MATCHED_BY_SOURCE)
+        keys = check_keys(on, schema)
+        chosen = check_columns(columns, schema.names)
+        if chosen is not None and when_matched != "update":
+            raise InvalidArgumentError(f"columns names what a matched update sets; it needs when_matched='update', "
+                                       f"not {when_matched!r}")
+        if chosen is not None and not [c for c in chosen if c not in keys]:
+            raise InvalidArgumentError(f"columns must name at least one column besides the keys {keys}")
+        return cls(keys, when_matched, when_not_matched, when_not_matched_by_source, chosen)
+
+    @property
+    def reads_every_file(self) -> bool:
+        return self.when_not_matched_by_source == "delete"
+
+    def source_schema(self, data: Any, schema: pa.Schema) -> pa.Schema:
+        """The table's columns the source must hold: every one, or (with ``columns``) the ones
+        it holds, which must include the keys and ``columns``."""
+        if self.columns is None:
+            return schema
+        held = set(schema_of(data).names)
+        missing = [n for n in dict.fromkeys([*self.keys, *self.columns]) if n not in held]
+        if missing:
+            raise SchemaMismatchError(f"the source lacks columns {missing}: with columns={self.columns} it needs "
+                                      f"the keys {self.keys} and those columns")
+        return pa.schema([f for f in schema if f.name in held])
+
+    def parameters(self) -> dict[str, Any]:
+        """The manifest's record; the newer options only when set, so a plain upsert records
+        what earlier releases did."""
+        recorded: dict[str, Any] = {"on": self.keys, "when_matched": self.when_matched,
+                                    "when_not_matched": self.when_not_matched}
+        if self.reads_every_file:
+            recorded["when_not_matched_by_source"] = self.when_not_matched_by_source
+        if self.columns is not None:
+            recorded["columns"] = self.columns
+        return recorded
+
+
+@dataclass
+class Matches:
+    """What the join found (step 3): positions per data file, and the target rows matched."""
+
+    replaced: dict[str, BitMap] = field(default_factory=dict)
+    removed: dict[str, BitMap] = field(default_factory=dict)
+    kept: dict[str, BitMap] = field(default_factory=dict)
+    """Matched rows left as they are (``when_matched="ignore"``)."""
+    matched: list[pa.Table] = field(default_factory=list)
+    """Per file, the matched target rows (the columns read) with the source row of each."""
+
+    def source_rows(self) -> np.ndarray:
+        return (np.concatenate([m.column(_SOURCE_ROW).to_numpy() for m in self.matched]) if self.matched
+                else np.zeros(0, np.int64))
 
 
 def check_keys(on: Any, schema: pa.Schema) -> list[str]:
@@ -66,50 +146,103 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
     return keys
 
 
-def upsert(staging: Staging, data: Any, on: Sequence[str], when_matched: str,
-           when_not_matched: str) -> UpsertCounts:
+def upsert(staging: Staging, data: Any, rules: MergeRules) -> UpsertCounts:
     """Stage steps 1-4."""
-    check_choice("when_matched", when_matched, WHEN_MATCHED)
-    check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
     schema = staging.scan().schema
-    keys = check_keys(on, schema)
-    source = pa.Table.from_batches(list(batches_of(data, schema)), schema)
+    data = arrow_input(data)
+    source_schema = rules.source_schema(data, schema)
+    source = pa.Table.from_batches(list(batches_of(data, source_schema)), source_schema)
+    keys = rules.keys
     valid = _all_valid(source, keys)
     keyed = source.select(keys).filter(pa.array(valid))
     _check_unique(keyed, keys)
     where = key_filter(keyed, keys, schema)
-    positions: dict[str, BitMap] = {}
-    replacing: list[pa.ChunkedArray] = []
-    if where is not None:
-        probe = keyed.select(keys).append_column(_SOURCE_ROW, pa.array(np.flatnonzero(valid)))
-        for file, rows in staging.scan(columns=keys, where=PruneOnly(where)).matching_rows():
-            matched = rows.join(probe, keys=keys, join_type="inner")
-            if matched.num_rows:
-                positions[file.path] = BitMap(matched.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
-                replacing.append(matched.column(_SOURCE_ROW))
-    matched_rows = np.concatenate([c.to_numpy() for c in replacing]) if replacing else np.zeros(0, np.int64)
+    probe = keyed.append_column(_SOURCE_ROW, pa.array(np.flatnonzero(valid)))
+    found = _join(staging, rules, probe, where, schema)
     parts = []
-    if when_matched == "update":
-        parts.append(source.take(pa.array(matched_rows)))
-    if when_not_matched == "insert":
+    if rules.when_matched == "update":
+        parts.append(_new_versions(found, source, rules, schema))
+    if rules.when_not_matched == "insert":
         unmatched = np.ones(source.num_rows, dtype=bool)
-        unmatched[matched_rows] = False
-        parts.append(source.filter(pa.array(unmatched)))
+        unmatched[found.source_rows()] = False
+        parts.append(_with_nulls(source.filter(pa.array(unmatched)), schema))
     new_rows = pa.concat_tables(parts) if parts else schema.empty_table()
     append(staging, new_rows)
-    return stage_replacements(staging, positions, where, keys, when_matched, when_not_matched, new_rows.num_rows)
+    staging.stage_kept(found.kept.items())
+    return stage_replacements(staging, found.replaced, found.removed, where, rules, new_rows.num_rows)
 
 
-def stage_replacements(staging: Staging, positions: dict[str, BitMap], where: Expr | None, keys: list[str],
-                       when_matched: str, when_not_matched: str, rows_written: int) -> UpsertCounts:
-    """Step 4 once the new rows are staged (here, or written by Spark): delete the matched
-    positions, serialize against the key filter, record the counts."""
-    updated = staging.stage_deletes(positions.items()) if when_matched == "update" else 0
-    if where is not None:
+def _join(staging: Staging, rules: MergeRules, probe: pa.Table, where: Expr | None, schema: pa.Schema) -> Matches:
+    """Steps 2-3: the target rows the source matches, and (``when_not_matched_by_source``)
+    those it does not."""
+    found = Matches()
+    if where is None and not rules.reads_every_file:
+        return found
+    keys = rules.keys
+    partial = rules.columns is not None
+    scan = staging.scan(columns=schema.names if partial else keys,
+                        where=None if rules.reads_every_file else PruneOnly(where))  # type: ignore[arg-type]
+    for file, rows in scan.matching_rows():
+        # Only keys and positions go through the join: Arrow's hash join refuses list and
+        # struct payload columns, which a partial update takes afterwards by row index.
+        target = rows.select([*keys, POSITION_COLUMN]).append_column(_TARGET_ROW, pa.array(np.arange(rows.num_rows)))
+        matched = target.join(probe, keys=keys, join_type="inner")
+        if matched.num_rows:
+            chosen = {"update": found.replaced, "delete": found.removed, "ignore": found.kept}[rules.when_matched]
+            chosen[file.path] = _positions(matched)
+            found.matched.append(rows.take(matched.column(_TARGET_ROW)).append_column(
+                _SOURCE_ROW, matched.column(_SOURCE_ROW)) if partial else matched)
+        if rules.reads_every_file:
+            missing = target.join(probe, keys=keys, join_type="left anti")  # a null key matches nothing
+            if missing.num_rows:
+                found.removed[file.path] = found.removed.get(file.path, BitMap()) | _positions(missing)
+    return found
+
+
+def _positions(rows: pa.Table) -> BitMap:
+    return BitMap(rows.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
+
+
+def _new_versions(found: Matches, source: pa.Table, rules: MergeRules, schema: pa.Schema) -> pa.Table:
+    """One new version per matched target row: the source row, or (``columns``) the target
+    row with those columns taken from the source row."""
+    if rules.columns is None:
+        return source.take(pa.array(found.source_rows()))
+    versions = []
+    for matched in found.matched:
+        taken = source.take(matched.column(_SOURCE_ROW))
+        versions.append(pa.Table.from_arrays(
+            [taken.column(f.name) if f.name in rules.columns else matched.column(f.name) for f in schema],
+            schema=schema))
+    return pa.concat_tables(versions) if versions else schema.empty_table()
+
+
+def _with_nulls(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` with every column of ``schema``, null where ``rows`` lacks one (a
+    non-nullable one is a ``SchemaMismatchError``)."""
+    if rows.schema.names == schema.names:
+        return rows
+    missing = [f.name for f in schema if f.name not in rows.schema.names and not f.nullable]
+    if missing and rows.num_rows:
+        raise SchemaMismatchError(f"the source lacks the non-nullable columns {missing}, which inserted rows "
+                                  "need")
+    return pa.Table.from_arrays([rows.column(f.name) if f.name in rows.schema.names else pa.nulls(rows.num_rows,
+                                 f.type) for f in schema], schema=schema)
+
+
+def stage_replacements(staging: Staging, replaced: dict[str, BitMap], removed: dict[str, BitMap],
+                       where: Expr | None, rules: MergeRules, rows_written: int) -> UpsertCounts:
+    """Step 4 once the new rows are staged (here, or written by Spark): delete the replaced
+    and removed positions, serialize against the key filter (every row when rows missing
+    from the source are deleted), record the counts."""
+    updated = staging.stage_deletes(replaced.items())
+    gone = staging.stage_deletes(removed.items())
+    if rules.reads_every_file:
+        staging.serialize_against(None)
+    elif where is not None:
         staging.serialize_against(where)
     counts = UpsertCounts(updated, rows_written - updated)
-    staging.record("upsert", ("upserts", {"on": keys, "when_matched": when_matched,
-                                          "when_not_matched": when_not_matched}), **counts._asdict())
+    staging.record("upsert", ("upserts", rules.parameters()), **counts._asdict(), rows_removed=gone)
     return counts
 
 

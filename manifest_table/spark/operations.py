@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pyroaring import BitMap
 
+from ..arguments import Size, check_size
 from ..commit import CommitInfo
 from ..commit.changes import Rewrite
 from ..data.file_sets import VersionFiles
@@ -69,7 +70,7 @@ def _matching_positions(location: TableLocation, version: int, fields: Any, wher
         yield file.path, positions.serialize()
 
 
-def compact(spark: Any, uri: str, target_file_size: int | None = None, min_deleted_fraction: float = 0.2,
+def compact(spark: Any, uri: str, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2,
             *, storage_options: dict[str, str] | None = None) -> CommitInfo:
     """``Table.compact`` with the rewriting spread out: the driver plans the groups from the
     manifest, Spark rewrites each group into its output files, the driver commits all outputs once.
@@ -78,7 +79,8 @@ def compact(spark: Any, uri: str, target_file_size: int | None = None, min_delet
     outputs are removed. If the Spark job fails, nothing is committed."""
     location = TableLocation(uri, storage_options)
     table = location.open()
-    target = table.write_options.target_file_size if target_file_size is None else target_file_size
+    target = (table.write_options.target_file_size if target_file_size is None
+              else check_size("target_file_size", target_file_size))
     base, pointer = table.log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
     snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of,

@@ -12,8 +12,13 @@ written by Spark, and the driver commits once (manifest_table/upsert.py has the 
    upsert does not.
 3. Spark's Parquet writer writes the replacements and the inserts (``write_staged``); the
    matched (file, row) pairs, as many as rows replaced, are collected as bitmaps.
+   ``when_matched="delete"`` deletes the matched pairs instead of writing replacements;
+   ``when_not_matched_by_source="delete"`` reads the keys of every file and deletes the
+   target rows a left anti join with the source keeps (a null key matches nothing).
 4. One commit on the driver: the files added, the positions deleted, serializable against
-   the key filter (``stage_replacements``).
+   the key filter (every row with ``when_not_matched_by_source="delete"``,
+   ``stage_replacements``). ``columns`` (a partial update) is not implemented here:
+   ``NotSupportedError``, before anything is read.
 
 Tables Spark cannot read or write natively take the Python upsert, with the source
 collected to the driver (logged once)."""
@@ -31,11 +36,12 @@ from pyroaring import BitMap
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..arguments import check_choice
 from ..commit import CommitInfo
-from ..errors import DuplicateKeyError
+from ..data.write import WriteOptions
+from ..errors import DuplicateKeyError, NotSupportedError
 from ..expressions import Expr
-from ..operations.upsert import IN_LIMIT, WHEN_MATCHED, WHEN_NOT_MATCHED, check_keys, key_filter, stage_replacements
+from ..operations.upsert import IN_LIMIT, MergeRules, key_filter, stage_replacements
+from ..transaction import Transaction
 from .native_delete import by_file
 from .native_location import report_fallback
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows, native_readable_snapshot
@@ -46,50 +52,65 @@ from .to_spark import narrowing, quoted
 
 
 def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, when_matched: str = "update",
-           when_not_matched: str = "insert", storage_options: dict[str, str] | None = None) -> CommitInfo:
+           when_not_matched: str = "insert", when_not_matched_by_source: str = "ignore",
+           columns: Sequence[str] | None = None, storage_options: dict[str, str] | None = None) -> CommitInfo:
     """``Table.upsert`` of ``source_df`` into the table at ``uri``, with the join and the
     writing done by Spark and one commit on the driver. Returns the commit (with
-    ``committed=False`` when nothing changed)."""
-    check_choice("when_matched", when_matched, WHEN_MATCHED)
-    check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
+    ``committed=False`` when nothing changed). ``columns`` is ``NotSupportedError``."""
+    if columns is not None:
+        raise NotSupportedError("Spark's upsert does not support columns= (a partial update): pass every column "
+                                "in the source, or use Table.upsert(..., columns=...) on the driver")
     location = TableLocation(uri, storage_options)
     table = location.open()
     with table.transaction() as tx:
         schema = tx.scan().schema
-        keys = check_keys(on, schema)
+        rules = MergeRules.of(schema, on, when_matched, when_not_matched, when_not_matched_by_source)
         check_write_schema(source_df.schema, schema, table.uri)
         snapshot = tx.scan().snapshot
         if not (native_writable(schema) and native_readable_snapshot(spark, location, snapshot)):
             report_fallback(location, "upsert", "Spark cannot read or write this table natively; the source "
                             "is collected to the driver for the Python upsert")
-            tx.upsert(source_df.toArrow(), keys, when_matched=when_matched, when_not_matched=when_not_matched)
+            tx.upsert(source_df.toArrow(), rules.keys, when_matched=when_matched, when_not_matched=when_not_matched,
+                      when_not_matched_by_source=when_not_matched_by_source)
             return tx.commit()
         source = conform(source_df, schema).persist()
         try:
-            where = _key_filter(source, keys, schema)
-            scan = tx.scan(columns=keys, where=where)
-            target = live_rows(spark, location, snapshot.fields, scan.plan_files() if where is not None else [],
-                               snapshot.deleted, with_positions=True)
-            target = target.select(*[quoted(k) for k in keys], FILE_COLUMN, ROW_COLUMN)
-            narrow = narrowing(where, schema) if where is not None else None
-            if narrow is not None:
-                target = target.filter(narrow)
-            matched = target.join(source, keys, "inner")
-            columns = [quoted(n) for n in schema.names]  # a join puts the keys first; files keep the table's order
-            parts = []
-            if when_matched == "update":
-                parts.append(matched.select(*columns))
-            if when_not_matched == "insert":
-                parts.append(source.join(target.select(*[quoted(k) for k in keys]), keys, "left_anti").select(*columns))
-            written = [f for _, f in write_staged(functools.reduce(DataFrame.unionByName, parts), location,
-                                                  snapshot.fields, table.write_options)] if parts else []
-            tx.add_files(written)
-            positions = _positions(matched, scan.plan_files()) if when_matched == "update" else {}
-            stage_replacements(tx.staging, positions, where, keys, when_matched, when_not_matched,
-                               sum(f.rows for f in written))
+            _merge(spark, location, tx, source, rules, table.write_options)
         finally:
             source.unpersist()
         return tx.commit()
+
+
+def _merge(spark: Any, location: TableLocation, tx: Transaction, source: DataFrame, rules: MergeRules,
+           write_options: WriteOptions) -> None:
+    """Steps 1-4 on a natively readable and writable table."""
+    keys, schema, snapshot = rules.keys, tx.scan().schema, tx.scan().snapshot
+    where = _key_filter(source, keys, schema)
+    scan = tx.scan(columns=keys, where=None if rules.reads_every_file else where)
+    files = scan.plan_files() if where is not None or rules.reads_every_file else []
+    target = live_rows(spark, location, snapshot.fields, files, snapshot.deleted, with_positions=True)
+    target = target.select(*[quoted(k) for k in keys], FILE_COLUMN, ROW_COLUMN)
+    narrow = narrowing(where, schema) if where is not None else None
+    candidates = target.filter(narrow) if narrow is not None else target
+    matched = candidates.join(source, keys, "inner")
+    columns = [quoted(n) for n in schema.names]  # a join puts the keys first; files keep the table's order
+    parts = []
+    if rules.when_matched == "update":
+        parts.append(matched.select(*columns))
+    if rules.when_not_matched == "insert":
+        parts.append(source.join(candidates.select(*[quoted(k) for k in keys]), keys, "left_anti").select(*columns))
+    written = [f for _, f in write_staged(functools.reduce(DataFrame.unionByName, parts), location,
+                                          snapshot.fields, write_options)] if parts else []
+    tx.add_files(written)
+    matched_positions = _positions(matched, files)
+    removed = matched_positions if rules.when_matched == "delete" else {}
+    if rules.when_matched == "ignore":
+        tx.staging.stage_kept(matched_positions.items())
+    if rules.reads_every_file:
+        missing = _positions(target.join(source.select(*[quoted(k) for k in keys]), keys, "left_anti"), files)
+        removed = {p: removed.get(p, BitMap()) | missing.get(p, BitMap()) for p in removed.keys() | missing.keys()}
+    stage_replacements(tx.staging, matched_positions if rules.when_matched == "update" else {}, removed, where,
+                       rules, sum(f.rows for f in written))
 
 
 def _key_filter(source: DataFrame, keys: list[str], schema: pa.Schema) -> Expr | None:

@@ -126,3 +126,53 @@ def test_racing_upserts_of_one_key_leave_one_live_version(table: mt.Table):
     assert not errors, errors[0]
     counts = Counter(r["id"] for r in table.to_arrow().to_pylist())
     assert set(counts.values()) == {1} and len(counts) == 100 + 1 + 6
+
+
+# --- the merge options (issue 23): each commit must equal its serial replay in version order
+def test_a_snapshot_sync_conflicts_with_any_concurrent_append(table: mt.Table):
+    """Replayed after the winner, the sync would have deleted the appended key 7000."""
+    tx = table.transaction()
+    tx.upsert(rows([10, 500], v=1), on=["id"], when_not_matched_by_source="delete")
+    table.append(rows([7000]))
+    with pytest.raises(CommitConflictError, match="may match this commit's condition"):
+        tx.commit()
+    assert 7000 in live(table) and len(live(table)) == 101
+    assert data_keys(table) == referenced(table)
+
+
+def test_a_snapshot_sync_conflicts_with_a_delete_of_a_row_it_removes(table: mt.Table):
+    tx = table.transaction()
+    tx.upsert(rows([10]), on=["id"], when_not_matched_by_source="delete")
+    table.delete("id = 60")
+    with pytest.raises(CommitConflictError, match="changed rows this commit read"):
+        tx.commit()
+
+
+@pytest.mark.parametrize("winner, conflict", [("append 10", True), ("delete 10", True), ("delete 11", False),
+                                              ("append 7000", False)])
+def test_deleting_matches_is_serializable(table: mt.Table, winner: str, conflict: bool):
+    tx = table.transaction()
+    tx.upsert(rows([10, 500]), on=["id"], when_matched="delete")
+    kind, key = winner.split()
+    table.append(rows([int(key)], v=7)) if kind == "append" else table.delete(f"id = {key}")
+    if conflict:
+        with pytest.raises(CommitConflictError):
+            tx.commit()
+        return
+    assert tx.commit().committed
+    found = live(table)
+    assert 10 not in found and found[500] == [0] and (7000 in found) == (key == "7000")
+
+
+def test_ignoring_matches_conflicts_with_a_delete_of_a_matched_row(table: mt.Table):
+    """Replayed after the winner's delete of key 10, ``when_matched="ignore"`` would have
+    inserted the source's key 10: rebasing would silently lose it."""
+    tx = table.transaction()
+    tx.upsert(rows([10, 500], v=1), on=["id"], when_matched="ignore")
+    table.delete("id = 10")
+    with pytest.raises(CommitConflictError, match="changed rows this commit read"):
+        tx.commit()
+    tx = table.transaction()
+    tx.upsert(rows([20, 501], v=1), on=["id"], when_matched="ignore")
+    table.delete("id = 21")  # another row of the same file: rebases
+    assert tx.commit().committed and live(table)[20] == [0] and live(table)[501] == [1]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import DuplicateKeyError
+from manifest_table.errors import DuplicateKeyError, NotSupportedError
 from tests.spark.fixtures import sorted_rows
 
 pytest_plugins = ["tests.spark.fixtures"]
@@ -36,21 +36,23 @@ def twin_tables(tmp_path: Path) -> tuple[mt.Table, mt.Table]:
     return tables[0], tables[1]
 
 
-@pytest.mark.parametrize("when_matched, when_not_matched, in_limit", [
-    ("update", "insert", 1024), ("ignore", "insert", 1024), ("update", "insert", 2)],
-    ids=["update-insert", "ignore-insert", "key-range-filter"])
+@pytest.mark.parametrize("when_matched, when_not_matched, by_source, in_limit", [
+    ("update", "insert", "ignore", 1024), ("ignore", "insert", "ignore", 1024), ("update", "insert", "ignore", 2),
+    ("delete", "insert", "delete", 1024)],
+    ids=["update-insert", "ignore-insert", "key-range-filter", "delete-matched-and-missing"])
 def test_spark_upsert_equals_the_python_upsert(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               when_matched, when_not_matched, in_limit):
+                                               when_matched, when_not_matched, by_source, in_limit):
     # Past IN_LIMIT distinct keys the filter is their range (the package's name `upsert` is the function).
     monkeypatch.setattr(importlib.import_module("manifest_table.spark.upsert"), "IN_LIMIT", in_limit)
     ours, reference = twin_tables(tmp_path)
     source = pa.concat_tables([rows([3, 5, 45, 200, 201], 1.5, "new"),
                                pa.table({"id": [None], "name": ["null key"], "v": [2.0]}, schema=SCHEMA)])
-    info = upsert(spark, ours.uri, spark.createDataFrame(source).repartition(2), ["id"],
-                  when_matched=when_matched, when_not_matched=when_not_matched)
-    expected = reference.upsert(source, ["id"], when_matched=when_matched, when_not_matched=when_not_matched)
+    options = {"when_matched": when_matched, "when_not_matched": when_not_matched,
+               "when_not_matched_by_source": by_source}
+    info = upsert(spark, ours.uri, spark.createDataFrame(source).repartition(2), ["id"], **options)
+    expected = reference.upsert(source, ["id"], **options)
     assert info.operation == "upsert" and info.version == expected.version == 4
-    for metric in ("rows_updated", "rows_inserted", "rows_deleted"):
+    for metric in ("rows_updated", "rows_inserted", "rows_deleted", "rows_removed"):
         assert info.metrics.get(metric) == expected.metrics.get(metric), metric
     key = lambda r: (r["id"] is None, r["id"] or 0)  # noqa: E731
     assert sorted(ours.to_arrow().to_pylist(), key=key) == sorted(reference.to_arrow().to_pylist(), key=key)
@@ -76,3 +78,10 @@ def test_spark_upsert_inserts_in_the_tables_column_order_whatever_the_key(spark,
     expected = reference.upsert(source, ["name", "id"], when_matched="ignore")
     assert info.metrics.get("rows_inserted") == expected.metrics.get("rows_inserted") == 3
     assert sorted_rows(ours.to_arrow()) == sorted_rows(reference.to_arrow())
+
+
+def test_spark_upsert_refuses_a_partial_update_before_reading(spark, tmp_path: Path):
+    table, _ = twin_tables(tmp_path)
+    with pytest.raises(NotSupportedError, match="does not support columns="):
+        upsert(spark, table.uri, spark.createDataFrame(rows([1], 1.0)), ["id"], columns=["v"])
+    assert table.version == 3

@@ -50,7 +50,7 @@ def test_duckdb_and_polars_read_through_arrow(kind: str, request: pytest.Fixture
     with caplog.at_level(logging.INFO, logger="manifest_table.interop"):
         view = table.to_duckdb(duckdb.connect(), "t")
         assert sorted(view.fetchall()) == [(1,), (3,)]
-    assert "read through Arrow" in caplog.text
+    assert "in-memory Arrow table" in caplog.text
     assert sorted(table.to_polars().collect()["id"].to_list()) == [1, 3]
 
 
