@@ -15,7 +15,7 @@ from .data.file_sets import VersionFiles
 from .data.scan import Scan, Snapshot
 from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, TableNotFoundError
 from .expressions import Expr, to_expr
 from .format.manifest import FORMAT_VERSION
 from .format.mirrors import MIRRORS
@@ -206,14 +206,32 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
 
 def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
                storage_options: dict[str, str] | None = None, **options: Any) -> Table:
-    """Open an existing table. Raises ``TableNotFoundError`` if there is none."""
+    """Open an existing table. Raises ``TableNotFoundError`` if there is none. A table of a
+    database is opened as ``<database uri>/<table name>`` (docs/databases.md)."""
     table = _table(uri, store, storage_options, options)
-    table.log.open()  # fail now, not at the first read
+    try:
+        table.log.open()  # fail now, not at the first read
+    except TableNotFoundError:
+        parent, _, name = table.uri.rstrip("/").rpartition("/")
+        if store is not None or not parent or not name:
+            raise
+        from .database.database import table_of_database
+
+        found = table_of_database(parent, name, storage_options, options)
+        if found is None:
+            raise
+        return found
     return table
 
 
 def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
            options: dict[str, Any]) -> Table:
+    return Table(*handle_args(uri, store, storage_options, options))
+
+
+def handle_args(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
+                options: dict[str, Any]) -> tuple[str, ObjectStore, WriteOptions, CommitOptions]:
+    """A table's (or a database's) location, store and options from what a caller passed."""
     write_keys = set(WriteOptions.__dataclass_fields__)
     commit_keys = set(CommitOptions.__dataclass_fields__)
     unknown = set(options) - write_keys - commit_keys
@@ -228,5 +246,5 @@ def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_optio
     if storage_options is not None and not (isinstance(storage_options, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
-    return Table(text, store if store is not None else store_for_uri(text, storage_options), write, commit)
+    return text, store if store is not None else store_for_uri(text, storage_options), write, commit
 

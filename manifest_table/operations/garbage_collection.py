@@ -17,10 +17,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from ..arguments import check_bool, check_duration, check_int
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
+from ..format.database import DatabaseVersion
 from ..format.keys import (
     DATA_PREFIX,
     DELTA_LOG_PREFIX,
@@ -34,10 +36,11 @@ from ..format.listed_once import ListedPaths
 from ..format.manifest import version_of_key
 from ..handle import TableHandle
 from ..log.version import Version
-from ..log.version_log import VersionLog
+from ..log.version_log import PointerLog, VersionLog
 from ..storage import ObjectInfo
 
 log = logging.getLogger("manifest_table.maintenance")
+V = TypeVar("V", Version, DatabaseVersion)
 
 CATEGORIES = {MANIFEST_PREFIX: "manifests", SEGMENT_PREFIX: "segments", DATA_PREFIX: "data files",
               TOMBSTONE_PREFIX: "tombstones", METADATA_PREFIX: "mirrors", DELTA_LOG_PREFIX: "mirrors"}
@@ -138,12 +141,12 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     latest = vlog.probe_forward(pointer.version)
     if latest > pointer.version and not dry_run:
         vlog.advance_pointer(latest, pointer.etag)
-    retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for))
+    retained = _keep_mirrored(vlog, retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for))
 
     listed = list(handle.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
     by_rule = retained[-1].version
-    expired, young = _split_expired(manifests, by_rule, cutoff)
+    expired, young = split_expired(manifests, by_rule, cutoff)
     # An expired manifest too young to delete stays readable, so its objects stay too.
     retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
     floor = young[0][0] if young else by_rule
@@ -160,7 +163,7 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
             report.unknown["manifests"].add(info)
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
-    needed = _referenced(retained)
+    needed = referenced_keys(retained)
     mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or handle.store.list(prefix):
@@ -189,8 +192,8 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     return report
 
 
-def _retained(vlog: VersionLog, latest: Version, now: datetime, retain_versions: int | None,
-              retain_for: timedelta | None) -> list[Version]:
+def retained_versions(vlog: PointerLog[V], latest: V, now: datetime, retain_versions: int | None,
+                      retain_for: timedelta | None) -> list[V]:
     """Newest first: the latest manifest, then older ones while a retention rule keeps them."""
     kept = [latest]
     while kept[-1].version > 0:
@@ -229,7 +232,7 @@ def _keep_mirrored(vlog: VersionLog, retained: list[Version]) -> list[Version]:
     return retained
 
 
-def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
+def split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
                    cutoff: datetime) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
     """The manifests below ``floor`` (sorted by version), split at the first one younger than
     the grace period: those before it can go; it and the rest stay (expired versions must
@@ -239,7 +242,7 @@ def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
     return below[:stop], below[stop:]
 
 
-def _referenced(manifests: Iterable[Version]) -> set[str]:
+def referenced_keys(manifests: Iterable[Version]) -> set[str]:
     """Every object key the manifests need: segments, data files, their bitmaps, and the
     bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
     Roots share most segments: each distinct one is read once. A segment entry's bitmap
