@@ -99,8 +99,16 @@ class Database:
 
     # --- maintenance --------------------------------------------------------------------
     def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
-        """``Table.compact`` of every table (one commit per table that has work)."""
-        return {name: self.table(name).compact(target_file_size, min_deleted_fraction) for name in self.tables()}
+        """``Table.compact`` of every table of the latest version (one commit per table that
+        has work); a table dropped meanwhile is skipped."""
+        db = self.log.manifest(self.log.read_pointer().version)
+        done = {}
+        for name in sorted(db.tables):
+            try:
+                done[name] = self._named(db, name).compact(target_file_size, min_deleted_fraction)
+            except TableNotFoundError:
+                continue
+        return done
 
     def gc(self, **options: Any) -> Any:
         """Expire old database versions and delete what no retained version needs
