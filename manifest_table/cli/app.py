@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import pyarrow.fs as pafs
 
 from ..errors import InvalidFilterError, ManifestTableError
-from . import maintain, mirror, read, write
+from . import database, maintain, mirror, read, write
 from .options import common_options
 
 PROG = read.PROG
@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     write.add_commands(command)
     maintain.add_commands(command)
     mirror.add_commands(command)
+    database.add_commands(commands, common)
     return parser
 
 

@@ -9,9 +9,11 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
+from ..database import open_database
+from ..errors import DatabaseNotFoundError, InvalidArgumentError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED
-from ..table import create_table
+from ..table import Table, create_table
 from .inputs import INPUT_FORMATS, read_input
 from .options import csv_options, dialect, names, open_from, storage_options
 from .progress import counted
@@ -23,8 +25,21 @@ log = logging.getLogger("manifest_table.cli")
 
 def create(args: argparse.Namespace) -> None:
     schema = parse_schema(args.schema) if args.schema is not None else parquet_schema(args.like)
-    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=args.format_version)
+    table = create_in_place(args.uri, schema, storage_options(args), args.format_version)
     print(f"created {table.uri} (version 0, format version {args.format_version}) with {len(schema)} columns")
+
+
+def create_in_place(uri: str, schema: pa.Schema, options: dict[str, str] | None, format_version: int) -> Table:
+    """A table of the database ``uri`` names the parent of (``DB_URI/TABLE``), else a table at ``uri``."""
+    parent, _, name = uri.rstrip("/").rpartition("/")
+    if parent:
+        try:
+            db = open_database(parent, storage_options=options)
+        except (DatabaseNotFoundError, InvalidArgumentError):
+            pass
+        else:
+            return db.create_table(name, schema, format_version=format_version)
+    return create_table(uri, schema, storage_options=options, format_version=format_version)
 
 
 def append(args: argparse.Namespace) -> None:
