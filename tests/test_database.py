@@ -297,3 +297,15 @@ def test_a_commit_that_lost_only_to_other_tables_reuses_its_root(tmp_path: Path)
     versions = [k for k in puts if k.startswith("manifest/")]
     assert len(roots) == 1 and len(versions) == 2  # one root; the lost version and the won one
     assert all(k in roots or k in versions or k == "_latest_manifest" for k in puts)
+
+
+def test_duckdb_and_polars_read_a_database_table(db: mt.Database) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("polars")
+    t = db.create_table("t", SCHEMA)
+    t.append(rows((1, 1), (2, 2), (3, 3)))
+    t.delete("id = 2")
+    con = duckdb.connect()
+    assert sorted(db.table("t").to_duckdb(con, "t").fetchall()) == [(1, 1), (3, 3)]
+    assert sorted(t.to_polars().collect().rows()) == [(1, 1), (3, 3)]
+    assert sorted(t.to_polars(version=2).collect().rows()) == [(1, 1), (2, 2), (3, 3)]

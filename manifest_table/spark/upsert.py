@@ -52,7 +52,7 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
     ``committed=False`` when nothing changed)."""
     check_choice("when_matched", when_matched, WHEN_MATCHED)
     check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     table = location.open()
     with table.transaction() as tx:
         schema = tx.scan().schema
