@@ -309,3 +309,15 @@ def test_duckdb_and_polars_read_a_database_table(db: mt.Database) -> None:
     assert sorted(db.table("t").to_duckdb(con, "t").fetchall()) == [(1, 1), (3, 3)]
     assert sorted(t.to_polars().collect().rows()) == [(1, 1), (3, 3)]
     assert sorted(t.to_polars(version=2).collect().rows()) == [(1, 1), (2, 2), (3, 3)]
+
+
+def test_a_schema_change_of_a_database_table_is_one_database_commit(db: mt.Database) -> None:
+    t = db.create_table("t", SCHEMA)
+    t.append(rows((1, 1)))
+    with t.update_schema() as s:
+        s.add_column("note", pa.string())
+        s.rename_column("qty", "quantity")
+    assert db.history(limit=1)[0].parameters["tables"] == {"t": "update_schema"}
+    assert db.table("t").schema.names == ["id", "quantity", "note"]
+    assert db.table("t").to_arrow().to_pylist() == [{"id": 1, "quantity": 1, "note": None}]
+    assert t.scan(version=2).to_arrow().schema.names == ["id", "qty"]

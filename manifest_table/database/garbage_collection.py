@@ -64,21 +64,8 @@ def collect_database_garbage(db: Database, retain_versions: int | None = None,
     needed = _needed(db, retained)
     doomed = [info for _, info in expired]
     for info in db.store.list(TABLES_PREFIX):
-        category = _category(info.key)
-        if info.key in needed:
-            report.referenced[category].add(info)
-        elif not is_database_writer_key(info.key):
-            report.unknown[category].add(info)
-            report.unknown_keys.append(info.key)
-        elif info.last_modified < cutoff:
-            doomed.append(info)
-        else:
-            report.in_grace[category].add(info)
-    for info in doomed:
-        if not dry_run:
-            db.store.delete(info.key)
-        report.deleted[_category(info.key)].add(info)
-        report.deleted_keys.append(info.key)
+        report.sort(info, _category(info.key), needed, is_database_writer_key(info.key), cutoff, doomed)
+    report.delete(db.store, doomed, _category)  # expired versions first, oldest first
     if not dry_run:
         dlog.forget_before(floor)
     log.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))

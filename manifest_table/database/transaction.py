@@ -4,7 +4,6 @@ created, dropped and renamed, committed as one database version (or not at all).
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -13,11 +12,11 @@ from ..commit import CommitInfo
 from ..commit.loop import AlreadyCommitted
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal
-from ..errors import InvalidArgumentError, ManifestTableError, TableExistsError, TableNotFoundError
+from ..errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name, new_table_id
 from ..format.manifest import FORMAT_VERSION, Manifest
 from ..operations.create import first_version
-from ..transaction import Transaction
+from ..transaction import CommitsOnExit, Transaction
 from .commit import DatabaseProposal, TablePart
 from .table_log import DatabaseTableLog
 
@@ -37,7 +36,7 @@ class TableTransaction(Transaction):
         self._closed = True
 
 
-class DatabaseTransaction:
+class DatabaseTransaction(CommitsOnExit):
     """``with db.transaction() as tx: ...``: every table read through ``tx.table(name)`` sees
     the database at ``tx.version`` plus this transaction's own changes; a clean exit commits
     them all as one database version, an exception commits nothing."""
@@ -146,20 +145,6 @@ class DatabaseTransaction:
             self._closed = True
             for tx in self._tables.values():
                 tx.abort()
-
-    def __enter__(self) -> DatabaseTransaction:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif not self._closed:
-            self.commit()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ManifestTableError("this transaction has already been committed or aborted")
 
 
 def database_commit_info(db: DatabaseVersion) -> CommitInfo:

@@ -23,7 +23,17 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import CorruptTableError, DatabaseNotFoundError, InvalidArgumentError
-from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type, show
+from .json_fields import (
+    MAX_INT64,
+    MISSING,
+    corrupt,
+    format_version,
+    integer,
+    load_object,
+    of_type,
+    parent_version,
+    show,
+)
 from .keys import ROOT_PREFIX, TABLES_PREFIX, WRITER_SHAPES
 from .manifest import MAX_TIMESTAMP_MS, Manifest, check_parameters
 
@@ -129,10 +139,7 @@ class DatabaseVersion:
             raise corrupt(key, "kind", doc.get("kind", MISSING), repr(KIND))
         fmt = format_version(doc, key, DATABASE_FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
-        parent = doc.get("parent_version", MISSING)
-        if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
-            raise corrupt(key, "parent_version", parent,
-                          "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+        parent = parent_version(doc, key, version)
         tables = {name: _table_ref(raw, key, f"tables[{name!r}]", name)
                   for name, raw in of_type(doc, "tables", key, dict).items()}
         if len({ref.id for ref in tables.values()}) != len(tables):

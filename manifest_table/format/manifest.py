@@ -22,7 +22,7 @@ import pyarrow.types as pat
 from ..errors import CorruptTableError, InvalidArgumentError, TableNotFoundError
 from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .field_ids import FieldIds, plain
-from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type, parent_version
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
@@ -158,10 +158,7 @@ class Manifest:
                                      "open_database, and its tables as <database uri>/<table name>")
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
-        parent = doc.get("parent_version", MISSING)
-        if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
-            raise corrupt(key, "parent_version", parent,
-                          "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+        parent = parent_version(doc, key, version)
         schema = _decode_schema(of_type(doc, "schema", key, str), key)
         parameters = check_parameters(of_type(doc, "parameters", key, dict, default={}), key)
         index, mirrors = None, {}

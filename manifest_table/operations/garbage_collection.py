@@ -14,7 +14,7 @@ docs/operations.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -37,7 +37,7 @@ from ..format.manifest import version_of_key
 from ..handle import TableHandle
 from ..log.version import Version
 from ..log.version_log import PointerLog, VersionLog
-from ..storage import ObjectInfo
+from ..storage import ObjectInfo, ObjectStore
 
 log = logging.getLogger("manifest_table.maintenance")
 V = TypeVar("V", Version, DatabaseVersion)
@@ -84,6 +84,28 @@ class GCReport:
     """Kept: unreferenced objects whose keys are not of a shape our writers produce, so not
     ours to delete (a user's file, another table nested under ``data/``)."""
     unknown_keys: list[str] = field(default_factory=list)
+
+    def sort(self, info: ObjectInfo, category: str, needed: set[str], ours: bool, cutoff: datetime,
+             doomed: list[ObjectInfo]) -> None:
+        """File one listed object under ``category``: referenced, not of our writers' shapes
+        (kept as unknown), older than the grace period (appended to ``doomed``), or within it."""
+        if info.key in needed:
+            self.referenced[category].add(info)
+        elif not ours:
+            self.unknown[category].add(info)
+            self.unknown_keys.append(info.key)
+        elif info.last_modified < cutoff:
+            doomed.append(info)
+        else:
+            self.in_grace[category].add(info)
+
+    def delete(self, store: ObjectStore, doomed: list[ObjectInfo], category: Callable[[str], str]) -> None:
+        """Delete ``doomed`` in order (unless a dry run) and report each under ``category(key)``."""
+        for info in doomed:
+            if not self.dry_run:
+                store.delete(info.key)
+            self.deleted[category(info.key)].add(info)
+            self.deleted_keys.append(info.key)
 
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
@@ -167,23 +189,11 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or handle.store.list(prefix):
-            if info.key in needed:
-                report.referenced[CATEGORIES[prefix]].add(info)
-            elif not is_writer_key(info.key):
-                report.unknown[CATEGORIES[prefix]].add(info)
-                report.unknown_keys.append(info.key)
-            elif info.last_modified < cutoff:
-                doomed.append(info)
-            else:
-                report.in_grace[CATEGORIES[prefix]].add(info)
+            report.sort(info, CATEGORIES[prefix], needed, is_writer_key(info.key), cutoff, doomed)
 
     # Manifests (ours, then the mirrors') first and oldest first: a crash leaves orphans for the
     # next run, never a hole in the versions nor a readable manifest whose files are gone.
-    for info in doomed:
-        if not dry_run:
-            handle.store.delete(info.key)
-        report.deleted[_category(info.key)].add(info)
-        report.deleted_keys.append(info.key)
+    report.delete(handle.store, doomed, _category)
     if not dry_run:
         vlog.forget_before(floor)
     log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", handle.uri,
