@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -19,10 +19,12 @@ from ..format.keys import TABLES_PREFIX
 from ..format.manifest import FORMAT_VERSION, Manifest
 from ..format.pointer import Pointer
 from ..operations.create import create_log
+from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
 from ..storage.prefixed import PrefixedStore
 from ..storage.retry import RetryingStore
 from ..table import handle_args
+from .garbage_collection import collect_database_garbage
 from .log import DatabaseLog
 from .table import DatabaseTable
 from .transaction import DatabaseTransaction, database_commit_info
@@ -110,12 +112,12 @@ class Database:
                 continue
         return done
 
-    def gc(self, **options: Any) -> Any:
-        """Expire old database versions and delete what no retained version needs
-        (database/garbage_collection.py; the options are ``Table.gc``'s)."""
-        from .garbage_collection import collect_database_garbage
-
-        return collect_database_garbage(self, **options)
+    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
+           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False,
+           now: datetime | None = None) -> GCReport:
+        """Expire old database versions and delete what no retained version needs, over every
+        table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
 
     # --- internals ----------------------------------------------------------------------
     def _version(self, version: int | None, as_of: datetime | str | None) -> tuple[DatabaseVersion, Pointer]:
