@@ -5,8 +5,10 @@ See README.md and docs/ for the format and the commit protocol."""
 
 from .commit import CommitInfo
 from .data.scan import Scan
+from .database import Database, DatabaseSnapshot, DatabaseTable, DatabaseTransaction, create_database, open_database
 from .expressions import col
 from .table import Table, create_table, open_table, write_table
 from .transaction import Transaction
 
-__all__ = ["CommitInfo", "Scan", "Table", "Transaction", "col", "create_table", "open_table", "write_table"]
+__all__ = ["CommitInfo", "Database", "DatabaseSnapshot", "DatabaseTable", "DatabaseTransaction", "Scan", "Table",
+           "Transaction", "col", "create_database", "create_table", "open_database", "open_table", "write_table"]

@@ -34,6 +34,15 @@ class TableNotFoundError(ManifestTableError):
     """open_table found no table at the location."""
 
 
+# --- databases (docs/databases.md) ----------------------------------------------------
+class DatabaseExistsError(ManifestTableError):
+    """create_database found a database, or a table, already at the location."""
+
+
+class DatabaseNotFoundError(ManifestTableError):
+    """open_database found no database at the location (nothing, or a table)."""
+
+
 class CorruptTableError(ManifestTableError):
     """An object of the table does not parse or breaks an invariant of the format."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .commit import CommitOptions
 from .data.write import WriteOptions
-from .format.keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX
+from .format.keys import DATA_PREFIX, ROOT_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX
 from .log.version_log import VersionLog
 from .storage import FileIO, ObjectStore
 from .storage.retry import RetryingStore
@@ -17,10 +17,10 @@ from .storage.retry import RetryingStore
 def retrying(store: ObjectStore) -> RetryingStore:
     """``store`` as every part of the library uses it: transient failures of the calls that
     are safe to repeat are retried (storage/retry.py), creates of uniquely named objects
-    (data files, tombstones, segments) included."""
+    (data files, tombstones, segments, a database's table roots) included."""
     if isinstance(store, RetryingStore):
         return store
-    return RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX, SEGMENT_PREFIX))
+    return RetryingStore(store, (DATA_PREFIX, TOMBSTONE_PREFIX, SEGMENT_PREFIX, ROOT_PREFIX))
 
 
 class TableHandle:

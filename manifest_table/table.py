@@ -246,13 +246,26 @@ def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
                free_retries: int | None = None, backoff_base: Seconds | None = None,
                backoff_cap: Seconds | None = None, recheck_after: Seconds | None = None,
                **unknown: Never) -> Table:
-    """Open an existing table. Raises ``TableNotFoundError`` if there is none. The options
+    """Open an existing table. Raises ``TableNotFoundError`` if there is none. A table of a
+    database is opened as ``<database uri>/<table name>`` (docs/databases.md). The options
     (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
     ``row_group_size`` in bytes or as ``"128MiB"``; ``compression``, default ``zstd``) and of
     ``commit.CommitOptions`` (``deadline``, ``recheck_after``, ``backoff_*`` in seconds, as a
     ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md."""
-    table = _table(uri, store, storage_options, _options(locals(), unknown))
-    table.log.open()  # fail now, not at the first read
+    options = _options(locals(), unknown)
+    table = _table(uri, store, storage_options, options)
+    try:
+        table.log.open()  # fail now, not at the first read
+    except TableNotFoundError:
+        parent, _, name = table.uri.rstrip("/").rpartition("/")
+        if store is not None or not parent or not name:
+            raise
+        from .database.database import table_of_database
+
+        found = table_of_database(parent, name, storage_options, options)
+        if found is None:
+            raise
+        return found
     return table
 
 
@@ -291,24 +304,33 @@ def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", 
     return table
 
 
-def _options(given: dict[str, Any], unknown: dict[str, Any]) -> tuple[WriteOptions, CommitOptions]:
-    """The handle's options from a call's keywords (``locals()``); None keeps a default."""
-    write_keys, commit_keys = set(WriteOptions.__dataclass_fields__), set(CommitOptions.__dataclass_fields__)
-    if unknown:
-        known = sorted(write_keys | commit_keys)
-        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; "
-                                   f"known: {known}")
-    chosen = {k: v for k, v in given.items() if v is not None}
-    return (WriteOptions(**{k: v for k, v in chosen.items() if k in write_keys}),
-            CommitOptions(**{k: v for k, v in chosen.items() if k in commit_keys}))
+def _options(given: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
+    """The handle's options among a call's keywords (``locals()``), None (a default) left out."""
+    return {k: v for k, v in given.items() if k in _OPTION_KEYS and v is not None} | unknown
+
+
+_OPTION_KEYS = frozenset(WriteOptions.__dataclass_fields__) | frozenset(CommitOptions.__dataclass_fields__)
 
 
 def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
-           options: tuple[WriteOptions, CommitOptions]) -> Table:
+           options: dict[str, Any]) -> Table:
+    return Table(*handle_args(uri, store, storage_options, options))
+
+
+def handle_args(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
+                options: dict[str, Any]) -> tuple[str, ObjectStore, WriteOptions, CommitOptions]:
+    """A table's (or a database's) location, store and options from what a caller passed."""
+    unknown = set(options) - _OPTION_KEYS
+    if unknown:
+        known = sorted(_OPTION_KEYS)
+        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; "
+                                   f"known: {known}")
+    write = WriteOptions(**{k: v for k, v in options.items() if k in WriteOptions.__dataclass_fields__})
+    commit = CommitOptions(**{k: v for k, v in options.items() if k in CommitOptions.__dataclass_fields__})
     text = check_location(uri)
     if store is not None and not isinstance(store, ObjectStore):
         raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
     if storage_options is not None and not (isinstance(storage_options, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
-    return Table(text, store if store is not None else store_for_uri(text, storage_options), *options)
+    return text, store if store is not None else store_for_uri(text, storage_options), write, commit

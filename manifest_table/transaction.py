@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pyroaring import BitMap
 
@@ -50,7 +50,34 @@ def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
-class Transaction:
+class CommitsOnExit:
+    """``with x: ...`` commits ``x`` on a clean exit and aborts it on an exception; either
+    happens once (a table's ``Transaction``, a database's)."""
+
+    _closed = False
+
+    def commit(self) -> CommitInfo:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self._closed:
+            self.commit()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ManifestTableError("this transaction has already been committed or aborted")
+
+
+class Transaction(CommitsOnExit):
     """Use as ``with table.transaction() as tx: ...``: commits on a clean exit, and an
     exception inside the block commits nothing (staged files are removed).
 
@@ -151,17 +178,3 @@ class Transaction:
             self._closed = True
             added = self.staging.changes.added
             self._handle.store.delete_unreferenced(f.path for f in added if is_writer_key(f.path))
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif not self._closed:
-            self.commit()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ManifestTableError("this transaction has already been committed or aborted")

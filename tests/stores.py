@@ -61,11 +61,14 @@ class WrappedStore(ObjectStore):
 
 
 def kind_of(key: str) -> str:
-    """'pointer', 'manifest', 'data', 'tombstone' (or the key itself)."""
+    """'pointer', 'manifest', 'data', 'tombstone', 'segment', 'root' (or the key itself); a
+    database's table objects (``tables/<id>/...``) by their kind in the table."""
     if key == "_latest_manifest":
         return "pointer"
+    if key.startswith("tables/") and key.count("/") >= 2:
+        return kind_of(key.split("/", 2)[2])
     return {"manifest": "manifest", "data": "data", "tombstones": "tombstone",
-            "segments": "segment"}.get(key.split("/")[0], key)
+            "segments": "segment", "roots": "root"}.get(key.split("/")[0], key)
 
 
 class CountingStore(WrappedStore):

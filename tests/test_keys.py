@@ -12,7 +12,8 @@ from pyroaring import BitMap
 
 from manifest_table import create_table
 from manifest_table.errors import CorruptTableError, InvalidArgumentError
-from manifest_table.format.keys import (DATA_PREFIX, PREFIXES, TOMBSTONE_PREFIX, caller_key, is_writer_key,
+from manifest_table.format.keys import (DATA_PREFIX, PREFIXES, TOMBSTONE_PREFIX, caller_key,
+                                        is_database_writer_key, is_writer_key,
                                         key_problem, stored_key)
 from manifest_table.format.manifest import manifest_key, version_of_key
 from manifest_table.storage import LocalStore, MemoryStore, store_for_uri
@@ -93,7 +94,7 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     assert key_problem(f"tombstones/{HEX}.roaring", DATA_PREFIX) == "is not under data/"
     assert key_problem(f"data/{HEX}.parquet", TOMBSTONE_PREFIX) == "is not under tombstones/"
     assert key_problem("manifest/v00000000000000000001.json", DATA_PREFIX) is not None
-    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/", "segments/", "metadata/", "_delta_log/"}
+    assert set(PREFIXES) == {"data/", "tombstones/", "manifest/", "segments/", "roots/", "metadata/", "_delta_log/"}
 
 
 @pytest.mark.parametrize("key, ours", [
@@ -103,6 +104,8 @@ def test_a_key_must_be_under_the_prefix_its_field_asks_for() -> None:
     ("manifest/v99999999999999999999.json", True),
     (f"segments/{HEX}.parquet", True),
     (f"segments/{HEX}.json", False),
+    (f"roots/{HEX}.json", True),  # a database's table roots (format/database.py)
+    (f"roots/{HEX}.parquet", False),
     # The mirrors' objects (docs/mirrors.md)
     (f"tombstones/{HEX}.puffin", True),
     ("tombstones/deletion_vector_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.bin", True),
@@ -214,3 +217,21 @@ def test_plain_local_paths_and_absolute_file_uris_still_work(tmp_path: Path,
                       (str(tmp_path / "t5"), tmp_path / "t5")]:
         store = store_for_uri(uri)
         assert isinstance(store, LocalStore) and store.root == str(root)
+
+
+@pytest.mark.parametrize("key, ours", [
+    ("manifest/v00000000000000000003.json", True),
+    (f"tables/{HEX}/roots/{HEX}.json", True),
+    (f"tables/{HEX}/data/{HEX}.parquet", True),
+    (f"tables/{HEX}/segments/{HEX}.parquet", True),
+    (f"tables/{HEX}/tombstones/{HEX}.roaring", True),
+    (f"tables/{HEX}/manifest/v00000000000000000003.json", False),  # a table nested in the database
+    (f"tables/{HEX}/_latest_manifest", False),
+    (f"tables/{HEX.upper()}/data/{HEX}.parquet", False),
+    (f"tables/orders/data/{HEX}.parquet", False),
+    (f"tables/{HEX}/notes.txt", False),
+    (f"data/{HEX}.parquet", False),
+    ("_latest_manifest", False),
+])
+def test_a_database_deletes_only_its_writers_shapes(key: str, ours: bool) -> None:
+    assert is_database_writer_key(key) is ours

@@ -9,6 +9,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from ..database import DatabaseTable
 from ..errors import InvalidArgumentError
 from ..maintenance.job import JobOptions, describe_compaction, describe_plan, find_tables, run_job
 from ..operations.compaction import plan_compaction
@@ -39,8 +40,10 @@ def upgrade(args: argparse.Namespace) -> None:
 
 def gc(args: argparse.Namespace) -> None:
     table = open_from(args)
-    with activity(f"collecting garbage in {table.uri}"):
-        report = table.gc(args.retain_versions, args.retain_for, args.grace, args.dry_run, args.force)
+    target = table.database if isinstance(table, DatabaseTable) else table  # a database collects its tables
+    with activity(f"collecting garbage in {target.uri}"):
+        report = target.gc(retain_versions=args.retain_versions, retain_for=args.retain_for, grace=args.grace,
+                           dry_run=args.dry_run, force=args.force)
     print(report)
 
 

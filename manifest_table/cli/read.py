@@ -67,13 +67,24 @@ def info(args: argparse.Namespace) -> None:
 
 
 def history(args: argparse.Namespace) -> None:
-    commits = open_from(args).history(args.limit)
-    if args.json:
+    show_history(open_from(args).history(args.limit), args.json)
+
+
+def show_history(commits: list[CommitInfo], as_json: bool, tables: bool = False) -> None:
+    """Print commits as JSON or a table; ``tables``: a column of the tables each changed (a
+    database's history)."""
+    if as_json:
         print(json.dumps([_commit_json(c) for c in commits], indent=2, default=str))
         return
-    schema = pa.schema([(n, pa.string()) for n in ("version", "timestamp", "operation", "metrics")])
-    rows = pa.table([[str(c.version) for c in commits], [timestamp(c.timestamp) for c in commits],
-                     [c.operation for c in commits], [metrics(c) for c in commits]], schema=schema)
+    columns = {"version": [str(c.version) for c in commits], "timestamp": [timestamp(c.timestamp) for c in commits],
+               "operation": [c.operation for c in commits]}
+    if tables:
+        columns["tables"] = [" ".join(f"{n}:{op}" for n, op in c.parameters["tables"].items())
+                             + "".join(f" -{n}" for n in c.parameters["dropped"])
+                             + "".join(f" {a}->{b}" for a, b in c.parameters["renamed"].items()) for c in commits]
+    columns["metrics"] = [metrics(c) for c in commits]
+    schema = pa.schema([(n, pa.string()) for n in columns])
+    rows = pa.table(list(columns.values()), schema=schema)
     sys.stdout.flush()
     WRITERS["table"](rows.to_batches(), schema, sys.stdout.buffer)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..data.tombstones import DeletionVectors
 from ..format.manifest import Manifest
@@ -62,6 +62,16 @@ class TableProposal:
         self._log.store.delete_unreferenced([f.path for f in self.changes.added] + self._builder.written)
 
 
+@runtime_checkable
+class CommitsThrough(Protocol):
+    """A table log whose versions are another log's: a database's table (database/), whose
+    commits are database commits. ``commit_table`` runs the loop on that log and returns the
+    table's version at the committed one."""
+
+    def commit_table(self, proposal: TableProposal, base: Version, pointer: Pointer,
+                     options: CommitOptions, started: float) -> Version: ...
+
+
 def commit(log: VersionLog, base: Version, pointer: Pointer, changes: Changes,
            options: CommitOptions = CommitOptions(), started: float = 0.0,
            dvs: DeletionVectors | None = None) -> CommitInfo:
@@ -77,7 +87,10 @@ def commit(log: VersionLog, base: Version, pointer: Pointer, changes: Changes,
         proposal.discard()
         return CommitInfo.of(done.version, committed=False)
     try:
-        committed = commit_loop(log, proposal, base, pointer, options, started)
+        if isinstance(log, CommitsThrough):
+            committed = log.commit_table(proposal, base, pointer, options, started)
+        else:
+            committed = commit_loop(log, proposal, base, pointer, options, started)
     except AlreadyCommitted as done:  # the loop removed what was staged and advanced the pointer
         return CommitInfo.of(done.version, committed=False)
     if committed.mirrors:  # best effort, after the commit point (docs/mirrors.md)

@@ -43,6 +43,15 @@ def integer(doc: dict[str, Any], name: str, obj: str, lo: int, hi: int, at: str 
     raise corrupt(obj, _path(at, name), value, expected or f"an integer in [{lo}, {hi})")
 
 
+def parent_version(doc: dict[str, Any], obj: str, version: int) -> int | None:
+    """A version's ``parent_version``: null for version 0, else ``version - 1``."""
+    parent = doc.get("parent_version", MISSING)
+    if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
+        raise corrupt(obj, "parent_version", parent,
+                      "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+    return parent
+
+
 def format_version(doc: dict[str, Any], obj: str, newest: int, note: str = "") -> int:
     """The object's ``format_version``; one newer than this library knows is refused with the
     one remedy there is."""

@@ -23,6 +23,8 @@ DATA_PREFIX = "data/"
 TOMBSTONE_PREFIX = "tombstones/"
 MANIFEST_PREFIX = "manifest/"
 SEGMENT_PREFIX = "segments/"
+ROOT_PREFIX = "roots/"
+TABLES_PREFIX = "tables/"
 METADATA_PREFIX = "metadata/"
 DELTA_LOG_PREFIX = "_delta_log/"
 
@@ -38,6 +40,8 @@ WRITER_SHAPES: dict[str, re.Pattern[str]] = {
                                  r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
     SEGMENT_PREFIX: re.compile(r"segments/[0-9a-f]{32}\.parquet"),
+    # The write-once roots of a database's table (format/database.py), named by uuid.
+    ROOT_PREFIX: re.compile(r"roots/[0-9a-f]{32}\.json"),
     # The Iceberg mirror (mirrors/iceberg.py): metadata files, manifest lists, manifests, the hint.
     METADATA_PREFIX: re.compile(r"metadata/(?:v[0-9]+\.metadata\.json|version-hint\.text|snap-[0-9]+-[0-9a-f]{32}\.avro"
                                 r"|(?:[0-9a-f]{32}-(?:d|x[0-9]+)|t-d|t-x)-[0-9a-f]{32}\.avro)"),
@@ -76,6 +80,21 @@ def is_writer_key(key: str) -> bool:
     """True for keys of exactly the shapes this library's writers create (what GC may delete)."""
     shape = WRITER_SHAPES.get(key[:key.find("/") + 1])
     return shape is not None and shape.fullmatch(key) is not None
+
+
+def is_database_writer_key(key: str) -> bool:
+    """True for the keys a database's writers create under its location (what its GC may
+    delete): its versions, and its tables' objects under ``tables/<table id>/``."""
+    if key.startswith(TABLES_PREFIX):
+        table_id, _, rest = key[len(TABLES_PREFIX):].partition("/")
+        return (_TABLE_ID.fullmatch(table_id) is not None and rest.startswith(_DATABASE_TABLE_PREFIXES)
+                and is_writer_key(rest))
+    return WRITER_SHAPES[MANIFEST_PREFIX].fullmatch(key) is not None
+
+
+_TABLE_ID = re.compile(r"[0-9a-f]{32}")
+_DATABASE_TABLE_PREFIXES = (DATA_PREFIX, TOMBSTONE_PREFIX, SEGMENT_PREFIX, ROOT_PREFIX)
+"""What a database's table writes (no manifests, pointer or mirrors of its own)."""
 
 
 def _describe(char: str) -> str:

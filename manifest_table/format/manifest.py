@@ -19,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.types as pat
 
-from ..errors import CorruptTableError, InvalidArgumentError
+from ..errors import CorruptTableError, InvalidArgumentError, TableNotFoundError
 from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .field_ids import FieldIds, plain
-from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type
+from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type, parent_version
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
@@ -148,17 +148,19 @@ class Manifest:
     def from_json(cls, data: bytes, key: str = "manifest") -> Manifest:
         """Decode and validate a stored manifest; ``CorruptTableError`` names ``key`` and the
         first field found wrong."""
-        doc = load_object(data, key)
+        return cls.from_doc(load_object(data, key), key)
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any], key: str = "manifest") -> Manifest:
+        """``from_json`` of a decoded JSON object (a database's table root, format/database.py)."""
+        if doc.get("kind") == "database":
+            raise TableNotFoundError(f"{key} is a version of a database, not of a table: open it with "
+                                     "open_database, and its tables as <database uri>/<table name>")
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
-        parent = doc.get("parent_version", MISSING)
-        if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
-            raise corrupt(key, "parent_version", parent,
-                          "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+        parent = parent_version(doc, key, version)
         schema = _decode_schema(of_type(doc, "schema", key, str), key)
-        parameters = of_type(doc, "parameters", key, dict, default={})
-        if "rewrites" in parameters:
-            _check_rewrites(parameters["rewrites"], key)
+        parameters = check_parameters(of_type(doc, "parameters", key, dict, default={}), key)
         index, mirrors = None, {}
         if fmt == 1:
             files = _decode_files(of_type(doc, "files", key, list), schema, key, "files")
@@ -189,6 +191,13 @@ class Manifest:
             index=index,
             mirrors=mirrors,
         )
+
+
+def check_parameters(parameters: dict[str, Any], key: str) -> dict[str, Any]:
+    """A commit's ``parameters``, with what rebasing and GC decode from them checked."""
+    if "rewrites" in parameters:
+        _check_rewrites(parameters["rewrites"], key)
+    return parameters
 
 
 def check_new_file(f: object) -> None:

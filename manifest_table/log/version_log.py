@@ -1,11 +1,15 @@
-"""The table's version log: the pointer, the manifests it leads to, and the lookups built
-on them (latest, by version, by timestamp, history). Readers never LIST."""
+"""A version log: the pointer, the write-once versions it leads to, and the lookups built
+on them (latest, by version, by timestamp, history). Readers never LIST. ``PointerLog`` knows
+nothing of what a version holds; ``VersionLog`` is a table's (its versions are manifests),
+and a database's log (database/log.py) is another."""
 
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from datetime import UTC, datetime
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import (
     CorruptTableError,
@@ -37,15 +41,36 @@ _RATE_LIMITED_RETRY = RetryPolicy(attempts=120, base=0.05, cap=1.0)
 about one a second), for about a minute."""
 
 
-class VersionLog:
+class _Stored(Protocol):
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def timestamp_ms(self) -> int: ...
+
+    def to_json(self) -> bytes: ...
+
+
+V = TypeVar("V", bound=_Stored)
+
+
+class PointerLog(ABC, Generic[V]):
+    """The pointer and the versions of one location, whatever a version holds."""
+
     def __init__(self, store: ObjectStore, location: str) -> None:
         self.store = store
         self.location = location
-        self._cache: OrderedDict[int, Version] = OrderedDict()
+        self._cache: OrderedDict[int, V] = OrderedDict()
         self._lock = threading.Lock()
-        self.segments = SegmentReader(store)
-        """Every version read through this log reads its segments through this one cache."""
         self._opened: Pointer | None = None
+
+    @abstractmethod
+    def _decode(self, data: bytes, key: str) -> V:
+        """A stored version, decoded and validated (``CorruptTableError``)."""
+
+    @abstractmethod
+    def _missing(self) -> Exception:
+        """The error for a location with no version 0 and no pointer."""
 
     # --- the pointer -------------------------------------------------------------------
     def open(self) -> Pointer:
@@ -109,7 +134,7 @@ class VersionLog:
         except NotFound:
             pass
         if self.store.head(manifest_key(0)) is None:
-            raise TableNotFoundError(f"no table at {self.location}")
+            raise self._missing()
         version = self.probe_forward(0)
         try:
             self.store.put_if_absent(POINTER_KEY, encode_pointer(version))
@@ -168,15 +193,13 @@ class VersionLog:
                          f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost")
 
     # --- manifests ---------------------------------------------------------------------
-    def create(self, manifest: Manifest) -> Version:
-        """The commit point: create-only write of the version's manifest; returns it as read
-        through this log."""
-        self.store.put_if_absent(manifest_key(manifest.version), manifest.to_json())
-        created = Version.of(manifest, self.segments)
-        self._remember(created)
-        return created
+    def _store_version(self, version: V) -> V:
+        """The commit point: create-only write of ``version``; returns it."""
+        self.store.put_if_absent(manifest_key(version.version), version.to_json())
+        self._remember(version)
+        return version
 
-    def manifest(self, version: int) -> Version:
+    def manifest(self, version: int) -> V:
         """One version's manifest: one GET, or none when cached (manifests are immutable)."""
         found = self.find(version)
         if found is not None:
@@ -188,7 +211,7 @@ class VersionLog:
         raise VersionNotFoundError(f"version {version} does not exist in {self.location} "
                                    f"(latest is {latest})")
 
-    def find(self, version: int) -> Version | None:
+    def find(self, version: int) -> V | None:
         """The manifest of ``version``, or None if no such object exists."""
         if version < 0:
             return None
@@ -198,7 +221,7 @@ class VersionLog:
                 return self._cache[version]
         key = manifest_key(version)
         try:
-            manifest = Version.of(Manifest.from_json(self.store.get(key), key), self.segments)
+            manifest = self._decode(self.store.get(key), key)
         except NotFound:
             return None
         if manifest.version != version:
@@ -206,11 +229,11 @@ class VersionLog:
         self._remember(manifest)
         return manifest
 
-    def latest(self) -> tuple[Version, Pointer]:
+    def latest(self) -> tuple[V, Pointer]:
         pointer = self.pointer()
         return self.manifest(pointer.version), pointer
 
-    def as_of(self, when: datetime) -> Version:
+    def as_of(self, when: datetime) -> V:
         """The version that was current at ``when``: the newest one committed at or before it."""
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
@@ -232,10 +255,10 @@ class VersionLog:
                                       "removed by garbage collection")
         return found
 
-    def history(self, limit: int | None = None) -> list[Version]:
+    def history(self, limit: int | None = None) -> list[V]:
         """Manifests from the latest back to the oldest retained, newest first."""
         version = self.pointer().version
-        out: list[Version] = []
+        out: list[V] = []
         while version >= 0 and (limit is None or len(out) < limit):
             manifest = self.find(version)
             if manifest is None:
@@ -251,9 +274,29 @@ class VersionLog:
             for cached in [v for v in self._cache if v < version]:
                 del self._cache[cached]
 
-    def _remember(self, manifest: Version) -> None:
+    def _remember(self, manifest: V) -> None:
         with self._lock:
             self._cache[manifest.version] = manifest
             self._cache.move_to_end(manifest.version)
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
+
+
+class VersionLog(PointerLog[Version]):
+    """A table's log: its versions are manifests, read through one segment cache."""
+
+    def __init__(self, store: ObjectStore, location: str) -> None:
+        super().__init__(store, location)
+        self.segments = SegmentReader(store)
+        """Every version read through this log reads its segments through this one cache."""
+
+    def _decode(self, data: bytes, key: str) -> Version:
+        return Version.of(Manifest.from_json(data, key), self.segments)
+
+    def _missing(self) -> Exception:
+        return TableNotFoundError(f"no table at {self.location}")
+
+    def create(self, manifest: Manifest) -> Version:
+        """The commit point: create-only write of the version's manifest; returns it as read
+        through this log."""
+        return self._store_version(Version.of(manifest, self.segments))

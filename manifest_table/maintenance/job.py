@@ -1,10 +1,12 @@
 """The maintenance job: compaction, then garbage collection, on one table or on every table
 under a root (a local directory, or an ``s3://``, ``gs://`` or ``az://`` prefix).
 
-1. Find the tables: the root itself if it is one, else every table below it (one LIST).
+1. Find the tables: the root itself if it is one, else every table below it (one LIST). A
+   database counts as one: its tables are found through it (docs/databases.md).
 2. For each table, compact (unless told not to), bring its mirrors up to date (if it has any)
    and then collect garbage. A compaction that loses to a concurrent commit is skipped, not
-   failed: the next run retries it.
+   failed: the next run retries it. A database compacts each of its tables, then collects
+   garbage once over all of them.
 3. Report each table, then a summary. One broken table never stops the others; the exit
    status says whether any failed.
 
@@ -20,7 +22,9 @@ from datetime import timedelta
 
 from ..arguments import check_duration, check_size
 from ..commit import CommitInfo
-from ..errors import CommitConflictError, ManifestTableError
+from ..database import Database, DatabaseTable, open_database
+from ..database.database import table_of_database
+from ..errors import CommitConflictError, DatabaseNotFoundError, ManifestTableError, TableNotFoundError
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
 from ..operations.compaction import CompactionGroup, plan_compaction
@@ -67,6 +71,13 @@ def find_tables(root: str, storage_options: dict[str, str] | None = None) -> lis
         return [root]
     prefixes = {info.key[:-len(marker) - 1] for info in store.list() for marker in TABLE_MARKERS
                 if info.key.endswith("/" + marker)}
+    if not prefixes:  # "<database>/<table>" names a table that has no objects of its own here
+        parent, _, name = root.rstrip("/").rpartition("/")
+        try:
+            if parent and table_of_database(parent, name, storage_options, {}) is not None:
+                return [root]
+        except TableNotFoundError:
+            pass
     return [f"{root.rstrip('/')}/{prefix}" for prefix in sorted(prefixes)]
 
 
@@ -93,7 +104,16 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
     table must not stop the others."""
     outcome = Outcome(uri)
     try:
+        db = _database(uri, options)
+        if db is not None:
+            _maintain_database(db, options, outcome, compact)
+            return outcome
         table = open_table(uri, storage_options=options.storage_options)
+        if isinstance(table, DatabaseTable):  # "<database>/<table>": its compaction, the database's gc
+            if options.compact:
+                outcome.lines.append(_compact(table, options, outcome, compact))
+            outcome.lines.append(_database_gc(table.database, options))
+            return outcome
         if options.compact:
             outcome.lines.append(_compact(table, options, outcome, compact))
         if table.mirrors and not options.dry_run:
@@ -108,6 +128,31 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
         outcome.ok, outcome.error = False, f"unexpected {type(exc).__name__}: {exc}"
         log.exception("%s: unexpected error", uri)
     return outcome
+
+
+def _database(uri: str, options: JobOptions) -> Database | None:
+    """The database at ``uri``, or None if a table (or nothing) is there."""
+    try:
+        return open_database(uri, storage_options=options.storage_options)
+    except DatabaseNotFoundError:
+        return None
+
+
+def _maintain_database(db: Database, options: JobOptions, outcome: Outcome, compact: Compactor) -> None:
+    """Each table's compaction, then one gc over every table (database/garbage_collection.py)."""
+    if options.compact:
+        for name in db.tables():
+            try:
+                table = db.table(name)
+            except TableNotFoundError:  # dropped meanwhile
+                continue
+            outcome.lines.append(f"{name}: " + _compact(table, options, outcome, compact))
+    outcome.lines.append(_database_gc(db, options))
+
+
+def _database_gc(db: Database, options: JobOptions) -> str:
+    return str(db.gc(retain_versions=options.retain_versions, retain_for=options.retain_for, grace=options.grace,
+                     dry_run=options.dry_run, force=options.force))
 
 
 def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compactor) -> str:

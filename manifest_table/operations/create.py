@@ -15,10 +15,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, PreconditionFailed, StoreError, TableExistsError
+from ..errors import InvalidArgumentError, ManifestTableError, PreconditionFailed, StoreError, TableExistsError
+from ..format.database import DatabaseVersion
 from ..format.field_ids import plain
 from ..format.manifest import FORMAT_VERSION, Manifest, manifest_key
 from ..format.mirrors import merged, requested
@@ -27,7 +29,9 @@ from ..format.root import FileIndex, Properties, Totals
 from ..format.schema import check_schema
 from ..handle import TableHandle
 from ..log.version import Version
+from ..log.version_log import PointerLog
 from ..mirrors.types import check_mirrored
+from ..storage.retry import RetryingStore
 
 
 def first_version(schema: pa.Schema, format_version: int, properties: dict[str, int] | None,
@@ -54,32 +58,38 @@ def first_version(schema: pa.Schema, format_version: int, properties: dict[str, 
 
 def create(handle: TableHandle, empty: Manifest) -> None:
     """Steps 2-4 for ``empty`` (``first_version``) at ``handle``'s location."""
-    exists = TableExistsError(f"a table already exists at {handle.uri}")
-    if handle.store.head(POINTER_KEY) is not None:
-        raise exists
-    _create_first_version(handle, empty, exists)
-    try:
-        handle.store.put_if_absent(POINTER_KEY, encode_pointer(0))
-    except (PreconditionFailed, StoreError):
-        pass  # it exists (a reader repaired it first) or will be repaired by the next reader
+    create_log(handle.store, handle.log, empty, TableExistsError(f"a table already exists at {handle.uri}"))
     if empty.mirrors:
         from ..mirrors.sync import after_commit
         after_commit(handle.log, Version.of(empty, handle.log.segments))
 
 
-def _create_first_version(handle: TableHandle, empty: Manifest, exists: TableExistsError) -> None:
+def create_log(store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion,
+               exists: ManifestTableError) -> None:
+    """Steps 2-4 (but mirrors) for the first version of any log: a table's, a database's."""
+    if store.head(POINTER_KEY) is not None:
+        raise exists
+    _create_first_version(store, log, first, exists)
+    try:
+        store.put_if_absent(POINTER_KEY, encode_pointer(0))
+    except (PreconditionFailed, StoreError):
+        pass  # it exists (a reader repaired it first) or will be repaired by the next reader
+
+
+def _create_first_version(store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion,
+                          exists: ManifestTableError) -> None:
     """Step 3."""
-    policy = handle.store.policy
+    policy = store.policy
     for attempt in range(policy.attempts):
         try:
-            handle.store.put_if_absent(manifest_key(0), empty.to_json())
+            store.put_if_absent(manifest_key(0), first.to_json())
             return
         except PreconditionFailed:
             raise exists from None
         except StoreError:
-            found = handle.log.find(0)
+            found = log.find(0)
             if found is not None:
-                if found.commit_id != empty.commit_id:
+                if found.commit_id != first.commit_id:
                     raise exists from None
                 return
             if attempt + 1 == policy.attempts:

@@ -14,13 +14,15 @@ docs/operations.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from ..arguments import Duration, check_bool, check_duration, check_int
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
+from ..format.database import DatabaseVersion
 from ..format.keys import (
     DATA_PREFIX,
     DELTA_LOG_PREFIX,
@@ -34,10 +36,11 @@ from ..format.listed_once import ListedPaths
 from ..format.manifest import version_of_key
 from ..handle import TableHandle
 from ..log.version import Version
-from ..log.version_log import VersionLog
-from ..storage import ObjectInfo
+from ..log.version_log import PointerLog, VersionLog
+from ..storage import ObjectInfo, ObjectStore
 
 log = logging.getLogger("manifest_table.maintenance")
+V = TypeVar("V", Version, DatabaseVersion)
 
 CATEGORIES = {MANIFEST_PREFIX: "manifests", SEGMENT_PREFIX: "segments", DATA_PREFIX: "data files",
               TOMBSTONE_PREFIX: "tombstones", METADATA_PREFIX: "mirrors", DELTA_LOG_PREFIX: "mirrors"}
@@ -82,6 +85,28 @@ class GCReport:
     """Kept: unreferenced objects whose keys are not of a shape our writers produce, so not
     ours to delete (a user's file, another table nested under ``data/``)."""
     unknown_keys: list[str] = field(default_factory=list)
+
+    def sort(self, info: ObjectInfo, category: str, needed: set[str], ours: bool, cutoff: datetime,
+             doomed: list[ObjectInfo]) -> None:
+        """File one listed object under ``category``: referenced, not of our writers' shapes
+        (kept as unknown), older than the grace period (appended to ``doomed``), or within it."""
+        if info.key in needed:
+            self.referenced[category].add(info)
+        elif not ours:
+            self.unknown[category].add(info)
+            self.unknown_keys.append(info.key)
+        elif info.last_modified < cutoff:
+            doomed.append(info)
+        else:
+            self.in_grace[category].add(info)
+
+    def delete(self, store: ObjectStore, doomed: list[ObjectInfo], category: Callable[[str], str]) -> None:
+        """Delete ``doomed`` in order (unless a dry run) and report each under ``category(key)``."""
+        for info in doomed:
+            if not self.dry_run:
+                store.delete(info.key)
+            self.deleted[category(info.key)].add(info)
+            self.deleted_keys.append(info.key)
 
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
@@ -143,13 +168,13 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
         vlog.advance_pointer(latest, pointer.etag)
     # Readers find the latest version by walking from the stored pointer, which may still be
     # the one read here for a reader that read it just before: what they walk stays this run.
-    retained = _keep_mirrored(vlog, _retained(vlog, vlog.manifest(latest), now, retain_versions, retain_for,
-                                              stored))
+    retained = _keep_mirrored(vlog, retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for,
+                                                      stored))
 
     listed = list(handle.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
     by_rule = retained[-1].version
-    expired, young = _split_expired(manifests, by_rule, cutoff)
+    expired, young = split_expired(manifests, by_rule, cutoff)
     # An expired manifest too young to delete stays readable, so its objects stay too.
     retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
     floor = young[0][0] if young else by_rule
@@ -166,27 +191,15 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
             report.unknown["manifests"].add(info)
             report.unknown_keys.append(info.key)
     doomed = [info for _, info in expired]
-    needed = _referenced(retained)
+    needed = referenced_keys(retained)
     mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or handle.store.list(prefix):
-            if info.key in needed:
-                report.referenced[CATEGORIES[prefix]].add(info)
-            elif not is_writer_key(info.key):
-                report.unknown[CATEGORIES[prefix]].add(info)
-                report.unknown_keys.append(info.key)
-            elif info.last_modified < cutoff:
-                doomed.append(info)
-            else:
-                report.in_grace[CATEGORIES[prefix]].add(info)
+            report.sort(info, CATEGORIES[prefix], needed, is_writer_key(info.key), cutoff, doomed)
 
     # Manifests (ours, then the mirrors') first and oldest first: a crash leaves orphans for the
     # next run, never a hole in the versions nor a readable manifest whose files are gone.
-    for info in doomed:
-        if not dry_run:
-            handle.store.delete(info.key)
-        report.deleted[_category(info.key)].add(info)
-        report.deleted_keys.append(info.key)
+    report.delete(handle.store, doomed, _category)
     if not dry_run:
         vlog.forget_before(floor)
     log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", handle.uri,
@@ -195,8 +208,8 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     return report
 
 
-def _retained(vlog: VersionLog, latest: Version, now: datetime, retain_versions: int | None,
-              retain_for: timedelta | None, pointed: int) -> list[Version]:
+def retained_versions(vlog: PointerLog[V], latest: V, now: datetime, retain_versions: int | None,
+                      retain_for: timedelta | None, pointed: int) -> list[V]:
     """Newest first: the latest manifest, then older ones while a retention rule keeps them
     or they are not older than the version the stored pointer names (``pointed``)."""
     kept = [latest]
@@ -236,7 +249,7 @@ def _keep_mirrored(vlog: VersionLog, retained: list[Version]) -> list[Version]:
     return retained
 
 
-def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
+def split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
                    cutoff: datetime) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
     """The manifests below ``floor`` (sorted by version), split at the first one younger than
     the grace period: those before it can go; it and the rest stay (expired versions must
@@ -246,7 +259,7 @@ def _split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
     return below[:stop], below[stop:]
 
 
-def _referenced(manifests: Iterable[Version]) -> set[str]:
+def referenced_keys(manifests: Iterable[Version]) -> set[str]:
     """Every object key the manifests need: segments, data files, their bitmaps, and the
     bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
     Roots share most segments: each distinct one is read once. A segment entry's bitmap

@@ -41,10 +41,11 @@ _GLOB = re.compile(r"[*?\[\]{}\\]")
 def hadoop_root(location: TableLocation) -> str:
     """The table root as Spark takes a path: ``file:/abs/path`` (not percent-encoded: Hadoop
     encodes a path itself) or ``s3a://bucket/prefix``."""
-    parsed = urlparse(location.uri)
+    uri = location.objects_uri
+    parsed = urlparse(uri)
     if parsed.scheme in ("s3", "s3a"):
         return f"s3a://{parsed.netloc}{parsed.path}".rstrip("/")
-    path = parsed.path if parsed.scheme == "file" else location.uri
+    path = parsed.path if parsed.scheme == "file" else uri
     return "file:" + os.path.abspath(path)
 
 

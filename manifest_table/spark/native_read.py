@@ -48,7 +48,7 @@ def read(spark: Any, uri: str, *, version: int | None = None, as_of: str | None 
     """The live rows of ``version`` (or of the version current at ``as_of``, or the latest),
     read by Spark's own Parquet reader. Where Spark cannot read the table natively, the
     same rows come from the ``manifest_table`` Python data source (logged once)."""
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     snapshot = location.open().scan(version=version, as_of=as_of).snapshot
     if not native_readable_snapshot(spark, location, snapshot):
         return data_source_read(spark, location, snapshot.version)

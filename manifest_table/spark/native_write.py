@@ -64,7 +64,7 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, not {mode!r}")
     if write_options is not None and not isinstance(write_options, WriteOptions):
         raise InvalidArgumentError(f"write_options must be a WriteOptions, not {type(write_options).__name__}")
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     target = TableCommit(location, df.schema, mode == "overwrite", to_expr(where))
     spark = df.sparkSession
     if not native_writable(target.table_schema):

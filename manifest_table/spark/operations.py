@@ -47,7 +47,7 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
     expr = to_expr(where)
     if expr is None:
         raise InvalidFilterError("delete needs a condition")
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     with location.open().transaction() as tx:
         scan = tx.scan(columns=[], where=expr)
         bound = scan.where
@@ -77,7 +77,7 @@ def compact(spark: Any, uri: str, target_file_size: Size | None = None, min_dele
     The guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
     outputs, a conflicting commit makes this one fail with ``CommitConflictError`` and its
     outputs are removed. If the Spark job fails, nothing is committed."""
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     table = location.open()
     target = (table.write_options.target_file_size if target_file_size is None
               else check_size("target_file_size", target_file_size))

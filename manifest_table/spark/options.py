@@ -11,8 +11,10 @@ from dataclasses import asdict, dataclass
 
 from ..arguments import check_location
 from ..data.write import WriteOptions
-from ..errors import InvalidArgumentError
+from ..database import DatabaseTable, open_database
+from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..expressions import Expr, to_expr
+from ..format.database import table_prefix
 from ..handle import retrying
 from ..storage import ObjectStore, store_for_uri
 from ..table import Table, open_table
@@ -40,19 +42,54 @@ class TableLocation:
 
     uri: str
     storage_options: dict[str, str] | None = None
+    objects: str | None = None
+    """Where the table's objects are when not at ``uri``: a database's table, opened as
+    ``<database>/<name>``, keeps them under ``<database>/tables/<id>`` (docs/databases.md)."""
 
     def __post_init__(self) -> None:
         check_location(self.uri)  # before Spark plans or runs anything
 
+    @classmethod
+    def of(cls, uri: str, storage_options: dict[str, str] | None = None) -> TableLocation:
+        """The location of the table at ``uri``, resolved on the driver: a database's table
+        gets the folder of its objects, which executors read and write (one open of the table)."""
+        location = cls(uri, storage_options)
+        try:
+            table = location.open()
+        except TableNotFoundError:
+            _check_not_in_database(uri, storage_options)
+            return location  # a write creates it; a read fails with this error when it opens it
+        if isinstance(table, DatabaseTable):
+            return cls(uri, storage_options, f"{table.database.uri.rstrip('/')}/{table_prefix(table.table_id)}")
+        return location
+
+    @property
+    def objects_uri(self) -> str:
+        return self.objects.rstrip("/") if self.objects else self.uri
+
     def store(self) -> ObjectStore:
-        """The location's store, with safe calls retried as a table handle's are (this is
-        what executors write data files and read footers through)."""
-        return retrying(store_for_uri(self.uri, self.storage_options))
+        """The store of the table's objects, with safe calls retried as a table handle's are
+        (this is what executors write data files and read footers through)."""
+        return retrying(store_for_uri(self.objects_uri, self.storage_options))
 
     def open(self, write_options: WriteOptions | None = None) -> Table:
         """The table; raises ``TableNotFoundError`` when there is none."""
         extra = asdict(write_options) if write_options is not None else {}
         return open_table(self.uri, storage_options=self.storage_options, **extra)
+
+
+def _check_not_in_database(uri: str, storage_options: dict[str, str] | None) -> None:
+    """A Spark write creates a missing standalone table; a missing table of a database is
+    created through the database (its id names the folder executors write to)."""
+    parent, _, name = uri.rstrip("/").rpartition("/")
+    if not parent:
+        return
+    try:
+        open_database(parent, storage_options=storage_options)
+    except (DatabaseNotFoundError, InvalidArgumentError):
+        return
+    raise TableNotFoundError(f"no table {name!r} in database {parent}: create it first "
+                             "(Database.create_table, or manifest-table create DB_URI/TABLE)")
 
 
 @dataclass(frozen=True)
@@ -88,7 +125,7 @@ class SourceOptions:
             compression=options.get("compression", defaults.compression))
         version = options.get("version")
         return cls(
-            location=TableLocation(str(uri), storage or None),
+            location=TableLocation.of(str(uri), storage or None),
             version=_int(options, "version", 0) if version is not None else None,
             as_of=options.get("as_of"),
             write=write,

@@ -60,7 +60,7 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
     if columns is not None:
         raise NotSupportedError("Spark's upsert does not support columns= (a partial update): pass every column "
                                 "in the source, or use Table.upsert(..., columns=...) on the driver")
-    location = TableLocation(uri, storage_options)
+    location = TableLocation.of(uri, storage_options)
     table = location.open()
     with table.transaction() as tx:
         schema = tx.scan().schema

@@ -1,0 +1,198 @@
+"""The database facade: create or open a database, its tables by name, its transactions,
+snapshots and history (docs/databases.md, docs/design/003-databases.md)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from ..arguments import check_int, check_time, check_version
+from ..commit import CommitInfo, CommitOptions
+from ..data.write import WriteOptions
+from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
+from ..format.database import DatabaseVersion, check_table_name, table_prefix
+from ..format.keys import TABLES_PREFIX
+from ..format.manifest import FORMAT_VERSION, Manifest
+from ..format.pointer import Pointer
+from ..operations.create import create_log
+from ..operations.garbage_collection import GCReport
+from ..storage import ObjectStore
+from ..storage.prefixed import PrefixedStore
+from ..storage.retry import RetryingStore
+from ..table import handle_args
+from .garbage_collection import collect_database_garbage
+from .log import DatabaseLog
+from .table import DatabaseTable
+from .transaction import DatabaseTransaction, database_commit_info
+
+
+class Database:
+    """A handle on a database location. Like a ``Table`` it holds no snapshot: every read of
+    the latest version starts from the pointer (``snapshot()`` pins one)."""
+
+    def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions,
+                 commit_options: CommitOptions) -> None:
+        self.uri = uri
+        self.raw_store = store
+        """The store as given: each table's handle reads its own folder of it."""
+        self.store = RetryingStore(store, (TABLES_PREFIX,))
+        self.log = DatabaseLog(self.store, uri)
+        self.write_options, self.commit_options = write_options, commit_options
+
+    def __repr__(self) -> str:
+        return f"Database({self.uri!r})"
+
+    # --- state --------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """The latest database version (one GET of the pointer)."""
+        return self.log.read_pointer().version
+
+    def tables(self, version: int | None = None, as_of: datetime | str | None = None) -> list[str]:
+        """The names of the tables at the latest version (or ``version`` / ``as_of``), sorted."""
+        return sorted(self._version(version, as_of)[0].tables)
+
+    def history(self, limit: int | None = None) -> list[CommitInfo]:
+        """Retained database versions, newest first; ``parameters["tables"]`` of each maps the
+        tables it wrote to what it did to them."""
+        if limit is not None:
+            check_int("limit", limit, minimum=0)
+        return [database_commit_info(v) for v in self.log.history(limit)]
+
+    def table(self, name: str) -> DatabaseTable:
+        """Table ``name`` at the latest version: a ``Table`` (every table method works)."""
+        check_table_name(name)
+        db = self.log.manifest(self.log.read_pointer().version)
+        return self._named(db, name)
+
+    def snapshot(self, version: int | None = None, as_of: datetime | str | None = None) -> DatabaseSnapshot:
+        """One read point over every table: the latest version, ``version``, or the version
+        current at ``as_of``."""
+        return DatabaseSnapshot(self, *self._version(version, as_of))
+
+    # --- writes -------------------------------------------------------------------------
+    def transaction(self) -> DatabaseTransaction:
+        return DatabaseTransaction(self)
+
+    def create_table(self, name: str, schema: pa.Schema, *, properties: dict[str, int] | None = None,
+                     format_version: int = FORMAT_VERSION, **unsupported: Any) -> DatabaseTable:
+        """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken."""
+        with self.transaction() as tx:
+            tx.create_table(name, schema, properties=properties, format_version=format_version, **unsupported)
+            info = tx.commit()
+        return self._named(self.log.manifest(info.version), name)
+
+    def drop_table(self, name: str) -> CommitInfo:
+        """Drop table ``name`` (one commit); its files go with ``gc`` once no retained
+        version holds it."""
+        with self.transaction() as tx:
+            tx.drop_table(name)
+            return tx.commit()
+
+    def rename_table(self, old: str, new: str) -> CommitInfo:
+        """Rename table ``old`` to ``new`` (one commit, metadata only)."""
+        with self.transaction() as tx:
+            tx.rename_table(old, new)
+            return tx.commit()
+
+    # --- maintenance --------------------------------------------------------------------
+    def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
+        """``Table.compact`` of every table of the latest version (one commit per table that
+        has work); a table dropped meanwhile is skipped."""
+        db = self.log.manifest(self.log.read_pointer().version)
+        done = {}
+        for name in sorted(db.tables):
+            try:
+                done[name] = self._named(db, name).compact(target_file_size, min_deleted_fraction)
+            except TableNotFoundError:
+                continue
+        return done
+
+    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
+           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False,
+           now: datetime | None = None) -> GCReport:
+        """Expire old database versions and delete what no retained version needs, over every
+        table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
+
+    # --- internals ----------------------------------------------------------------------
+    def _version(self, version: int | None, as_of: datetime | str | None) -> tuple[DatabaseVersion, Pointer]:
+        if version is not None and as_of is not None:
+            raise InvalidArgumentError("pass version or as_of, not both")
+        if version is not None:
+            db = self.log.manifest(check_version(version))
+        elif as_of is not None:
+            db = self.log.as_of(check_time(as_of))
+        else:
+            db = self.log.manifest(self.log.read_pointer().version)
+        return db, Pointer(db.version, "")
+
+    def _named(self, db: DatabaseVersion, name: str, pinned: bool = False) -> DatabaseTable:
+        ref = db.tables.get(name)
+        if ref is None:
+            raise TableNotFoundError(f"no table {name!r} in database {self.uri} at version {db.version}")
+        return self.table_handle(name, ref.id, (db, Pointer(db.version, "")) if pinned else None, seen=db)
+
+    def table_handle(self, name: str, table_id: str, pinned: tuple[DatabaseVersion, Pointer] | None = None,
+                     created: Manifest | None = None, seen: DatabaseVersion | None = None) -> DatabaseTable:
+        store = PrefixedStore(self.raw_store, table_prefix(table_id))
+        table = DatabaseTable(self, name, table_id, store, pinned, created)
+        if seen is not None:
+            table.log.at(seen)
+        return table
+
+
+class DatabaseSnapshot:
+    """Every table of a database as of one version (reads only)."""
+
+    def __init__(self, db: Database, version: DatabaseVersion, pointer: Pointer) -> None:
+        self._db, self._version, self._pointer = db, version, pointer
+
+    @property
+    def version(self) -> int:
+        return self._version.version
+
+    def tables(self) -> list[str]:
+        return sorted(self._version.tables)
+
+    def table(self, name: str) -> DatabaseTable:
+        """Table ``name`` as of this snapshot: its reads see this version."""
+        check_table_name(name)
+        return self._db._named(self._version, name, pinned=True)
+
+
+def create_database(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
+                    storage_options: dict[str, str] | None = None, **options: Any) -> Database:
+    """Create an empty database (version 0). ``DatabaseExistsError`` if a database or a table
+    is there. ``options``: the write and commit options every table of this handle uses."""
+    db = Database(*handle_args(uri, store, storage_options, options))
+    first = DatabaseVersion(version=0, parent_version=None, timestamp_ms=int(datetime.now().timestamp() * 1000),
+                            commit_id=uuid.uuid4().hex, operation="create_database", tables={})
+    create_log(db.store, db.log, first, DatabaseExistsError(f"a database or a table already exists at {db.uri}"))
+    return db
+
+
+def open_database(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
+                  storage_options: dict[str, str] | None = None, **options: Any) -> Database:
+    """Open an existing database. ``DatabaseNotFoundError`` if there is none (or a table is
+    there)."""
+    db = Database(*handle_args(uri, store, storage_options, options))
+    pointer = db.log.open()
+    db.log.manifest(pointer.version)  # fail now if a table is there, not at the first read
+    return db
+
+
+def table_of_database(uri: str, name: str, storage_options: dict[str, str] | None,
+                      options: dict[str, Any]) -> DatabaseTable | None:
+    """Table ``name`` of the database at ``uri`` (``open_table("<db>/<name>")``), or None if
+    no database is there."""
+    try:
+        check_table_name(name)
+        db = open_database(uri, storage_options=storage_options, **options)
+    except (DatabaseNotFoundError, InvalidArgumentError):
+        return None
+    return db.table(name)

@@ -1,0 +1,95 @@
+"""Garbage collection of a database (docs/databases.md): the table rules of
+operations/garbage_collection.py over the database's versions.
+
+1. Retained database versions are a contiguous suffix, chosen by the same retention rules.
+2. A table's objects are reachable through any retained version that holds the table: its
+   root, and what the table's manifest at that version references. A dropped table's
+   files are therefore kept until no retained version holds it, and then for the grace period.
+3. Only keys of exactly the shapes the database's writers produce are deleted (its versions,
+   and writer shapes under ``tables/<32 hex>/``: ``keys.is_database_writer_key``); expired
+   versions go first, oldest first, so a crash leaves orphans, never a hole."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ..arguments import check_bool
+from ..format.database import DatabaseVersion, table_prefix
+from ..format.keys import MANIFEST_PREFIX, TABLES_PREFIX, is_database_writer_key
+from ..format.manifest import version_of_key
+from ..log.version import Version
+from ..operations.garbage_collection import (
+    CATEGORIES,
+    GCReport,
+    check_retention,
+    log,
+    referenced_keys,
+    retained_versions,
+    split_expired,
+)
+
+if TYPE_CHECKING:
+    from .database import Database
+    from .table import DatabaseTable
+
+
+def collect_database_garbage(db: Database, retain_versions: int | None = None,
+                             retain_for: timedelta | None = timedelta(days=7), grace: timedelta = timedelta(hours=24),
+                             dry_run: bool = False, force: bool = False, now: datetime | None = None) -> GCReport:
+    """``Table.gc`` for every table of ``db`` at once, over the database's versions."""
+    check_retention(retain_versions, retain_for, grace, force)
+    check_bool("dry_run", dry_run)
+    now = now or datetime.now(UTC)  # before the pointer: see collect_garbage
+    cutoff = now - grace
+    dlog = db.log
+    pointer = dlog.pointer()
+    latest, stored = dlog.probe_forward(pointer.version), pointer.stored_version
+    if latest > stored and not dry_run:
+        dlog.advance_pointer(latest, pointer.etag)
+    retained = retained_versions(dlog, dlog.manifest(latest), now, retain_versions, retain_for, stored)
+    listed = list(db.store.list(MANIFEST_PREFIX))
+    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
+    by_rule = retained[-1].version
+    expired, young = split_expired(manifests, by_rule, cutoff)
+    retained += [m for m in (dlog.find(v) for v, _ in young) if m is not None]
+    floor = young[0][0] if young else by_rule
+    report = GCReport(db.uri, dry_run, range(floor, latest + 1), range(expired[0][0], floor) if expired else range(0),
+                      pointer_rolled_forward=latest > pointer.version)
+    for v, info in manifests:
+        if v >= by_rule:
+            report.referenced["manifests"].add(info)
+    for _, info in young:
+        report.in_grace["manifests"].add(info)
+    needed = _needed(db, retained)
+    doomed = [info for _, info in expired]
+    for info in db.store.list(TABLES_PREFIX):
+        report.sort(info, _category(info.key), needed, is_database_writer_key(info.key), cutoff, doomed)
+    report.delete(db.store, doomed, _category)  # expired versions first, oldest first
+    if not dry_run:
+        dlog.forget_before(floor)
+    log.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))
+    return report
+
+
+def _needed(db: Database, retained: list[DatabaseVersion]) -> set[str]:
+    """Every key (database-relative) the retained versions need: each table's roots and what
+    its manifests reference (one handle per table, so its segments are read once)."""
+    roots: set[str] = set()
+    by_table: dict[str, tuple[DatabaseTable, list[Version]]] = {}
+    for version in retained:
+        for name, ref in version.tables.items():
+            if ref.root not in roots:
+                roots.add(ref.root)
+                table, versions = by_table.setdefault(ref.id, (db.table_handle(name, ref.id), []))
+                versions.append(table.log.at(version))  # type: ignore[arg-type]  # it holds the table
+    needed = set(roots)
+    for table_id, (_, versions) in by_table.items():
+        needed |= {table_prefix(table_id) + key for key in referenced_keys(versions)}
+    return needed
+
+
+def _category(key: str) -> str:
+    """A database key's report category: its table key's (``roots/`` count as manifests)."""
+    inner = key.split("/", 2)[2] if key.startswith(TABLES_PREFIX) and key.count("/") >= 2 else key
+    return next((name for prefix, name in CATEGORIES.items() if inner.startswith(prefix)), "manifests")

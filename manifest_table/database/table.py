@@ -1,0 +1,38 @@
+"""A database's table: a ``Table`` whose version log is the database's view of it
+(table_log.py), so every table operation works on it, and whose commits are database
+commits. Garbage collection and mirrors belong to the database."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ..errors import InvalidArgumentError
+from ..format.database import DatabaseVersion
+from ..format.manifest import Manifest
+from ..format.pointer import Pointer
+from ..storage import ObjectStore
+from ..table import Table
+from .table_log import DatabaseTableLog
+
+if TYPE_CHECKING:
+    from .database import Database
+
+
+class DatabaseTable(Table):
+    def __init__(self, db: Database, name: str, table_id: str, store: ObjectStore,
+                 pinned: tuple[DatabaseVersion, Pointer] | None = None, created: Manifest | None = None) -> None:
+        super().__init__(f"{db.uri.rstrip('/')}/{name}", store, db.write_options, db.commit_options)
+        self.log: DatabaseTableLog = DatabaseTableLog(self.store, self.uri, db.log, name, table_id, pinned, created)
+        self.database = db
+        self.name, self.table_id = name, table_id
+
+    def __repr__(self) -> str:
+        return f"DatabaseTable({self.database.uri!r}, {self.name!r})"
+
+    def gc(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise InvalidArgumentError(f"table {self.name!r} belongs to database {self.database.uri}: run gc on the "
+                                   "database (Database.gc), which collects every table")
+
+    def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> NoReturn:
+        raise InvalidArgumentError("mirrors are not supported for a database's tables yet")
