@@ -42,6 +42,10 @@ class PrefixedStore(ObjectStore):
     def delete(self, key: str) -> None:
         self.inner.delete(self.prefix + key)
 
+    @property
+    def pointer_may_lag(self) -> bool:
+        return self.inner.pointer_may_lag
+
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         plane = self.inner.arrow_filesystem()
         if plane is None:
