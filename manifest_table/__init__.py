@@ -10,5 +10,19 @@ from .expressions import col
 from .table import Table, create_table, open_table, write_table
 from .transaction import Transaction
 
-__all__ = ["CommitInfo", "Database", "DatabaseSnapshot", "DatabaseTable", "DatabaseTransaction", "Scan", "Table",
-           "Transaction", "col", "create_database", "create_table", "open_database", "open_table", "write_table"]
+__all__ = [
+    "CommitInfo",
+    "Database",
+    "DatabaseSnapshot",
+    "DatabaseTable",
+    "DatabaseTransaction",
+    "Scan",
+    "Table",
+    "Transaction",
+    "col",
+    "create_database",
+    "create_table",
+    "open_database",
+    "open_table",
+    "write_table",
+]

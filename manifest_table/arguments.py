@@ -51,8 +51,12 @@ def check_bool(name: str, value: Any) -> bool:
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)", re.IGNORECASE)
 _DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "b": 1, **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgt")},
-               **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")}}
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgt")},
+    **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")},
+}
 
 
 Duration = timedelta | str
@@ -95,8 +99,10 @@ def check_duration(name: str, value: Any, optional: bool = False) -> timedelta |
     if isinstance(value, str):
         return parse_duration(value)
     if not isinstance(value, timedelta):
-        raise InvalidArgumentError(f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)) or a duration "
-                                   f"such as '7d'{' or None' if optional else ''}, not {_describe(value)}")
+        raise InvalidArgumentError(
+            f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)) or a duration "
+            f"such as '7d'{' or None' if optional else ''}, not {_describe(value)}"
+        )
     if value < timedelta(0):
         raise InvalidArgumentError(f"{name} cannot be negative, not {value}")
     return value
@@ -130,9 +136,11 @@ def check_unicode(name: str, value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidArgumentError(f"{name} is not valid Unicode: {value!r} holds the lone surrogate "
-                                   f"{value[exc.start]!r} at position {exc.start} (from bytes that are not "
-                                   "UTF-8?)") from None
+        raise InvalidArgumentError(
+            f"{name} is not valid Unicode: {value!r} holds the lone surrogate "
+            f"{value[exc.start]!r} at position {exc.start} (from bytes that are not "
+            "UTF-8?)"
+        ) from None
     return value
 
 
@@ -144,8 +152,10 @@ def check_location(value: Any) -> str:
     if not isinstance(value, str | os.PathLike) or not isinstance(text := os.fspath(value), str):
         raise InvalidArgumentError(f"the table location must be a string or a path, not {_describe(value)}")
     if not text.strip():
-        raise InvalidArgumentError(f"the table location is {'blank' if text else 'empty'} ({text!r}): give a "
-                                   "directory, file:///path or s3://bucket/prefix ('.' for the current directory)")
+        raise InvalidArgumentError(
+            f"the table location is {'blank' if text else 'empty'} ({text!r}): give a "
+            "directory, file:///path or s3://bucket/prefix ('.' for the current directory)"
+        )
     if text != text.strip():
         raise InvalidArgumentError(f"the table location {text!r} starts or ends with blanks")
     if "\0" in text:
@@ -167,16 +177,19 @@ def check_columns(value: Any, names: Sequence[str]) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, str | bytes | Mapping | AbstractSet) or not isinstance(value, Iterable):
-        raise InvalidArgumentError(f"columns must be a list of column names, not {_describe(value)}"
-                                   + (f"; for one column pass [{value!r}]" if isinstance(value, str) else ""))
+        raise InvalidArgumentError(
+            f"columns must be a list of column names, not {_describe(value)}"
+            + (f"; for one column pass [{value!r}]" if isinstance(value, str) else "")
+        )
     columns = list(value)
     wrong = [c for c in columns if not isinstance(c, str)]
     if wrong:
         raise InvalidArgumentError(f"column names must be strings, not {wrong[:5]}")
     unknown = [c for c in columns if c not in names]
     if unknown:
-        raise InvalidArgumentError(f"unknown columns {unknown}{did_you_mean(unknown, names)}; the table has "
-                                   f"{list(names)}")
+        raise InvalidArgumentError(
+            f"unknown columns {unknown}{did_you_mean(unknown, names)}; the table has {list(names)}"
+        )
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise InvalidArgumentError(f"columns are repeated: {repeated}")
@@ -220,8 +233,10 @@ def check_time(value: Any) -> datetime:
         except ValueError:
             raise InvalidArgumentError(f"as_of is not an ISO 8601 time: {value!r}") from None
     elif isinstance(value, date):
-        raise InvalidArgumentError(f"as_of must be a datetime, not a date ({value}): pass e.g. "
-                                   f"datetime({value.year}, {value.month}, {value.day}, tzinfo=timezone.utc)")
+        raise InvalidArgumentError(
+            f"as_of must be a datetime, not a date ({value}): pass e.g. "
+            f"datetime({value.year}, {value.month}, {value.day}, tzinfo=timezone.utc)"
+        )
     else:
         raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {_describe(value)}")
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

@@ -27,8 +27,13 @@ class TableHandle:
     """What an operation needs of a table, and nothing of the facade. It holds no snapshot:
     an operation reads the version it works on from ``log``."""
 
-    def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions | None = None,
-                 commit_options: CommitOptions | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        store: ObjectStore,
+        write_options: WriteOptions | None = None,
+        commit_options: CommitOptions | None = None,
+    ) -> None:
         self.uri = uri
         self.store = retrying(store)
         self.io = FileIO(self.store)

@@ -32,13 +32,20 @@ import pyarrow.parquet as pq
 
 import manifest_table as mt
 
-EVENT_SCHEMA = pa.schema([
-    ("event_id", pa.int64()), ("user_id", pa.int64()), ("email", pa.string()),
-    ("country", pa.string()), ("kind", pa.string()), ("amount", pa.float64()),
-    ("event_time", pa.timestamp("us", "UTC")),
-])
-SPARK_SCHEMA = ("event_id BIGINT, user_id BIGINT, email STRING, country STRING, kind STRING, "
-                "amount DOUBLE, event_time TIMESTAMP")
+EVENT_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.int64()),
+        ("user_id", pa.int64()),
+        ("email", pa.string()),
+        ("country", pa.string()),
+        ("kind", pa.string()),
+        ("amount", pa.float64()),
+        ("event_time", pa.timestamp("us", "UTC")),
+    ]
+)
+SPARK_SCHEMA = (
+    "event_id BIGINT, user_id BIGINT, email STRING, country STRING, kind STRING, amount DOUBLE, event_time TIMESTAMP"
+)
 COUNTRIES = ["DE", "FR", "NL", "PL", "SE", "IT", "ES", "US"]
 KINDS = ["view", "click", "cart", "purchase"]
 DAY_US = 86_400 * 1_000_000
@@ -50,15 +57,18 @@ def generate(directory: Path, rows: int, users: int, seed: int = 7) -> list[Path
     """Two days of events as CSV, ``FILES_PER_DAY`` files per day in ``directory/day=N``."""
     rng = np.random.default_rng(seed)
     user = rng.integers(0, users, rows)
-    events = pa.table({
-        "event_id": np.arange(rows),
-        "user_id": user,
-        "email": pc.binary_join_element_wise("user", pa.array(user).cast(pa.string()), "@example.com", ""),
-        "country": pa.array(COUNTRIES).take(rng.integers(0, len(COUNTRIES), rows)),
-        "kind": pa.array(KINDS).take(rng.integers(0, len(KINDS), rows)),
-        "amount": np.round(rng.random(rows) * 200, 2),
-        "event_time": pa.array(START_US + np.sort(rng.integers(0, 2 * DAY_US, rows)), pa.timestamp("us", "UTC")),
-    }, schema=EVENT_SCHEMA)
+    events = pa.table(
+        {
+            "event_id": np.arange(rows),
+            "user_id": user,
+            "email": pc.binary_join_element_wise("user", pa.array(user).cast(pa.string()), "@example.com", ""),
+            "country": pa.array(COUNTRIES).take(rng.integers(0, len(COUNTRIES), rows)),
+            "kind": pa.array(KINDS).take(rng.integers(0, len(KINDS), rows)),
+            "amount": np.round(rng.random(rows) * 200, 2),
+            "event_time": pa.array(START_US + np.sort(rng.integers(0, 2 * DAY_US, rows)), pa.timestamp("us", "UTC")),
+        },
+        schema=EVENT_SCHEMA,
+    )
     days = []
     half = rows // 2
     for day, part in enumerate((events.slice(0, half), events.slice(half))):
@@ -79,11 +89,16 @@ def spark_session() -> Any:
 
     import manifest_table.spark  # noqa: F401  before the session: its pandas warning filter
 
-    spark = (SparkSession.builder.master("local[2]").appName("manifest_table pipeline")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.python.filterPushdown.enabled", "true")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("manifest_table pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -107,21 +122,29 @@ def run(spark: Any, work: Path, table_uri: str, rows: int, users: int) -> None:
     report = Report()
     days = generate(work / "input", rows, users)
     csv_bytes = sum(p.stat().st_size for day in days for p in day.iterdir())
-    report.step("generated", f"{rows:,} events of {users:,} users: {len(days) * FILES_PER_DAY} CSV files, "
-                             f"{csv_bytes / 1e6:.1f} MB")
+    report.step(
+        "generated",
+        f"{rows:,} events of {users:,} users: {len(days) * FILES_PER_DAY} CSV files, {csv_bytes / 1e6:.1f} MB",
+    )
 
     for day in days:
         write(spark.read.schema(SPARK_SCHEMA).option("header", True).csv(str(day)), table_uri)
     table = mt.open_table(table_uri)
-    report.step("ingested", f"{len(days)} Spark appends -> version {table.version}: "
-                            f"{table.scan().count():,} rows in {table.manifest().totals.files} data files")
+    report.step(
+        "ingested",
+        f"{len(days)} Spark appends -> version {table.version}: "
+        f"{table.scan().count():,} rows in {table.manifest().totals.files} data files",
+    )
 
     victim = int(table.scan(columns=["user_id"], where="event_id = 0").to_arrow()["user_id"][0])
     erase = f"user_id = {victim}"
     before_erase = table.version
     info = delete(spark, table_uri, erase)
-    report.step("erased", f"user {victim} (GDPR): {info.metrics['rows_deleted']} rows deleted by Spark "
-                          f"-> version {info.version}, no data file rewritten")
+    report.step(
+        "erased",
+        f"user {victim} (GDPR): {info.metrics['rows_deleted']} rows deleted by Spark "
+        f"-> version {info.version}, no data file rewritten",
+    )
 
     def summary(events: Any) -> tuple[int, Any, float]:
         started = time.perf_counter()
@@ -137,25 +160,37 @@ def run(spark: Any, work: Path, table_uri: str, rows: int, users: int) -> None:
     # Sums of doubles depend on the order rows are added in: equal up to rounding.
     assert top["country"] == source_top["country"]
     assert math.isclose(top["sum(amount)"], source_top["sum(amount)"], rel_tol=1e-9)
-    report.step("read back", f"Spark {spark_rows:,} rows (native Parquet path {native_time:.1f} s, Python data "
-                             f"source {source_time:.1f} s), Python API {python_rows:,} rows; user {victim}: "
-                             f"{spark_victim} rows; top country {top['country']} ({top['sum(amount)']:,.2f})")
+    report.step(
+        "read back",
+        f"Spark {spark_rows:,} rows (native Parquet path {native_time:.1f} s, Python data "
+        f"source {source_time:.1f} s), Python API {python_rows:,} rows; user {victim}: "
+        f"{spark_victim} rows; top country {top['country']} ({top['sum(amount)']:,.2f})",
+    )
 
     old_victim = read(spark, table_uri, version=before_erase).filter(erase).count()
     assert old_victim == table.scan(where=erase, version=before_erase).count() == info.metrics["rows_deleted"]
-    report.step("time travel", f"version {before_erase} (before the erase) still has {old_victim} rows "
-                               f"of user {victim}")
+    report.step(
+        "time travel", f"version {before_erase} (before the erase) still has {old_victim} rows of user {victim}"
+    )
 
     # Erasing for good: rewrite every file holding erased rows, then drop the old versions.
     compacted = compact(spark, table_uri, min_deleted_fraction=1e-9)
-    report.step("compaction", f"version {compacted.version}: {compacted.metrics['files_removed']} files -> "
-                              f"{compacted.metrics['files_added']}, {compacted.metrics['rows_dropped']} "
-                              "deleted rows dropped")
+    report.step(
+        "compaction",
+        f"version {compacted.version}: {compacted.metrics['files_removed']} files -> "
+        f"{compacted.metrics['files_added']}, {compacted.metrics['rows_dropped']} "
+        "deleted rows dropped",
+    )
     gc = table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
-    left = sum(pc.sum(pc.equal(pq.read_table(path, columns=["user_id"])["user_id"], victim)).as_py() or 0
-               for path in _data_files(table_uri))
-    report.step("gc", f"{sum(t.count for t in gc.deleted.values())} objects deleted; rows of user {victim} "
-                      f"left in any data file: {left}")
+    left = sum(
+        pc.sum(pc.equal(pq.read_table(path, columns=["user_id"])["user_id"], victim)).as_py() or 0
+        for path in _data_files(table_uri)
+    )
+    report.step(
+        "gc",
+        f"{sum(t.count for t in gc.deleted.values())} objects deleted; rows of user {victim} "
+        f"left in any data file: {left}",
+    )
     assert left == 0
 
 

@@ -83,8 +83,13 @@ class Table(TableHandle):
         return Inspector(self)
 
     # --- reads --------------------------------------------------------------------------
-    def scan(self, columns: Sequence[str] | None = None, where: str | Expr | None = None,
-             version: int | None = None, as_of: datetime | str | None = None) -> Scan:
+    def scan(
+        self,
+        columns: Sequence[str] | None = None,
+        where: str | Expr | None = None,
+        version: int | None = None,
+        as_of: datetime | str | None = None,
+    ) -> Scan:
         """Read the latest version, or ``version``, or the version current at ``as_of``."""
         if version is not None and as_of is not None:
             raise InvalidArgumentError("pass version or as_of, not both")
@@ -95,15 +100,13 @@ class Table(TableHandle):
         else:
             manifest = self._latest()
         dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of,
-                            fields=manifest.fields)
+        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of, fields=manifest.fields)
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
         return self.scan().to_arrow()
 
-    def to_duckdb(self, con: Any, name: str, *, version: int | None = None,
-                  as_of: datetime | str | None = None) -> Any:
+    def to_duckdb(self, con: Any, name: str, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         """Register ``name`` on the DuckDB connection ``con`` as a view of the table (or of
         ``version`` / ``as_of``) that DuckDB reads with its own Parquet reader, deleted rows
         removed; returns it as a ``duckdb.DuckDBPyRelation``. See docs/interop.md."""
@@ -150,8 +153,13 @@ class Table(TableHandle):
             tx.overwrite(data, where, schema_mode)
             return tx.commit()
 
-    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
-               values: Mapping[str, Any] | None = None) -> CommitInfo:
+    def update(
+        self,
+        set: Mapping[str, Any] | None = None,
+        where: str | Expr | None = None,
+        *,
+        values: Mapping[str, Any] | None = None,
+    ) -> CommitInfo:
         """Assign ``set`` (column -> ``col``/arithmetic term, filter, or expression text such
         as ``"price * 1.1"``, where a string literal is quoted: ``"'DE'"``) and ``values``
         (column -> plain Python value, never parsed: ``{"status": "shipped"}``) in the live
@@ -163,8 +171,16 @@ class Table(TableHandle):
             tx.update(set, where, values=values)
             return tx.commit()
 
-    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
-               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> CommitInfo:
+    def upsert(
+        self,
+        data: Any,
+        on: Sequence[str],
+        *,
+        when_matched: str = "update",
+        when_not_matched: str = "insert",
+        when_not_matched_by_source: str = "ignore",
+        columns: Sequence[str] | None = None,
+    ) -> CommitInfo:
         """Merge ``data`` by the key columns ``on``. A target row with a source row's key is
         replaced by it (``when_matched``: "update"; "ignore" keeps it, "delete" deletes it); a
         source row without a match is inserted (``when_not_matched``: "insert" or "ignore");
@@ -175,8 +191,14 @@ class Table(TableHandle):
         no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
         null key matches nothing. See docs/python-api.md."""
         with self.transaction() as tx:
-            tx.upsert(data, on, when_matched=when_matched, when_not_matched=when_not_matched,
-                      when_not_matched_by_source=when_not_matched_by_source, columns=columns)
+            tx.upsert(
+                data,
+                on,
+                when_matched=when_matched,
+                when_not_matched=when_not_matched,
+                when_not_matched_by_source=when_not_matched_by_source,
+                columns=columns,
+            )
             return tx.commit()
 
     # --- mirrors ------------------------------------------------------------------------
@@ -212,22 +234,40 @@ class Table(TableHandle):
         commits nothing."""
         return compact(self, target_file_size, min_deleted_fraction)
 
-    def gc(self, retain_versions: int | None = None, retain_for: Duration | None = timedelta(days=7),
-           grace: Duration = timedelta(hours=24), dry_run: bool = False, force: bool = False) -> GCReport:
+    def gc(
+        self,
+        retain_versions: int | None = None,
+        retain_for: Duration | None = timedelta(days=7),
+        grace: Duration = timedelta(hours=24),
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
         ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
         ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 
-def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: ObjectStore | None = None,
-                 storage_options: dict[str, str] | None = None, format_version: int = FORMAT_VERSION,
-                 properties: dict[str, int] | None = None, mirrors: Sequence[str] | None = None,
-                 target_file_size: Size | None = None, row_group_size: Size | None = None,
-                 compression: str | None = None, deadline: Seconds | None = None,
-                 max_attempts: int | None = None, free_retries: int | None = None,
-                 backoff_base: Seconds | None = None, backoff_cap: Seconds | None = None,
-                 recheck_after: Seconds | None = None, **unknown: Never) -> Table:
+def create_table(
+    uri: str | os.PathLike[str],
+    schema: pa.Schema,
+    *,
+    store: ObjectStore | None = None,
+    storage_options: dict[str, str] | None = None,
+    format_version: int = FORMAT_VERSION,
+    properties: dict[str, int] | None = None,
+    mirrors: Sequence[str] | None = None,
+    target_file_size: Size | None = None,
+    row_group_size: Size | None = None,
+    compression: str | None = None,
+    deadline: Seconds | None = None,
+    max_attempts: int | None = None,
+    free_retries: int | None = None,
+    backoff_base: Seconds | None = None,
+    backoff_cap: Seconds | None = None,
+    recheck_after: Seconds | None = None,
+    **unknown: Never,
+) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
@@ -239,13 +279,22 @@ def create_table(uri: str | os.PathLike[str], schema: pa.Schema, *, store: Objec
     return table
 
 
-def open_table(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
-               storage_options: dict[str, str] | None = None, target_file_size: Size | None = None,
-               row_group_size: Size | None = None, compression: str | None = None,
-               deadline: Seconds | None = None, max_attempts: int | None = None,
-               free_retries: int | None = None, backoff_base: Seconds | None = None,
-               backoff_cap: Seconds | None = None, recheck_after: Seconds | None = None,
-               **unknown: Never) -> Table:
+def open_table(
+    uri: str | os.PathLike[str],
+    *,
+    store: ObjectStore | None = None,
+    storage_options: dict[str, str] | None = None,
+    target_file_size: Size | None = None,
+    row_group_size: Size | None = None,
+    compression: str | None = None,
+    deadline: Seconds | None = None,
+    max_attempts: int | None = None,
+    free_retries: int | None = None,
+    backoff_base: Seconds | None = None,
+    backoff_cap: Seconds | None = None,
+    recheck_after: Seconds | None = None,
+    **unknown: Never,
+) -> Table:
     """Open an existing table. Raises ``TableNotFoundError`` if there is none. A table of a
     database is opened as ``<database uri>/<table name>`` (docs/databases.md). The options
     (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
@@ -273,8 +322,15 @@ WRITE_MODES = ("error", "append", "overwrite")
 _CREATION_OPTIONS = ("format_version", "properties", "mirrors")
 
 
-def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", schema_mode: str | None = None,
-                storage_options: dict[str, str] | None = None, **table_options: Any) -> Table:
+def write_table(
+    uri: str | os.PathLike[str],
+    data: Any,
+    *,
+    mode: str = "error",
+    schema_mode: str | None = None,
+    storage_options: dict[str, str] | None = None,
+    **table_options: Any,
+) -> Table:
     """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
     data's schema when there is none (version 0, then the rows as version 1). ``mode``:
     ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
@@ -287,8 +343,10 @@ def write_table(uri: str | os.PathLike[str], data: Any, *, mode: str = "error", 
     try:
         table = open_table(uri, storage_options=storage_options, **table_options)
         if mode == "error":
-            raise TableExistsError(f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
-                                   "or mode='overwrite' to write to it)")
+            raise TableExistsError(
+                f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
+                "or mode='overwrite' to write to it)"
+            )
     except TableNotFoundError:
         schema = pa.schema(new_columns(data, pa.schema([])))
         try:
@@ -312,25 +370,36 @@ def _options(given: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
 _OPTION_KEYS = frozenset(WriteOptions.__dataclass_fields__) | frozenset(CommitOptions.__dataclass_fields__)
 
 
-def _table(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
-           options: dict[str, Any]) -> Table:
+def _table(
+    uri: str | os.PathLike[str],
+    store: ObjectStore | None,
+    storage_options: dict[str, str] | None,
+    options: dict[str, Any],
+) -> Table:
     return Table(*handle_args(uri, store, storage_options, options))
 
 
-def handle_args(uri: str | os.PathLike[str], store: ObjectStore | None, storage_options: dict[str, str] | None,
-                options: dict[str, Any]) -> tuple[str, ObjectStore, WriteOptions, CommitOptions]:
+def handle_args(
+    uri: str | os.PathLike[str],
+    store: ObjectStore | None,
+    storage_options: dict[str, str] | None,
+    options: dict[str, Any],
+) -> tuple[str, ObjectStore, WriteOptions, CommitOptions]:
     """A table's (or a database's) location, store and options from what a caller passed."""
     unknown = set(options) - _OPTION_KEYS
     if unknown:
         known = sorted(_OPTION_KEYS)
-        raise InvalidArgumentError(f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; "
-                                   f"known: {known}")
+        raise InvalidArgumentError(
+            f"unknown table options {sorted(unknown)}{did_you_mean(unknown, known)}; known: {known}"
+        )
     write = WriteOptions(**{k: v for k, v in options.items() if k in WriteOptions.__dataclass_fields__})
     commit = CommitOptions(**{k: v for k, v in options.items() if k in CommitOptions.__dataclass_fields__})
     text = check_location(uri)
     if store is not None and not isinstance(store, ObjectStore):
         raise InvalidArgumentError(f"store must be an ObjectStore, not {type(store).__name__}")
-    if storage_options is not None and not (isinstance(storage_options, dict) and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
+    if storage_options is not None and not (
+        isinstance(storage_options, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())
+    ):
         raise InvalidArgumentError(f"storage_options must be a dict of strings, not {storage_options!r}")
     return text, store if store is not None else store_for_uri(text, storage_options), write, commit

@@ -81,8 +81,13 @@ class FaultPlan:
     whose kind is in ``kinds`` (all kinds when None) and whose key satisfies ``keys`` (all
     keys when None); ``at=None`` only records."""
 
-    def __init__(self, at: int | None = None, fault: str = TRANSIENT, kinds: Iterable[str] | None = None,
-                 keys: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        at: int | None = None,
+        fault: str = TRANSIENT,
+        kinds: Iterable[str] | None = None,
+        keys: Callable[[str], bool] | None = None,
+    ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
         if at is not None and at < 1:
@@ -194,7 +199,7 @@ class FaultyFileSystemHandler(pafs.FileSystemHandler):
         self.fs, self.root, self.plan = fs, root.rstrip("/") + "/", plan
 
     def _key(self, path: str) -> str:
-        return path[len(self.root):] if path.startswith(self.root) else path
+        return path[len(self.root) :] if path.startswith(self.root) else path
 
     def _run(self, kind: str, path: str, apply: Callable[[], T]) -> T:
         return self.plan.run(kind, self._key(path), apply)
@@ -284,5 +289,18 @@ class _OutputStream:
             self._on_close()
 
 
-__all__ = ["CRASH_AFTER", "CRASH_BEFORE", "FAULTS", "FS_CALLS", "STORE_CALLS", "TIMEOUT", "TRANSIENT",
-           "Call", "FaultPlan", "FaultyFileSystemHandler", "FaultyStore", "InjectedStoreError", "WriterCrashed"]
+__all__ = [
+    "CRASH_AFTER",
+    "CRASH_BEFORE",
+    "FAULTS",
+    "FS_CALLS",
+    "STORE_CALLS",
+    "TIMEOUT",
+    "TRANSIENT",
+    "Call",
+    "FaultPlan",
+    "FaultyFileSystemHandler",
+    "FaultyStore",
+    "InjectedStoreError",
+    "WriterCrashed",
+]

@@ -33,6 +33,7 @@ def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
     staged files it dropped (an overwrite of every row drops earlier appends) are removed.
     One snapshot of the (small) staged state per call, instead of a rule per operation that
     would have to know what each step staged."""
+
     @functools.wraps(operation)
     def run(tx: Transaction, *args: Any, **kwargs: Any) -> T:
         tx._check_open()
@@ -47,6 +48,7 @@ def _all_or_nothing(operation: Callable[..., T]) -> Callable[..., T]:
             raise
         staging.handle.store.delete_unreferenced(sorted(before.added_paths() - staging.changes.added_paths()))
         return result
+
     return run
 
 
@@ -65,8 +67,9 @@ class CommitsOnExit:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is not None:
             self.abort()
         elif not self._closed:
@@ -116,19 +119,33 @@ class Transaction(CommitsOnExit):
         overwrite.overwrite(self.staging, data, where, schema_mode)
 
     @_all_or_nothing
-    def update(self, set: Mapping[str, Any] | None = None, where: str | Expr | None = None, *,
-               values: Mapping[str, Any] | None = None) -> int:
+    def update(
+        self,
+        set: Mapping[str, Any] | None = None,
+        where: str | Expr | None = None,
+        *,
+        values: Mapping[str, Any] | None = None,
+    ) -> int:
         """Stage new versions of the live rows matching ``where`` (every row: None), with the
         columns of ``set`` and ``values`` assigned; returns how many rows. See ``Table.update``."""
         return update.update(self.staging, set, where, values)
 
     @_all_or_nothing
-    def upsert(self, data: Any, on: Sequence[str], *, when_matched: str = "update", when_not_matched: str = "insert",
-               when_not_matched_by_source: str = "ignore", columns: Sequence[str] | None = None) -> UpsertCounts:
+    def upsert(
+        self,
+        data: Any,
+        on: Sequence[str],
+        *,
+        when_matched: str = "update",
+        when_not_matched: str = "insert",
+        when_not_matched_by_source: str = "ignore",
+        columns: Sequence[str] | None = None,
+    ) -> UpsertCounts:
         """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
         rows_inserted). See ``Table.upsert``."""
-        rules = upsert.MergeRules.of(self.staging.fields().schema, on, when_matched, when_not_matched,
-                                     when_not_matched_by_source, columns)
+        rules = upsert.MergeRules.of(
+            self.staging.fields().schema, on, when_matched, when_not_matched, when_not_matched_by_source, columns
+        )
         return upsert.upsert(self.staging, data, rules)
 
     @_all_or_nothing
@@ -165,11 +182,18 @@ class Transaction(CommitsOnExit):
         staging = self.staging
         changes, base = staging.changes, staging.base
         if changes.is_empty():
-            return CommitInfo(base.version, staging.operation(), base.timestamp, None,
-                              {"rows_added": 0, "rows_deleted": 0, **changes.metrics}, committed=False)
+            return CommitInfo(
+                base.version,
+                staging.operation(),
+                base.timestamp,
+                None,
+                {"rows_added": 0, "rows_deleted": 0, **changes.metrics},
+                committed=False,
+            )
         changes.operation = staging.operation()
-        return commit(self._handle.log, base, staging.pointer, changes, self._handle.commit_options,
-                      staging.started, staging.dvs)
+        return commit(
+            self._handle.log, base, staging.pointer, changes, self._handle.commit_options, staging.started, staging.dvs
+        )
 
     def abort(self) -> None:
         """Drop everything staged; nothing was committed. Only objects of the shapes our

@@ -63,16 +63,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(prog=PROG, parents=[common],
-                                     description="Inspect, query, write and maintain manifest_table tables.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common], description="Inspect, query, write and maintain manifest_table tables."
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version('manifest_table')}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
-    def command(name: str, run: Callable[[argparse.Namespace], Any], summary: str,
-                *parents: argparse.ArgumentParser, metavar: str = "URI", aliases: list[str] | None = None
-                ) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, parents=[common, *parents], help=summary, description=summary,
-                                  aliases=aliases or [])
+    def command(
+        name: str,
+        run: Callable[[argparse.Namespace], Any],
+        summary: str,
+        *parents: argparse.ArgumentParser,
+        metavar: str = "URI",
+        aliases: list[str] | None = None,
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(
+            name, parents=[common, *parents], help=summary, description=summary, aliases=aliases or []
+        )
         sub.add_argument("uri", metavar=metavar, help="table location: a directory, file://, s3://, gs:// or az://")
         sub.set_defaults(run=run)
         return sub
@@ -81,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--where", metavar="EXPR", help="filter, e.g. \"id > 5 AND name LIKE 'a%%'\"")
     travel = snapshot.add_mutually_exclusive_group()
     travel.add_argument("--version", type=int, metavar="N", help="read version N")
-    travel.add_argument("--as-of", metavar="TIMESTAMP",
-                        help="read the version current at an ISO 8601 time (no offset: UTC)")
+    travel.add_argument(
+        "--as-of", metavar="TIMESTAMP", help="read the version current at an ISO 8601 time (no offset: UTC)"
+    )
 
     read.add_commands(command, snapshot)
     write.add_commands(command)
@@ -96,7 +104,8 @@ def _configure_logging(verbose: int) -> None:
     """``-v`` shows progress messages, ``-vv`` debug ones, on stderr."""
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("manifest_table").setLevel(
-        logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+        logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    )
 
 
 def _one_line(exc: BaseException, args: argparse.Namespace) -> str:

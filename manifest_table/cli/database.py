@@ -23,8 +23,9 @@ def tables(args: argparse.Namespace) -> None:
 
 
 def history(args: argparse.Namespace) -> None:
-    show_history(open_database(args.uri, storage_options=storage_options(args)).history(args.limit), args.json,
-                 tables=True)
+    show_history(
+        open_database(args.uri, storage_options=storage_options(args)).history(args.limit), args.json, tables=True
+    )
 
 
 def snapshot(args: argparse.Namespace) -> None:
@@ -34,8 +35,11 @@ def snapshot(args: argparse.Namespace) -> None:
     for name in snap.tables():
         manifest = snap.table(name).manifest()
         facts["timestamp"] = timestamp(manifest.timestamp)
-        facts["tables"][name] = {"live_rows": manifest.live_rows, "data_files": manifest.totals.files,
-                                 "data_bytes": manifest.totals.bytes}
+        facts["tables"][name] = {
+            "live_rows": manifest.live_rows,
+            "data_files": manifest.totals.files,
+            "data_bytes": manifest.totals.bytes,
+        }
     if args.json:
         print(json.dumps(facts, indent=2))
         return
@@ -46,8 +50,12 @@ def snapshot(args: argparse.Namespace) -> None:
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """``db`` and its subcommands, on the top-level subparsers ``commands``."""
-    db = commands.add_parser("db", parents=[common], help="create a database, list its tables, history, snapshot",
-                             description="A database: tables committed together (its tables: DB_URI/TABLE).")
+    db = commands.add_parser(
+        "db",
+        parents=[common],
+        help="create a database, list its tables, history, snapshot",
+        description="A database: tables committed together (its tables: DB_URI/TABLE).",
+    )
     sub = db.add_subparsers(title="database commands", required=True, metavar="COMMAND")
 
     def command(name: str, run: Any, summary: str) -> argparse.ArgumentParser:

@@ -22,8 +22,16 @@ from ..arguments import check_unicode
 from ..errors import InputFileError
 from .jsonl import from_json, is_binary, read_json_lines, to_timestamp
 
-INPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
-                 ".arrow": "arrow", ".arrows": "arrow", ".feather": "arrow"}
+INPUT_FORMATS = {
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".arrow": "arrow",
+    ".arrows": "arrow",
+    ".feather": "arrow",
+}
 
 
 def format_of(path: str) -> str | None:
@@ -57,8 +65,9 @@ def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect())
         elif kind == "csv":
             reader = _open_csv(path, schema, dialect)
         else:
-            raise InputFileError(f"cannot tell the format of {path}: name it "
-                                 f"{', '.join(f'*{s}' for s in INPUT_FORMATS)}")
+            raise InputFileError(
+                f"cannot tell the format of {path}: name it {', '.join(f'*{s}' for s in INPUT_FORMATS)}"
+            )
     except pa.ArrowInvalid as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
     return pa.RecordBatchReader.from_batches(reader.schema, _reported(path, reader))
@@ -69,18 +78,29 @@ def _open_csv(path: str, schema: pa.Schema, dialect: CsvDialect) -> Iterator[pa.
     zoned timestamps (offset-less ones are UTC, ``to_timestamp``) and binary (base64, as
     ``scan --format csv`` writes it) are read as text and converted."""
     special = {f.name: f.type for f in schema if is_binary(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz)}
-    reader = pacsv.open_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-                            convert_options=pacsv.ConvertOptions(
-                                column_types={f.name: pa.string() if f.name in special else f.type for f in schema},
-                                null_values=list(dialect.null_values), strings_can_be_null=True,
-                                quoted_strings_can_be_null=False))
+    reader = pacsv.open_csv(
+        path,
+        parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f.name: pa.string() if f.name in special else f.type for f in schema},
+            null_values=list(dialect.null_values),
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
     if not special:
         return reader
     names = reader.schema.names
     out = pa.schema([pa.field(n, special[n]) if n in special else reader.schema.field(n) for n in names])
-    return pa.RecordBatchReader.from_batches(out, (
-        pa.RecordBatch.from_arrays([_from_text(c, special[n]) if n in special else c
-                                    for n, c in zip(names, b.columns)], schema=out) for b in reader))
+    return pa.RecordBatchReader.from_batches(
+        out,
+        (
+            pa.RecordBatch.from_arrays(
+                [_from_text(c, special[n]) if n in special else c for n, c in zip(names, b.columns)], schema=out
+            )
+            for b in reader
+        ),
+    )
 
 
 def _from_text(column: pa.Array, arrow_type: pa.DataType) -> pa.Array:

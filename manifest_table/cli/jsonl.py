@@ -55,8 +55,9 @@ def json_lines(batch: pa.RecordBatch) -> str:
     """The rows of ``batch``, one JSON object per line."""
     names = batch.schema.names
     columns = [to_json(column) for column in batch.columns]
-    return "".join(json.dumps(dict(zip(names, row)), allow_nan=False, ensure_ascii=False) + "\n"
-                   for row in zip(*columns))
+    return "".join(
+        json.dumps(dict(zip(names, row)), allow_nan=False, ensure_ascii=False) + "\n" for row in zip(*columns)
+    )
 
 
 def to_json(array: pa.Array) -> list[Any]:
@@ -71,11 +72,13 @@ def to_json(array: pa.Array) -> list[Any]:
         values = to_json(array.flatten())
         lengths = pc.list_value_length(array).to_pylist()
         ends = itertools.accumulate(n or 0 for n in lengths)
-        return [None if n is None else values[end - n:end] for n, end in zip(lengths, ends)]
+        return [None if n is None else values[end - n : end] for n, end in zip(lengths, ends)]
     if pat.is_struct(kind):
         names = [f.name for f in kind]
-        return [dict(zip(names, row)) if valid else None
-                for valid, row in zip(array.is_valid().to_pylist(), zip(*map(to_json, array.flatten())))]
+        return [
+            dict(zip(names, row)) if valid else None
+            for valid, row in zip(array.is_valid().to_pylist(), zip(*map(to_json, array.flatten())))
+        ]
     if pat.is_floating(kind):
         values = array.to_pylist()
         if pc.all(pc.is_finite(array)).as_py() is False:
@@ -106,8 +109,9 @@ def read_json_lines(path: str, source: IO[bytes], schema: pa.Schema) -> Iterator
         if unknown:
             raise InputFileError(f"cannot read {where}: unknown columns {sorted(unknown)}")
         try:
-            yield pa.RecordBatch.from_arrays([from_json([r.get(f.name) for r in rows], f.type) for f in schema],
-                                             schema=schema)
+            yield pa.RecordBatch.from_arrays(
+                [from_json([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema
+            )
         except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
             raise InputFileError(f"cannot read {where}: {exc}") from None
         first += len(lines)
@@ -146,21 +150,29 @@ def from_json(values: list[Any], kind: pa.DataType) -> pa.Array:
         if any(v is not None and len(v) != size for v in values):
             raise ValueError(f"a {kind} value is a list of {size} items")
         items = [item for v in values for item in (v if v is not None else [None] * size)]
-        return pa.FixedSizeListArray.from_arrays(from_json(items, kind.value_type), type=kind,
-                                                 mask=pa.array([v is None for v in values]))
+        return pa.FixedSizeListArray.from_arrays(
+            from_json(items, kind.value_type), type=kind, mask=pa.array([v is None for v in values])
+        )
     if pat.is_list(kind) or pat.is_large_list(kind) or pat.is_map(kind):
         _expect(values, (list,), kind)
         items = [item for v in values if v is not None for item in v]
-        offsets = pa.array([0, *itertools.accumulate(len(v or ()) for v in values)],
-                           pa.int64() if pat.is_large_list(kind) else pa.int32())
+        offsets = pa.array(
+            [0, *itertools.accumulate(len(v or ()) for v in values)],
+            pa.int64() if pat.is_large_list(kind) else pa.int32(),
+        )
         mask = pa.array([v is None for v in values])
         if pat.is_map(kind):
             _expect(items, (list,), kind)
             if any(p is None or len(p) != 2 for p in items):
                 raise ValueError(f"a {kind} entry is a [key, value] pair")
             pairs = cast("list[list[Any]]", items)
-            return pa.MapArray.from_arrays(offsets, from_json([p[0] for p in pairs], kind.key_type),
-                                           from_json([p[1] for p in pairs], kind.item_type), type=kind, mask=mask)
+            return pa.MapArray.from_arrays(
+                offsets,
+                from_json([p[0] for p in pairs], kind.key_type),
+                from_json([p[1] for p in pairs], kind.item_type),
+                type=kind,
+                mask=mask,
+            )
         array_type = pa.LargeListArray if pat.is_large_list(kind) else pa.ListArray
         return array_type.from_arrays(offsets, from_json(items, kind.value_type), type=kind, mask=mask)
     if pat.is_dictionary(kind):  # a column of a table made before dictionaries were refused
@@ -196,8 +208,9 @@ def _leaf(values: list[Any], kind: pa.DataType) -> pa.Array:
         return text.cast(kind)
     if pat.is_duration(kind):
         return pa.array(_expect(values, (int,), kind), pa.int64()).cast(kind)
-    accepted = (bool,) if pat.is_boolean(kind) else (int,) if pat.is_integer(kind) else (str,) if pat.is_string(kind) \
-        else None
+    accepted = (
+        (bool,) if pat.is_boolean(kind) else (int,) if pat.is_integer(kind) else (str,) if pat.is_string(kind) else None
+    )
     return pa.array(values if accepted is None else _expect(values, accepted, kind), kind)
 
 

@@ -34,16 +34,24 @@ def upgrade(args: argparse.Namespace) -> None:
     table = open_from(args)
     with activity(f"upgrading {table.uri}"):
         info = table.upgrade()
-    print(f"upgraded {table.uri} to format version 2 at version {info.version}" if info.committed
-          else f"{table.uri} is already at format version 2 (version {info.version})")
+    print(
+        f"upgraded {table.uri} to format version 2 at version {info.version}"
+        if info.committed
+        else f"{table.uri} is already at format version 2 (version {info.version})"
+    )
 
 
 def gc(args: argparse.Namespace) -> None:
     table = open_from(args)
     target = table.database if isinstance(table, DatabaseTable) else table  # a database collects its tables
     with activity(f"collecting garbage in {target.uri}"):
-        report = target.gc(retain_versions=args.retain_versions, retain_for=args.retain_for, grace=args.grace,
-                           dry_run=args.dry_run, force=args.force)
+        report = target.gc(
+            retain_versions=args.retain_versions,
+            retain_for=args.retain_for,
+            grace=args.grace,
+            dry_run=args.dry_run,
+            force=args.force,
+        )
     print(report)
 
 
@@ -64,27 +72,53 @@ def maintain(args: argparse.Namespace) -> int:
 
 
 def job_options(args: argparse.Namespace) -> JobOptions:
-    return JobOptions(dry_run=args.dry_run, retain_versions=args.retain_versions, retain_for=args.retain_for,
-                      grace=args.grace, target_file_size=args.target_file_size,
-                      min_deleted_fraction=args.min_deleted_fraction, compact=not args.no_compact,
-                      force=args.force, storage_options=storage_options(args))
+    return JobOptions(
+        dry_run=args.dry_run,
+        retain_versions=args.retain_versions,
+        retain_for=args.retain_for,
+        grace=args.grace,
+        target_file_size=args.target_file_size,
+        min_deleted_fraction=args.min_deleted_fraction,
+        compact=not args.no_compact,
+        force=args.force,
+        storage_options=storage_options(args),
+    )
 
 
 def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="plan and report; change nothing")
     parser.add_argument("--retain-versions", type=int, metavar="N", help="also keep the last N versions")
-    parser.add_argument("--retain-for", type=checked(retention), default=timedelta(days=7), metavar="DURATION",
-                        help="keep every version current within this long ('none': count only) (default: 7d)")
-    parser.add_argument("--grace", type=checked(duration), default=timedelta(hours=24), metavar="DURATION",
-                        help="never delete an unreferenced object younger than this (default: 24h)")
+    parser.add_argument(
+        "--retain-for",
+        type=checked(retention),
+        default=timedelta(days=7),
+        metavar="DURATION",
+        help="keep every version current within this long ('none': count only) (default: 7d)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=checked(duration),
+        default=timedelta(hours=24),
+        metavar="DURATION",
+        help="never delete an unreferenced object younger than this (default: 24h)",
+    )
     parser.add_argument("--force", action="store_true", help="allow a retention shorter than the grace period")
 
 
 def add_compaction_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target-file-size", type=checked(size), metavar="SIZE",
-                        help="compaction target, e.g. 128MiB (default: the table's)")
-    parser.add_argument("--min-deleted-fraction", type=checked(fraction), default=0.2, metavar="F",
-                        help="rewrite files with at least this fraction of rows deleted (default: 0.2)")
+    parser.add_argument(
+        "--target-file-size",
+        type=checked(size),
+        metavar="SIZE",
+        help="compaction target, e.g. 128MiB (default: the table's)",
+    )
+    parser.add_argument(
+        "--min-deleted-fraction",
+        type=checked(fraction),
+        default=0.2,
+        metavar="F",
+        help="rewrite files with at least this fraction of rows deleted (default: 0.2)",
+    )
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +139,7 @@ def add_commands(command: Any) -> None:
 
     command("upgrade", upgrade, "move a format v1 table to format v2 in one commit (older versions stay readable)")
 
-    job = command("maintain", maintain, "compaction then GC on a table or every table under a root",
-                  metavar="ROOT_OR_URI")
+    job = command(
+        "maintain", maintain, "compaction then GC on a table or every table under a root", metavar="ROOT_OR_URI"
+    )
     add_job_arguments(job)

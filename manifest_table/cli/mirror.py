@@ -18,8 +18,10 @@ def mirror(args: argparse.Namespace) -> None:
     if args.off or wanted:
         with activity(f"setting the mirrors of {table.uri}"):
             info = table.set_mirrors(wanted)
-        print(f"{table.uri}: mirrors {', '.join(wanted) or 'off'}"
-              + (f" from version {info.version}" if info.committed else " (unchanged)"))
+        print(
+            f"{table.uri}: mirrors {', '.join(wanted) or 'off'}"
+            + (f" from version {info.version}" if info.committed else " (unchanged)")
+        )
     elif args.sync:
         with activity(f"syncing the mirrors of {table.uri}"):
             table.sync_mirrors()
@@ -34,8 +36,9 @@ def versions(table: Table) -> dict[str, int | None]:
 def describe(mirrored: dict[str, int | None]) -> str:
     if not mirrored:
         return "no mirrors"
-    return ", ".join(f"{name} at version {v}" if v is not None else f"{name} (not written yet)"
-                     for name, v in mirrored.items())
+    return ", ".join(
+        f"{name} at version {v}" if v is not None else f"{name} (not written yet)" for name, v in mirrored.items()
+    )
 
 
 def add_commands(command: Any) -> None:

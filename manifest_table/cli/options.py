@@ -53,11 +53,13 @@ def fraction(text: str) -> float:
 def checked(parse: Callable[[str], T]) -> Callable[[str], T]:
     """An argparse type from a library parser: its ``InvalidArgumentError`` message becomes
     argparse's usage error (exit 2) instead of a generic "invalid value"."""
+
     def convert(text: str) -> T:
         try:
             return parse(text)
         except InvalidArgumentError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     convert.__name__ = parse.__name__
     return convert
 
@@ -66,9 +68,14 @@ def common_options() -> argparse.ArgumentParser:
     """Options accepted before or after the command name; SUPPRESS keeps a subcommand from
     resetting a value given before it."""
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    common.add_argument("--storage-option", dest="storage_options", action="append", type=key_value,
-                        metavar="KEY=VALUE", help="an S3 option (endpoint_url, region, access_key_id, "
-                        "secret_access_key, session_token); repeatable")
+    common.add_argument(
+        "--storage-option",
+        dest="storage_options",
+        action="append",
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="an S3 option (endpoint_url, region, access_key_id, secret_access_key, session_token); repeatable",
+    )
     common.add_argument("-v", "--verbose", action="count", help="log progress (-vv: debug)")
     return common
 
@@ -93,12 +100,22 @@ def delimiter(text: str) -> str:
 def csv_options(reading: bool) -> argparse.ArgumentParser:
     """``--delimiter``, and for commands that read CSV ``--null-value``."""
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--delimiter", type=delimiter, default=",", metavar="CHAR",
-                         help="the CSV field separator (default ','; '\\t' for tabs)")
+    options.add_argument(
+        "--delimiter",
+        type=delimiter,
+        default=",",
+        metavar="CHAR",
+        help="the CSV field separator (default ','; '\\t' for tabs)",
+    )
     if reading:
-        options.add_argument("--null-value", dest="null_values", action="append", metavar="TEXT",
-                             help="an unquoted CSV field that means null; repeatable; replaces the default, "
-                             "which is only the empty field (give --null-value '' to keep it)")
+        options.add_argument(
+            "--null-value",
+            dest="null_values",
+            action="append",
+            metavar="TEXT",
+            help="an unquoted CSV field that means null; repeatable; replaces the default, "
+            "which is only the empty field (give --null-value '' to keep it)",
+        )
     return options
 
 

@@ -20,8 +20,16 @@ from ..errors import InvalidArgumentError
 from .jsonl import is_binary, json_lines, to_json
 
 Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
-OUTPUT_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "jsonl", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                  ".arrow": "arrow", ".arrows": "arrow", ".txt": "table"}
+OUTPUT_FORMATS = {
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".json": "jsonl",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".arrow": "arrow",
+    ".arrows": "arrow",
+    ".txt": "table",
+}
 _FIRST_ROWS = 1000  # the text table's column widths come from the header and these first rows
 _CHUNK_ROWS = 65536  # rows formatted at a time after them
 _GAP = 2
@@ -56,8 +64,8 @@ def _lines(columns: list[pa.Array], widths: list[int]) -> memoryview:
     cells = [_fitted(column, width).cast(text) for column, width in zip(columns, widths)]
     rows = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*cells, pa.scalar(" " * _GAP, text)))
     lines = pc.binary_join_element_wise(rows, pa.scalar("", text), pa.scalar("\n", text))  # row + newline
-    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset:lines.offset + len(lines) + 1]
-    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]]
+    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0] : offsets[-1]]
 
 
 def _widest(column: pa.Array) -> int:
@@ -81,8 +89,13 @@ def _fitted(column: pa.Array, width: int) -> pa.Array:
         return pc.utf8_rpad(pc.if_else(long, cut, column), width)
     from rich.cells import cell_len, set_cell_size
 
-    return pa.array([set_cell_size(v, width - 1) + "…" if cell_len(v) > width else set_cell_size(v, width)
-                     for v in column.to_pylist()], pa.string())
+    return pa.array(
+        [
+            set_cell_size(v, width - 1) + "…" if cell_len(v) > width else set_cell_size(v, width)
+            for v in column.to_pylist()
+        ],
+        pa.string(),
+    )
 
 
 def _terminal_width(sink: BinaryIO) -> int | None:
@@ -147,8 +160,10 @@ def csv_writer(schema: pa.Schema, delimiter: str = ",") -> Writer:
     is opened, if a column is nested: CSV has no form for lists, structs or maps."""
     nested = [f"{f.name} ({f.type})" for f in schema if pa.types.is_nested(f.type)]
     if nested:
-        raise InvalidArgumentError(f"CSV cannot hold the nested columns {nested}: use --format jsonl, parquet "
-                                   "or arrow, or --columns to leave them out")
+        raise InvalidArgumentError(
+            f"CSV cannot hold the nested columns {nested}: use --format jsonl, parquet "
+            "or arrow, or --columns to leave them out"
+        )
     return functools.partial(write_csv, delimiter=delimiter)
 
 
@@ -185,5 +200,11 @@ def write_arrow(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Bina
             writer.write_batch(batch)
 
 
-WRITERS: dict[str, Writer] = {"table": write_table, "csv": write_csv, "jsonl": write_json_lines,
-                              "json": write_json_lines, "parquet": write_parquet, "arrow": write_arrow}
+WRITERS: dict[str, Writer] = {
+    "table": write_table,
+    "csv": write_csv,
+    "jsonl": write_json_lines,
+    "json": write_json_lines,
+    "parquet": write_parquet,
+    "arrow": write_arrow,
+}

@@ -23,8 +23,14 @@ def counted(batches: Iterable[pa.RecordBatch], description: str, total: int | No
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = [SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-               TextColumn("rows"), TimeElapsedColumn()]
+    columns = [
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("rows"),
+        TimeElapsedColumn(),
+    ]
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
         for batch in batches:
@@ -46,6 +52,7 @@ def activity(description: str, logger: str = "manifest_table.maintenance") -> It
     source = logging.getLogger(logger)
     level, threshold = source.level, source.getEffectiveLevel()
     with Console(stderr=True).status(Text(description)) as status:
+
         def relay(record: logging.LogRecord) -> bool:
             status.update(Text(f"{description}: {record.getMessage()}"))
             return record.levelno >= threshold

@@ -40,8 +40,10 @@ def info(args: argparse.Namespace) -> None:
         "deleted_rows": manifest.totals.deleted,
         "data_bytes": manifest.totals.bytes,
         "segments": len(manifest.index.segments) if manifest.index else 0,
-        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable, "field_id": fid}
-                   for f, fid in zip(manifest.schema, manifest.fields.ids)],
+        "schema": [
+            {"name": f.name, "type": str(f.type), "nullable": f.nullable, "field_id": fid}
+            for f, fid in zip(manifest.schema, manifest.fields.ids)
+        ],
     }
     if manifest.index is not None:
         facts["last_field_id"] = manifest.index.last_field_id
@@ -52,9 +54,18 @@ def info(args: argparse.Namespace) -> None:
     lines = {
         "uri": facts["uri"],
         "version": f"{facts['version']} ({facts['operation']} at {facts['timestamp']})",
-        **{name.replace("_", " "): facts[name] for name in
-           ("format_version", "oldest_retained_version", "data_files", "segments", "live_rows", "deleted_rows",
-            "data_bytes")},
+        **{
+            name.replace("_", " "): facts[name]
+            for name in (
+                "format_version",
+                "oldest_retained_version",
+                "data_files",
+                "segments",
+                "live_rows",
+                "deleted_rows",
+                "data_bytes",
+            )
+        },
         "mirrors": describe_mirrors(facts["mirrors"]),
     }
     width = max(map(len, lines)) + 1
@@ -62,8 +73,10 @@ def info(args: argparse.Namespace) -> None:
         print(f"{name + ':':<{width}} {value}")
     print("schema:")
     for field, fid in zip(manifest.schema, manifest.fields.ids):
-        print(f"  {field.name}: {field.type}{'' if field.nullable else ' not null'}"
-              + (f" (field id {fid})" if manifest.index is not None else ""))
+        print(
+            f"  {field.name}: {field.type}{'' if field.nullable else ' not null'}"
+            + (f" (field id {fid})" if manifest.index is not None else "")
+        )
 
 
 def history(args: argparse.Namespace) -> None:
@@ -76,12 +89,18 @@ def show_history(commits: list[CommitInfo], as_json: bool, tables: bool = False)
     if as_json:
         print(json.dumps([_commit_json(c) for c in commits], indent=2, default=str))
         return
-    columns = {"version": [str(c.version) for c in commits], "timestamp": [timestamp(c.timestamp) for c in commits],
-               "operation": [c.operation for c in commits]}
+    columns = {
+        "version": [str(c.version) for c in commits],
+        "timestamp": [timestamp(c.timestamp) for c in commits],
+        "operation": [c.operation for c in commits],
+    }
     if tables:
-        columns["tables"] = [" ".join(f"{n}:{op}" for n, op in c.parameters["tables"].items())
-                             + "".join(f" -{n}" for n in c.parameters["dropped"])
-                             + "".join(f" {a}->{b}" for a, b in c.parameters["renamed"].items()) for c in commits]
+        columns["tables"] = [
+            " ".join(f"{n}:{op}" for n, op in c.parameters["tables"].items())
+            + "".join(f" -{n}" for n in c.parameters["dropped"])
+            + "".join(f" {a}->{b}" for a, b in c.parameters["renamed"].items())
+            for c in commits
+        ]
     columns["metrics"] = [metrics(c) for c in commits]
     schema = pa.schema([(n, pa.string()) for n in columns])
     rows = pa.table(list(columns.values()), schema=schema)
@@ -123,8 +142,9 @@ def output_format(args: argparse.Namespace) -> str:
     return fmt
 
 
-def emit(args: argparse.Namespace, fmt: str, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
-         total: int | None) -> None:
+def emit(
+    args: argparse.Namespace, fmt: str, batches: Iterator[pa.RecordBatch], schema: pa.Schema, total: int | None
+) -> None:
     """Write ``batches`` in ``fmt`` to ``--output`` (with progress) or stdout."""
     write = csv_writer(schema, args.delimiter) if fmt == "csv" else WRITERS[fmt]
     if args.output:
@@ -151,26 +171,36 @@ def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
 
     scanned = command("scan", scan, "print rows, or write them to a file", snapshot, csv_options(reading=False))
     scanned.add_argument("--columns", type=names, metavar="A,B", help="columns to read (default: all)")
-    scanned.add_argument("--limit", type=whole_number, metavar="N",
-                         help=f"at most N rows, 0 for all (default: {PREVIEW_ROWS} for a printed table, else all)")
+    scanned.add_argument(
+        "--limit",
+        type=whole_number,
+        metavar="N",
+        help=f"at most N rows, 0 for all (default: {PREVIEW_ROWS} for a printed table, else all)",
+    )
     _output_options(scanned)
 
     command("count", count, "count live rows", snapshot)
 
-    inspected = command("inspect", inspect, "print the table's versions, data files or segments as a table",
-                        csv_options(reading=False))
-    inspected.add_argument("what", choices=("history", "files", "segments"),
-                           help="history: every version; files: a version's data files and their statistics; "
-                           "segments: the objects that list them")
-    inspected.add_argument("--version", type=whole_number, metavar="N", help="files or segments of version N "
-                           "(default: the latest)")
+    inspected = command(
+        "inspect", inspect, "print the table's versions, data files or segments as a table", csv_options(reading=False)
+    )
+    inspected.add_argument(
+        "what",
+        choices=("history", "files", "segments"),
+        help="history: every version; files: a version's data files and their statistics; "
+        "segments: the objects that list them",
+    )
+    inspected.add_argument(
+        "--version", type=whole_number, metavar="N", help="files or segments of version N (default: the latest)"
+    )
     _output_options(inspected)
 
 
 # --- helpers ---------------------------------------------------------------------------
 def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=list(WRITERS),
-                        help="output format (default: from the --output extension, else table)")
+    parser.add_argument(
+        "--format", choices=list(WRITERS), help="output format (default: from the --output extension, else table)"
+    )
     parser.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
 
 
@@ -199,8 +229,14 @@ def metrics(info: CommitInfo) -> str:
 
 
 def _commit_json(info: CommitInfo) -> dict[str, Any]:
-    return {"version": info.version, "timestamp": timestamp(info.timestamp), "operation": info.operation,
-            "commit_id": info.commit_id, "metrics": info.metrics, "parameters": info.parameters}
+    return {
+        "version": info.version,
+        "timestamp": timestamp(info.timestamp),
+        "operation": info.operation,
+        "commit_id": info.commit_id,
+        "metrics": info.metrics,
+        "parameters": info.parameters,
+    }
 
 
 def _oldest_retained(table: Table, latest: int) -> int:

@@ -19,8 +19,13 @@ from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_ipc
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},
-    "float32": pa.float32(), "float64": pa.float64(), "double": pa.float64(),
-    "string": pa.string(), "bool": pa.bool_(), "date32": pa.date32(), "date": pa.date32(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "bool": pa.bool_(),
+    "date32": pa.date32(),
+    "date": pa.date32(),
     "binary": pa.binary(),
 }
 _TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)(?:,\s*tz=([^\]]+))?\]")
@@ -57,8 +62,10 @@ def parse_type(text: str) -> pa.DataType:
         except pa.ArrowInvalid as exc:
             raise InvalidArgumentError(f"bad type {text!r}: {exc}") from None
         return timestamp
-    raise InvalidArgumentError(f"unknown type {text!r}; known: {', '.join(_TYPES)}, "
-                               "timestamp[UNIT] or timestamp[UNIT, tz=ZONE] (UNIT: s, ms, us, ns), decimal(P,S)")
+    raise InvalidArgumentError(
+        f"unknown type {text!r}; known: {', '.join(_TYPES)}, "
+        "timestamp[UNIT] or timestamp[UNIT, tz=ZONE] (UNIT: s, ms, us, ns), decimal(P,S)"
+    )
 
 
 def file_schema(path: str, dialect: CsvDialect = CsvDialect()) -> pa.Schema:
@@ -76,15 +83,18 @@ def file_schema(path: str, dialect: CsvDialect = CsvDialect()) -> pa.Schema:
         elif kind in ("csv", "json"):
             found = _inferred(path, kind, dialect)
         else:
-            raise InputFileError(f"cannot tell the format of {path}: name it "
-                                 f"{', '.join(f'*{s}' for s in INPUT_FORMATS)}")
+            raise InputFileError(
+                f"cannot tell the format of {path}: name it {', '.join(f'*{s}' for s in INPUT_FORMATS)}"
+            )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InputFileError(f"cannot read the schema of {path}: {exc}") from None
     fields = [f.with_type(plain_type(f.type)) for f in found.remove_metadata()]
     untyped = [f.name for f in fields if pa.types.is_null(f.type)]
     if untyped:
-        raise InputFileError(f"cannot tell the type of columns {untyped} of {path}: they hold only nulls in its "
-                             "first block; give the schema with --schema")
+        raise InputFileError(
+            f"cannot tell the type of columns {untyped} of {path}: they hold only nulls in its "
+            "first block; give the schema with --schema"
+        )
     return pa.schema(fields)
 
 
@@ -97,8 +107,16 @@ def _inferred(path: str, kind: str, dialect: CsvDialect) -> pa.Schema:
     if kind == "json":
         found = pajson.open_json(path).schema
     else:
-        found = pacsv.open_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-                               convert_options=pacsv.ConvertOptions(null_values=list(dialect.null_values),
-                                                                    strings_can_be_null=True)).schema
-    return pa.schema([f.with_type(pa.timestamp("us", f.type.tz or ("UTC" if kind == "json" else None)))
-                      if pa.types.is_timestamp(f.type) else f for f in found])
+        found = pacsv.open_csv(
+            path,
+            parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
+            convert_options=pacsv.ConvertOptions(null_values=list(dialect.null_values), strings_can_be_null=True),
+        ).schema
+    return pa.schema(
+        [
+            f.with_type(pa.timestamp("us", f.type.tz or ("UTC" if kind == "json" else None)))
+            if pa.types.is_timestamp(f.type)
+            else f
+            for f in found
+        ]
+    )

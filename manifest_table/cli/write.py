@@ -124,9 +124,14 @@ def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
     reader = read_input(args.file, table.schema, dialect(args))
     log.info("upserting %s", args.file)
-    info = table.upsert(_counted(reader, f"upserting {args.file}"), args.on, when_matched=args.when_matched,
-                        when_not_matched=args.when_not_matched,
-                        when_not_matched_by_source=args.when_not_matched_by_source, columns=args.columns)
+    info = table.upsert(
+        _counted(reader, f"upserting {args.file}"),
+        args.on,
+        when_matched=args.when_matched,
+        when_not_matched=args.when_not_matched,
+        when_not_matched_by_source=args.when_not_matched_by_source,
+        columns=args.columns,
+    )
     print(summary(info))
 
 
@@ -136,19 +141,30 @@ def add_commands(command: Any) -> None:
     created = command("create", create, "create an empty table", csv)
     schema = created.add_mutually_exclusive_group(required=True)
     schema.add_argument("--schema", metavar="SPEC", help="e.g. 'id:int64,name:string,ts:timestamp[us, tz=UTC]'")
-    schema.add_argument("--like", metavar="FILE", help="take the schema of a Parquet or Arrow file, or infer it "
-                        "from a CSV or JSON-lines file")
-    created.add_argument("--format-version", type=int, choices=(1, FORMAT_VERSION), default=FORMAT_VERSION,
-                         help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)")
+    schema.add_argument(
+        "--like",
+        metavar="FILE",
+        help="take the schema of a Parquet or Arrow file, or infer it from a CSV or JSON-lines file",
+    )
+    created.add_argument(
+        "--format-version",
+        type=int,
+        choices=(1, FORMAT_VERSION),
+        default=FORMAT_VERSION,
+        help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)",
+    )
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)
     appended = command("append", append, "append Parquet, CSV, JSON-lines or Arrow files in one commit", csv)
     appended.add_argument("files", nargs="+", metavar="FILE", help=files_help)
-    appended.add_argument("--create", action="store_true", help="create the table from the first file's schema "
-                          "when there is none (as create --like)")
+    appended.add_argument(
+        "--create",
+        action="store_true",
+        help="create the table from the first file's schema when there is none (as create --like)",
+    )
 
     deleted = command("delete", delete, "delete the rows matching a filter")
-    deleted.add_argument("where", metavar="WHERE", help="filter, e.g. \"id IN (1, 2)\"")
+    deleted.add_argument("where", metavar="WHERE", help='filter, e.g. "id IN (1, 2)"')
 
     replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit", csv)
     replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
@@ -156,27 +172,62 @@ def add_commands(command: Any) -> None:
 
     updated = command("update", update, "assign new values to the rows matching --where (every row without it)")
     updated.add_argument("--where", metavar="EXPR", help="update only the rows matching this filter")
-    updated.add_argument("--set", action="append", type=key_value, default=[], metavar="COLUMN=EXPR",
-                         help="assign an expression, e.g. 'qty=qty + 1' or \"name='DE'\"; repeatable")
-    updated.add_argument("--value", dest="values", action="append", type=key_value, default=[],
-                         metavar="COLUMN=TEXT", help="assign a plain value, never parsed as an expression, "
-                         "read as the column's type, e.g. status=shipped; repeatable")
+    updated.add_argument(
+        "--set",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="COLUMN=EXPR",
+        help="assign an expression, e.g. 'qty=qty + 1' or \"name='DE'\"; repeatable",
+    )
+    updated.add_argument(
+        "--value",
+        dest="values",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="COLUMN=TEXT",
+        help="assign a plain value, never parsed as an expression, "
+        "read as the column's type, e.g. status=shipped; repeatable",
+    )
 
-    merged = command("upsert", upsert, "replace the rows whose key a file's rows hold and insert the others, "
-                     "in one commit", csv)
+    merged = command(
+        "upsert", upsert, "replace the rows whose key a file's rows hold and insert the others, in one commit", csv
+    )
     merged.add_argument("file", metavar="FILE", help=files_help)
-    merged.add_argument("--on", required=True, type=names, metavar="COLUMNS",
-                        help="key columns, comma-separated (a key may appear once in FILE)")
-    merged.add_argument("--when-matched", choices=WHEN_MATCHED, default="update",
-                        help="what to do with a row whose key the table holds (default: update)")
-    merged.add_argument("--when-not-matched", choices=WHEN_NOT_MATCHED, default="insert",
-                        help="what to do with a row whose key it does not (default: insert)")
-    merged.add_argument("--when-not-matched-by-source", choices=WHEN_NOT_MATCHED_BY_SOURCE, default="ignore",
-                        help="what to do with a table row whose key FILE lacks (default: ignore; delete: make "
-                        "the table's keys those of FILE)")
-    merged.add_argument("--columns", type=names, metavar="COLUMNS",
-                        help="the columns a matched row's update sets, comma-separated (FILE may then omit "
-                        "the others; inserted rows get nulls there)")
+    merged.add_argument(
+        "--on",
+        required=True,
+        type=names,
+        metavar="COLUMNS",
+        help="key columns, comma-separated (a key may appear once in FILE)",
+    )
+    merged.add_argument(
+        "--when-matched",
+        choices=WHEN_MATCHED,
+        default="update",
+        help="what to do with a row whose key the table holds (default: update)",
+    )
+    merged.add_argument(
+        "--when-not-matched",
+        choices=WHEN_NOT_MATCHED,
+        default="insert",
+        help="what to do with a row whose key it does not (default: insert)",
+    )
+    merged.add_argument(
+        "--when-not-matched-by-source",
+        choices=WHEN_NOT_MATCHED_BY_SOURCE,
+        default="ignore",
+        help="what to do with a table row whose key FILE lacks (default: ignore; delete: make "
+        "the table's keys those of FILE)",
+    )
+    merged.add_argument(
+        "--columns",
+        type=names,
+        metavar="COLUMNS",
+        help="the columns a matched row's update sets, comma-separated (FILE may then omit "
+        "the others; inserted rows get nulls there)",
+    )
 
 
 def summary(info: CommitInfo) -> str:

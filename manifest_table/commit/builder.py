@@ -75,12 +75,20 @@ class ManifestBuilder:
         if changes.app_transaction:
             apps[changes.app_transaction[0]] = changes.app_transaction[1]
         return Manifest(
-            version=prev.version + 1, parent_version=prev.version,
+            version=prev.version + 1,
+            parent_version=prev.version,
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
-            commit_id=commit_id, operation=changes.operation, schema=prev.schema, tail=files,
-            parameters=parameters, metrics=metrics, app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version, index=index,
-            mirrors=mirrors if index is not None else {})
+            commit_id=commit_id,
+            operation=changes.operation,
+            schema=prev.schema,
+            tail=files,
+            parameters=parameters,
+            metrics=metrics,
+            app_transactions=apps,
+            format_version=2 if index is not None else prev.format_version,
+            index=index,
+            mirrors=mirrors if index is not None else {},
+        )
 
     def lost(self) -> None:
         """The attempt's root can never land (another commit holds its version): the
@@ -108,8 +116,10 @@ class ManifestBuilder:
         field_ids = tuple(range(1, len(prev.schema) + 1))
         files = prev.tail
         chunk = properties.segment_target_files
-        segments = tuple(self._write(entries_of(files[i:i + chunk], prev.schema, field_ids), prev, field_ids)
-                         for i in range(0, len(files), chunk))
+        segments = tuple(
+            self._write(entries_of(files[i : i + chunk], prev.schema, field_ids), prev, field_ids)
+            for i in range(0, len(files), chunk)
+        )
         return FileIndex(field_ids, len(field_ids), properties, prev.totals, segments, {})
 
     # --- v2: what changed -----------------------------------------------------------------
@@ -123,14 +133,18 @@ class ManifestBuilder:
         located = locate(prev, wanted)
         if len(located) != len(wanted):  # rebasing keeps every file a commit changes in the table
             missing = sorted(wanted - located.keys())
-            raise CommitConflictError(f"version {prev.version} no longer holds files this commit changes: "
-                                      f"{missing[:5]}")
+            raise CommitConflictError(
+                f"version {prev.version} no longer holds files this commit changes: {missing[:5]}"
+            )
         refs = self._tombstones.stage({p: added[p] if p in added else located[p][0] for p in touched}, changes.deletes)
         new_dv = {path: ref for path, (ref, _) in refs.items()}
         newly_deleted = sum(n for _, n in refs.values())
 
-        tail = [f.with_deletes(new_dv[f.path]) if f.path in new_dv else f
-                for f in prev.tail if f.path not in changes.removed]
+        tail = [
+            f.with_deletes(new_dv[f.path]) if f.path in new_dv else f
+            for f in prev.tail
+            if f.path not in changes.removed
+        ]
         tail += [f.with_deletes(new_dv[f.path]) if f.path in new_dv else f for f in changes.added]
         deletes = {p: ref for p, ref in index.deletes.items() if p not in changes.removed}
         deletes.update({p: ref for p, ref in new_dv.items() if p in located and located[p][1] is not None})
@@ -143,22 +157,28 @@ class ManifestBuilder:
         if len(deletes) > props.deletes_limit:
             removed_from.update({key: removed_from.get(key, set()) for key in self._flush_plan(prev, deletes)})
 
-        rewritten = [self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
-                     for s in index.segments]
+        rewritten = [
+            self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
+            for s in index.segments
+        ]
         segments = [s for s in rewritten if s is not None and s.files]
         if len(tail) > props.tail_limit:
             chunk = props.segment_target_files
-            segments += [self._write(entries_of(tail[i:i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
-                         for i in range(0, len(tail), chunk)]
+            segments += [
+                self._write(entries_of(tail[i : i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
+                for i in range(0, len(tail), chunk)
+            ]
             tail = []
         segments = self._merge_small(segments, prev, deletes)
 
         gone = [located[p][0] for p in changes.removed]
         old = index.totals
-        totals = Totals(old.files - len(gone) + len(changes.added),
-                        old.rows - sum(f.rows for f in gone) + sum(f.rows for f in changes.added),
-                        old.deleted - sum(f.deleted_rows for f in gone) + newly_deleted,
-                        old.bytes - sum(f.size for f in gone) + sum(f.size for f in changes.added))
+        totals = Totals(
+            old.files - len(gone) + len(changes.added),
+            old.rows - sum(f.rows for f in gone) + sum(f.rows for f in changes.added),
+            old.deleted - sum(f.deleted_rows for f in gone) + newly_deleted,
+            old.bytes - sum(f.size for f in gone) + sum(f.size for f in changes.added),
+        )
         return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
 
     def _flush_plan(self, prev: Version, deletes: dict[str, DeletionVector]) -> list[str]:
@@ -177,22 +197,26 @@ class ManifestBuilder:
             remaining -= count
         return plan
 
-    def _merge_small(self, segments: list[SegmentSummary], prev: Version,
-                     deletes: dict[str, DeletionVector]) -> list[SegmentSummary]:
+    def _merge_small(
+        self, segments: list[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector]
+    ) -> list[SegmentSummary]:
         props = prev.index.properties  # type: ignore[union-attr]
 
         def small(s: SegmentSummary) -> bool:
             return s.files < props.segment_target_files
 
         while sum(map(small, segments)) > props.max_small_segments:
-            i = min((j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
-                    key=lambda j: segments[j].files + segments[j + 1].files)
-            merged = self._rewrite(segments[i:i + 2], prev, deletes, set())
-            segments[i:i + 2] = [merged] if merged is not None else []
+            i = min(
+                (j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
+                key=lambda j: segments[j].files + segments[j + 1].files,
+            )
+            merged = self._rewrite(segments[i : i + 2], prev, deletes, set())
+            segments[i : i + 2] = [merged] if merged is not None else []
         return segments
 
-    def _rewrite(self, sources: Sequence[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector],
-                 removed: set[str]) -> SegmentSummary | None:
+    def _rewrite(
+        self, sources: Sequence[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector], removed: set[str]
+    ) -> SegmentSummary | None:
         """One segment of the entries of ``sources`` minus ``removed``, with the deletion
         vectors of ``deletes`` folded in (and taken out of the map)."""
         field_ids = prev.index.field_ids  # type: ignore[union-attr]
@@ -200,8 +224,7 @@ class ManifestBuilder:
         for summary in sources:
             table = prev.segment(summary.path).table
             if removed:
-                table = table.filter(pc.invert(pc.is_in(table.column("path"),
-                                                                        pa.array(sorted(removed), pa.string()))))
+                table = table.filter(pc.invert(pc.is_in(table.column("path"), pa.array(sorted(removed), pa.string()))))
             folded = {p: deletes.pop(p) for p in table.column("path").to_pylist() if p in deletes}
             tables.append(with_deletes(table, folded))
         table = pa.concat_tables(tables)

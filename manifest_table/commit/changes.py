@@ -93,8 +93,15 @@ class Changes:
     enabled one (format/mirrors.py). None leaves the setting as it is."""
 
     def is_empty(self) -> bool:
-        return not (self.added or self.removed or any(self.deletes.values()) or self.app_transaction
-                    or self.upgrade or self.schema or self.mirrors is not None)
+        return not (
+            self.added
+            or self.removed
+            or any(self.deletes.values())
+            or self.app_transaction
+            or self.upgrade
+            or self.schema
+            or self.mirrors is not None
+        )
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
         if positions:
@@ -116,11 +123,17 @@ class Changes:
     def copy(self) -> Changes:
         """An independent copy (bitmaps, lists and dicts too): what a transaction restores
         when an operation fails halfway."""
-        return replace(self, added=list(self.added), removed=set(self.removed),
-                       deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
-                       read_files=set(self.read_files), rewrites=list(self.rewrites),
-                       kept_rows={path: BitMap(bitmap) for path, bitmap in self.kept_rows.items()},
-                       parameters=copy.deepcopy(self.parameters), metrics=copy.deepcopy(self.metrics))
+        return replace(
+            self,
+            added=list(self.added),
+            removed=set(self.removed),
+            deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
+            read_files=set(self.read_files),
+            rewrites=list(self.rewrites),
+            kept_rows={path: BitMap(bitmap) for path, bitmap in self.kept_rows.items()},
+            parameters=copy.deepcopy(self.parameters),
+            metrics=copy.deepcopy(self.metrics),
+        )
 
 
 def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
@@ -128,19 +141,29 @@ def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
     keeps the shape of 0.1.0 and 0.2.0 (``output``: a path or null), which those releases
     read and rebase onto; several outputs take ``outputs``, which they refuse as corrupt
     rather than remap a delete wrongly."""
-    return [{**({"output": rw.outputs[0].path if rw.outputs else None} if len(rw.outputs) <= 1 else
-                {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}),
-             "sources": [{"path": s.path, "rows": s.rows,
-                          "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources]}
-            for rw in rewrites]
+    return [
+        {
+            **(
+                {"output": rw.outputs[0].path if rw.outputs else None}
+                if len(rw.outputs) <= 1
+                else {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}
+            ),
+            "sources": [
+                {"path": s.path, "rows": s.rows, "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources
+            ],
+        }
+        for rw in rewrites
+    ]
 
 
 def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
     """Decode ``parameters.rewrites`` (validated by ``Manifest.from_json``), either shape."""
     rewrites = []
     for rw in doc:
-        sources = tuple(RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
-                        for s in rw["sources"])
+        sources = tuple(
+            RewriteSource(s["path"], s["rows"], DeletionVector(**s["deletes"]) if s["deletes"] else None)
+            for s in rw["sources"]
+        )
         if "outputs" in rw:
             outputs = tuple(RewriteOutput(out["path"], out["rows"]) for out in rw["outputs"])
         elif rw["output"] is not None:  # one output holding every live row of the sources

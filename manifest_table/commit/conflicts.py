@@ -80,8 +80,9 @@ def check_for_concurrent_schema_change(changes: Changes, prev: Manifest, winner:
     same under the new one carry over (``carry_files``)."""
     who = f"version {winner.version} ({winner.operation}, commit {winner.commit_id})"
     if changes.schema is not None:
-        raise CommitConflictError(f"{who} changed the schema concurrently with this schema change; "
-                                  "retry it against the new schema")
+        raise CommitConflictError(
+            f"{who} changed the schema concurrently with this schema change; retry it against the new schema"
+        )
     if changes.serializable:
         raise CommitConflictError(f"{who} changed the schema this commit read and wrote with; retry it")
     changes.added = carry_files(changes.added, prev.fields, winner.fields, who)
@@ -101,44 +102,62 @@ def carry_files(files: Sequence[DataFile], old: FieldIds, new: FieldIds, what: s
             problems.append(f"changed column {f.name!r} from {f.type} to {now.type}")
         elif f.nullable and not now.nullable:
             problems.append(f"made column {f.name!r} non-nullable")
-    problems += [f"added non-nullable column {f.name!r}" for fid, f in new_fields.items()
-                 if fid not in old.ids and not f.nullable]
+    problems += [
+        f"added non-nullable column {f.name!r}"
+        for fid, f in new_fields.items()
+        if fid not in old.ids and not f.nullable
+    ]
     if problems and files:
-        raise CommitConflictError(f"{what} changed the schema this commit's files were written with: "
-                                  f"{'; '.join(problems)}; retry the write against the new schema")
+        raise CommitConflictError(
+            f"{what} changed the schema this commit's files were written with: "
+            f"{'; '.join(problems)}; retry the write against the new schema"
+        )
     names = {f.name: new_fields[fid].name for fid, f in zip(old.ids, old.schema) if fid in new_fields}
-    return [replace(f, stats={names[n]: s for n, s in f.stats.items() if n in names},
-                    encoded_stats=None if f.encoded_stats is None else
-                    {names[n]: s for n, s in f.encoded_stats.items() if n in names}) for f in files]
+    return [
+        replace(
+            f,
+            stats={names[n]: s for n, s in f.stats.items() if n in names},
+            encoded_stats=None
+            if f.encoded_stats is None
+            else {names[n]: s for n, s in f.encoded_stats.items() if n in names},
+        )
+        for f in files
+    ]
 
 
 def check_for_required_columns_without_values(change: SchemaChange, prev: Manifest, winner: Manifest) -> None:
     """A non-nullable column is only added to a table without rows (there is no value to give
     the rows it has): the winner now has rows, which would read null in it."""
-    required = [f.name for fid, f in zip(change.fields.ids, change.fields.schema)
-                if fid not in prev.fields.ids and not f.nullable]
+    required = [
+        f.name
+        for fid, f in zip(change.fields.ids, change.fields.schema)
+        if fid not in prev.fields.ids and not f.nullable
+    ]
     if required:
-        raise CommitConflictError(f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) "
-                                  f"left the table with {winner.live_rows} rows, which would have no value for the "
-                                  f"non-nullable columns this commit adds: {required}; add them nullable, or retry "
-                                  "on an empty table")
+        raise CommitConflictError(
+            f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) "
+            f"left the table with {winner.live_rows} rows, which would have no value for the "
+            f"non-nullable columns this commit adds: {required}; add them nullable, or retry "
+            "on an empty table"
+        )
 
 
-def check_for_rows_read_that_the_winner_changed(changes: Changes, prev: Version, winner: Manifest,
-                                                changed: VersionDiff, dvs: DeletionVectors) -> None:
+def check_for_rows_read_that_the_winner_changed(
+    changes: Changes, prev: Version, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors
+) -> None:
     """A serializable commit (overwrite, update, upsert) read rows that the winner deleted, or
     files the winner removed."""
     read = (changes.read_files | changes.removed | set(changes.deletes)) - changes.added_paths()
     suspects = read & changed.touched
     before = {p: f for p, (f, _) in locate(prev, suspects).items()} if suspects else {}
     now = changed.after(suspects) if suspects else {}
-    hit = {p for p in suspects if p not in before or p not in now
-           or _deleted_rows_read(changes, p, before[p], now[p], dvs)}
+    hit = {
+        p for p in suspects if p not in before or p not in now or _deleted_rows_read(changes, p, before[p], now[p], dvs)
+    }
     _fail_if(read & changed.gone | hit, winner, "changed rows this commit read")
 
 
-def _deleted_rows_read(changes: Changes, path: str, before: DataFile, after: DataFile,
-                       dvs: DeletionVectors) -> bool:
+def _deleted_rows_read(changes: Changes, path: str, before: DataFile, after: DataFile, dvs: DeletionVectors) -> bool:
     """Whether the winner's new deletes on ``path`` hit rows this commit read. The rows a
     serializable commit read from a file are the ones it deletes (overwrite, update,
     upsert) and the ones it kept because they matched (``kept_rows``: an upsert ignoring
@@ -150,11 +169,13 @@ def _deleted_rows_read(changes: Changes, path: str, before: DataFile, after: Dat
     return bool((dvs.of(after) - dvs.of(before)) & read)
 
 
-def check_for_added_files_that_may_match_the_condition(changes: Changes, winner: Manifest,
-                                                       changed: VersionDiff) -> None:
+def check_for_added_files_that_may_match_the_condition(
+    changes: Changes, winner: Manifest, changed: VersionDiff
+) -> None:
     """A serializable commit's condition (None: every row) may match rows the winner added."""
-    matching = [f.path for f in changed.new_files
-                if changes.predicate is None or changes.predicate.may_match(f.stats.get)]
+    matching = [
+        f.path for f in changed.new_files if changes.predicate is None or changes.predicate.may_match(f.stats.get)
+    ]
     _fail_if(set(matching), winner, "added rows that may match this commit's condition")
 
 
@@ -163,8 +184,9 @@ def check_for_files_removed_by_both(changes: Changes, winner: Manifest, changed:
     _fail_if(changes.removed & changed.gone, winner, "removed files this commit replaces")
 
 
-def remap_the_winners_deletes_onto_our_rewrites(changes: Changes, winner: Manifest, changed: VersionDiff,
-                                                dvs: DeletionVectors) -> None:
+def remap_the_winners_deletes_onto_our_rewrites(
+    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors
+) -> None:
     """The winner deleted rows of files this commit removes: a compaction carries them onto
     its outputs; a removal without a rewrite (an overwrite) would lose them, a conflict."""
     ours = {src.path: (rw, i) for rw in changes.rewrites for i, src in enumerate(rw.sources)}
@@ -179,12 +201,16 @@ def remap_the_winners_deletes_onto_our_rewrites(changes: Changes, winner: Manife
             changes.delete_rows(output, positions)
 
 
-def remap_our_deletes_onto_the_winners_rewrites(changes: Changes, winner: Manifest, changed: VersionDiff,
-                                                dvs: DeletionVectors) -> None:
+def remap_our_deletes_onto_the_winners_rewrites(
+    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors
+) -> None:
     """This commit deletes from files the winner removed: onto a compaction's outputs they go;
     a removal without a rewrite (an overwrite) is a conflict."""
-    theirs = {src.path: (rw, i) for rw in rewrites_from_json(winner.parameters.get("rewrites", []))
-              for i, src in enumerate(rw.sources)}
+    theirs = {
+        src.path: (rw, i)
+        for rw in rewrites_from_json(winner.parameters.get("rewrites", []))
+        for i, src in enumerate(rw.sources)
+    }
     for path in sorted(set(changes.deletes) & changed.gone):
         if path not in theirs:
             _fail_if({path}, winner, "removed files this commit deletes from")
@@ -206,12 +232,15 @@ def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors)
     placed = offset + kept - np.searchsorted(dropped_sorted, kept)
     ends = np.cumsum([out.rows for out in rewrite.outputs], dtype=np.int64)
     which = np.searchsorted(ends, placed, side="right")  # the output whose range holds each row
-    return {rewrite.outputs[k].path: BitMap((placed[which == k] - (ends[k] - rewrite.outputs[k].rows)).tolist())
-            for k in np.unique(which).tolist()}
+    return {
+        rewrite.outputs[k].path: BitMap((placed[which == k] - (ends[k] - rewrite.outputs[k].rows)).tolist())
+        for k in np.unique(which).tolist()
+    }
 
 
 def _fail_if(paths: set[str], winner: Manifest, what: str) -> None:
     if paths:
         shown = ", ".join(sorted(paths)[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
         raise CommitConflictError(
-            f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) {what}: {shown}")
+            f"version {winner.version} ({winner.operation}, commit {winner.commit_id}) {what}: {shown}"
+        )

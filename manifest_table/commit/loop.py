@@ -124,8 +124,14 @@ def _backoff(losses: int, options: CommitOptions) -> float:
     return random.uniform(0, min(options.backoff_cap, options.backoff_base * 2 ** (losses - options.free_retries)))
 
 
-def commit(log: VersionedLog[V], proposal: Proposal[V], base: V, pointer: Pointer,
-           options: CommitOptions = CommitOptions(), started: float = 0.0) -> V:
+def commit(
+    log: VersionedLog[V],
+    proposal: Proposal[V],
+    base: V,
+    pointer: Pointer,
+    options: CommitOptions = CommitOptions(),
+    started: float = 0.0,
+) -> V:
     """Commit ``proposal`` staged on ``base`` (the version ``pointer`` named, read at
     ``time.monotonic()`` ``started``; unknown means "long ago": one more pointer read).
     Returns the committed version once the pointer is at or past it. Raises
@@ -141,7 +147,8 @@ def commit(log: VersionedLog[V], proposal: Proposal[V], base: V, pointer: Pointe
                 proposal.discard()
                 raise CommitFailedError(
                     f"commit {commit_id} to {log.location} gave up: more than its deadline of "
-                    f"{options.deadline} s passed since its snapshot; {log.location} is unchanged by this commit")
+                    f"{options.deadline} s passed since its snapshot; {log.location} is unchanged by this commit"
+                )
             if time.monotonic() - started > options.recheck_after:
                 # Garbage collection may have removed versions after a snapshot this old; a
                 # create-only write of a removed version would succeed and then be lost.
@@ -158,8 +165,10 @@ def commit(log: VersionedLog[V], proposal: Proposal[V], base: V, pointer: Pointe
             time.sleep(_backoff(losses, options))
         else:
             proposal.discard()
-            raise CommitFailedError(f"gave up after {options.max_attempts} attempts to commit to "
-                                    f"{log.location}; it is unchanged by this commit ({commit_id})")
+            raise CommitFailedError(
+                f"gave up after {options.max_attempts} attempts to commit to "
+                f"{log.location}; it is unchanged by this commit ({commit_id})"
+            )
     except AlreadyCommitted as done:
         proposal.discard()
         log.advance_pointer(done.version.version)
@@ -186,7 +195,8 @@ def _acknowledge(log: VersionedLog[V], committed: V, pointer: Pointer) -> None:
         raise CommitFailedError(
             f"commit {committed.commit_id} landed as version {committed.version} of {log.location} and is "
             f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
-            "once the next writer or gc rolls the pointer forward") from exc
+            "once the next writer or gc rolls the pointer forward"
+        ) from exc
 
 
 def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V) -> V:
@@ -197,7 +207,8 @@ def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V) -> 
             raise CommitConflictError(
                 f"version {version} of {log.location}, committed after this commit's snapshot "
                 f"(version {prev.version}), was removed by garbage collection: the commit took longer "
-                "than the retention of old versions; retry it")
+                "than the retention of old versions; retry it"
+            )
         proposal.rebase(prev, successor)
         prev = successor
     return prev
@@ -216,6 +227,8 @@ def _create(log: VersionedLog[V], version: V) -> V | None:
     try:
         return log.find(version.version)
     except StoreError as exc:
-        raise CommitFailedError(f"commit {version.commit_id} to {log.location} version {version.version}: "
-                                f"outcome unknown, the store failed ({exc}); check history() for this "
-                                "commit id before retrying") from exc
+        raise CommitFailedError(
+            f"commit {version.commit_id} to {log.location} version {version.version}: "
+            f"outcome unknown, the store failed ({exc}); check history() for this "
+            "commit id before retrying"
+        ) from exc

@@ -36,8 +36,15 @@ class CommitInfo:
 
     @classmethod
     def of(cls, manifest: Manifest, committed: bool = True) -> CommitInfo:
-        return cls(manifest.version, manifest.operation, manifest.timestamp, manifest.commit_id,
-                   manifest.metrics, manifest.parameters, committed)
+        return cls(
+            manifest.version,
+            manifest.operation,
+            manifest.timestamp,
+            manifest.commit_id,
+            manifest.metrics,
+            manifest.parameters,
+            committed,
+        )
 
 
 class TableProposal:
@@ -68,13 +75,20 @@ class CommitsThrough(Protocol):
     commits are database commits. ``commit_table`` runs the loop on that log and returns the
     table's version at the committed one."""
 
-    def commit_table(self, proposal: TableProposal, base: Version, pointer: Pointer,
-                     options: CommitOptions, started: float) -> Version: ...
+    def commit_table(
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+    ) -> Version: ...
 
 
-def commit(log: VersionLog, base: Version, pointer: Pointer, changes: Changes,
-           options: CommitOptions = CommitOptions(), started: float = 0.0,
-           dvs: DeletionVectors | None = None) -> CommitInfo:
+def commit(
+    log: VersionLog,
+    base: Version,
+    pointer: Pointer,
+    changes: Changes,
+    options: CommitOptions = CommitOptions(),
+    started: float = 0.0,
+    dvs: DeletionVectors | None = None,
+) -> CommitInfo:
     """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
     ``time.monotonic()`` ``started``). Returns once the pointer is at or past the new version.
     Raises ``CommitConflictError`` (nothing was committed; staged objects are removed) or

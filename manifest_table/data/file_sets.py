@@ -147,11 +147,11 @@ class _Entries(Sequence[DataFile]):
 
     def __iter__(self) -> Iterator[DataFile]:
         for start in range(0, len(self.indices), 4096):
-            yield from self.segment.files(self.indices[start:start + 4096], self.deletes)
+            yield from self.segment.files(self.indices[start : start + 4096], self.deletes)
 
     def __getitem__(self, i: int) -> DataFile:  # type: ignore[override]  # (an int: PlannedFiles slices)
         j = range(len(self.indices))[i]
-        return self.segment.files(self.indices[j:j + 1], self.deletes)[0]
+        return self.segment.files(self.indices[j : j + 1], self.deletes)[0]
 
 
 def candidates(segment: Segment, where: Expr | None, deletes: Mapping[str, DeletionVector]) -> np.ndarray:

@@ -78,9 +78,11 @@ def _to_table(data: Any, schema: pa.Schema) -> pa.Table:
 
 
 def unsupported_input(data: Any) -> SchemaMismatchError:
-    return SchemaMismatchError(f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
-                               "RecordBatchReader, an object with __arrow_c_stream__ (a Polars DataFrame, a "
-                               "DuckDB relation), a pandas DataFrame, or a list of dicts")
+    return SchemaMismatchError(
+        f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
+        "RecordBatchReader, an object with __arrow_c_stream__ (a Polars DataFrame, a "
+        "DuckDB relation), a pandas DataFrame, or a list of dicts"
+    )
 
 
 def _is_pandas(data: Any) -> bool:
@@ -117,8 +119,10 @@ def _whole_floats_to_integers(table: pa.Table, schema: pa.Schema) -> pa.Table:
         try:
             table = table.set_column(index, name, column.cast(target, safe=True))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SchemaMismatchError(f"column {name!r} is {column.type} in the DataFrame and the table wants "
-                                      f"{target}: only whole numbers convert ({exc})") from None
+            raise SchemaMismatchError(
+                f"column {name!r} is {column.type} in the DataFrame and the table wants "
+                f"{target}: only whole numbers convert ({exc})"
+            ) from None
     return table
 
 
@@ -140,8 +144,9 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
         raise SchemaMismatchError("a list passed to append must hold dicts, one per row")
     extra = sorted(set().union(*rows) - set(schema.names), key=repr)
     if extra:
-        raise SchemaMismatchError(f"data does not match the table schema: unknown columns {extra}"
-                                  f"{did_you_mean(extra, schema.names)}")
+        raise SchemaMismatchError(
+            f"data does not match the table schema: unknown columns {extra}{did_you_mean(extra, schema.names)}"
+        )
     arrays = []
     for field in schema:
         values = list(map(dict.get, rows, itertools.repeat(field.name)))  # (2x a comprehension)
@@ -158,8 +163,10 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
 def _not_unicode(where: str, exc: UnicodeEncodeError) -> SchemaMismatchError:
     """A string Arrow cannot hold: one with a lone surrogate (``"\\ud800"``), which UTF-8
     cannot encode."""
-    return SchemaMismatchError(f"{where} holds a string that is not valid Unicode: {exc.object!r} has the lone "
-                               f"surrogate {exc.object[exc.start:exc.end]!r}")
+    return SchemaMismatchError(
+        f"{where} holds a string that is not valid Unicode: {exc.object!r} has the lone "
+        f"surrogate {exc.object[exc.start : exc.end]!r}"
+    )
 
 
 def _check_column(column: str, values: list[Any], arrow_type: pa.DataType) -> None:
@@ -220,14 +227,18 @@ def _check_kind(column: str, row: int, value: Any, arrow_type: pa.DataType) -> N
                 _check_kind(f"{column}.{field.name}", row, value.get(field.name), field.type)
         return
     if _wrong_kind(type(value), arrow_type):
-        raise SchemaMismatchError(f"column {column!r} has type {arrow_type} but row {row} holds "
-                                  f"{value!r} ({type(value).__name__}), which would not convert exactly")
+        raise SchemaMismatchError(
+            f"column {column!r} has type {arrow_type} but row {row} holds "
+            f"{value!r} ({type(value).__name__}), which would not convert exactly"
+        )
 
 
 def _wrong_kind(kind: type, arrow_type: pa.DataType) -> bool:
     """Whether values of Python type ``kind`` would not convert exactly to a scalar ``arrow_type``."""
     t = pa.types
     kinds = _kinds(arrow_type)
-    return ((kinds is not None and not issubclass(kind, kinds))
-            or (issubclass(kind, bool) and not t.is_boolean(arrow_type))
-            or (issubclass(kind, dt.datetime) and t.is_date(arrow_type)))
+    return (
+        (kinds is not None and not issubclass(kind, kinds))
+        or (issubclass(kind, bool) and not t.is_boolean(arrow_type))
+        or (issubclass(kind, dt.datetime) and t.is_date(arrow_type))
+    )

@@ -37,8 +37,7 @@ def file_location(store: ObjectStore) -> tuple[str, str] | None:
     return None
 
 
-def deleted_rows(files: Sequence[DataFile], paths: Sequence[str],
-                 deleted: Callable[[DataFile], BitMap]) -> pa.Table:
+def deleted_rows(files: Sequence[DataFile], paths: Sequence[str], deleted: Callable[[DataFile], BitMap]) -> pa.Table:
     """One row ``(filename, file_row_number)`` per deleted row of ``files`` (named by
     ``paths``): the small relation a native reader anti-joins against. Only files that have
     deletes contribute; ``deleted`` gives a file's bitmap."""
@@ -49,8 +48,9 @@ def deleted_rows(files: Sequence[DataFile], paths: Sequence[str],
         rows = np.asarray(deleted(file).to_array(), dtype=np.int64)
         names.append(pa.DictionaryArray.from_arrays(np.zeros(len(rows), np.int32), [path]).cast(pa.string()))
         positions.append(pa.array(rows))
-    return pa.table({"filename": pa.chunked_array(names, pa.string()),
-                     "file_row_number": pa.chunked_array(positions, pa.int64())})
+    return pa.table(
+        {"filename": pa.chunked_array(names, pa.string()), "file_row_number": pa.chunked_array(positions, pa.int64())}
+    )
 
 
 ColumnPlan = tuple[tuple[str, str | None, pa.DataType | None], ...]
@@ -69,13 +69,20 @@ def by_column_plan(io: FileIO, fields: FieldIds, files: Sequence[DataFile]) -> d
     if not fields.evolved:
         return {tuple((n, n, None) for n in names): list(files)} if files else {}
     with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
-        footers = list(pool.map(lambda f: io.read_parquet(f.path, f.size, lambda fragment, _: fragment.physical_schema),
-                                files))
+        footers = list(
+            pool.map(lambda f: io.read_parquet(f.path, f.size, lambda fragment, _: fragment.physical_schema), files)
+        )
     groups: dict[ColumnPlan, list[DataFile]] = {}
     for file, footer in zip(files, footers):
         sources = fields.sources(footer, names)
-        plan = tuple((f.name, source, None if source is None or footer.field(source).type == f.type
-                      else footer.field(source).type)
-                     for f in fields.schema for source in [sources.get(f.name)])
+        plan = tuple(
+            (
+                f.name,
+                source,
+                None if source is None or footer.field(source).type == f.type else footer.field(source).type,
+            )
+            for f in fields.schema
+            for source in [sources.get(f.name)]
+        )
         groups.setdefault(plan, []).append(file)
     return groups

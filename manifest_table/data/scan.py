@@ -80,8 +80,14 @@ class Snapshot:
 class Scan:
     """A lazy read of one snapshot; nothing is fetched until a ``to_*`` or ``count`` call."""
 
-    def __init__(self, snapshot: Snapshot, io: FileIO, columns: Sequence[str] | None = None,
-                 where: Expr | None = None, max_workers: int | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        io: FileIO,
+        columns: Sequence[str] | None = None,
+        where: Expr | None = None,
+        max_workers: int | None = None,
+    ) -> None:
         names = snapshot.schema.names
         chosen = check_columns(columns, names)
         self.snapshot = snapshot
@@ -121,8 +127,10 @@ class Scan:
         """A one-pass stream of the live rows: what Arrow consumers (DuckDB, Polars, Arrow
         Flight, ``pyarrow.dataset.write_dataset``) take without holding the table in memory."""
         schema = self.schema
-        batches = (b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
-                   for b in self.to_batches())
+        batches = (
+            b if b.schema.equals(schema) else pa.RecordBatch.from_arrays(b.columns, schema=schema)
+            for b in self.to_batches()
+        )
         return pa.RecordBatchReader.from_batches(schema, batches)
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
@@ -180,7 +188,8 @@ class Scan:
         except NotFound as exc:  # a snapshot's objects only vanish when GC expires it
             raise VersionExpiredError(
                 f"{exc} of version {self.version} is gone: garbage collection has removed this "
-                "version (or the table is damaged)") from exc
+                "version (or the table is damaged)"
+            ) from exc
         except OSError as exc:  # pyarrow's own reads of local files (a permission, a disk error)
             raise StoreError(f"reading {file.path} failed: {exc}") from exc
 
@@ -188,8 +197,9 @@ class Scan:
         where = self.where
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
-        read = self._io.read_parquet(file.path, file.size,
-                                     lambda fragment, meta: self._read_groups(file, fragment, meta, deleted, needed))
+        read = self._io.read_parquet(
+            file.path, file.size, lambda fragment, meta: self._read_groups(file, fragment, meta, deleted, needed)
+        )
         if read is None:
             return None
         table, spans, keep = read
@@ -201,23 +211,32 @@ class Scan:
             table = table.filter(where.to_arrow())
         return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
 
-    def _read_groups(self, file: DataFile, fragment: ds.ParquetFileFragment, meta: pq.FileMetaData,
-                     deleted: BitMap, needed: list[str]) -> tuple[pa.Table, list[tuple[int, int]],
-                                                                  np.ndarray | None] | None:
+    def _read_groups(
+        self,
+        file: DataFile,
+        fragment: ds.ParquetFileFragment,
+        meta: pq.FileMetaData,
+        deleted: BitMap,
+        needed: list[str],
+    ) -> tuple[pa.Table, list[tuple[int, int]], np.ndarray | None] | None:
         """The ``needed`` columns of the row groups that may hold live matching rows, deleted
         rows dropped; with the row spans read and the kept-rows mask over them (None: all
         kept). None when no row group qualifies."""
         where = self.where
         if meta.num_rows != file.rows:
-            raise CorruptTableError(f"{file.path}: its Parquet footer has {meta.num_rows} rows, the "
-                                    f"manifest's rows field says {file.rows}")
+            raise CorruptTableError(
+                f"{file.path}: its Parquet footer has {meta.num_rows} rows, the manifest's rows field says {file.rows}"
+            )
         fields = self.snapshot.fields
         sources = fields.sources(fragment.physical_schema, needed)
         leaves = leaf_columns(fragment.physical_schema)
         starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-        groups = [i for i in range(meta.num_row_groups)
-                  if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-                  and (where is None or where.may_match(_row_group_stats(meta.row_group(i), leaves, file, sources)))]
+        groups = [
+            i
+            for i in range(meta.num_row_groups)
+            if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
+            and (where is None or where.may_match(_row_group_stats(meta.row_group(i), leaves, file, sources)))
+        ]
         if not groups:
             return None
         if len(groups) < meta.num_row_groups:
@@ -229,8 +248,9 @@ class Scan:
         # same best; docs/benchmarks.md, "Deletes").
         scanner = fragment.scanner(columns=[sources[c] for c in needed if c in sources], use_threads=len(groups) > 1)
         batches = scanner.to_batches()
-        table = pa.Table.from_batches(_drop_deleted(batches, keep) if keep is not None else batches,
-                                      scanner.projected_schema)
+        table = pa.Table.from_batches(
+            _drop_deleted(batches, keep) if keep is not None else batches, scanner.projected_schema
+        )
         return fields.conform(table, sources, needed), spans, keep
 
 
@@ -256,8 +276,9 @@ def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterat
         offset = end
 
 
-def _row_group_stats(group: pq.RowGroupMetaData, leaves: Mapping[str, int], file: DataFile,
-                     sources: Mapping[str, str]) -> Callable[[str], ColumnStats | None]:
+def _row_group_stats(
+    group: pq.RowGroupMetaData, leaves: Mapping[str, int], file: DataFile, sources: Mapping[str, str]
+) -> Callable[[str], ColumnStats | None]:
     """Parquet footer stats of one row group, as ``ColumnStats`` keyed by table column name
     (``sources``: table column -> the file's column; ``leaves``: the file's flat columns ->
     their leaf chunks, ``stats.leaf_columns``; a column the file lacks is unknown).
@@ -265,6 +286,7 @@ def _row_group_stats(group: pq.RowGroupMetaData, leaves: Mapping[str, int], file
     out of a float max (SQL sorts NaN above every number), and our file stats record NaN by
     having no max; they also drop long strings, whose footer bounds may be truncated.
     Footer bounds of zoned timestamps are UTC datetimes already, as ours are."""
+
     def lookup(name: str) -> ColumnStats | None:
         leaf = leaves.get(sources.get(name, ""))
         stats = group.column(leaf).statistics if leaf is not None else None
@@ -274,6 +296,11 @@ def _row_group_stats(group: pq.RowGroupMetaData, leaves: Mapping[str, int], file
         known = file.stats.get(name)
         if not stats.has_min_max or known is None:
             return ColumnStats(None, None, null_count, group.num_rows)
-        return ColumnStats(stats.min if known.min is not None else None,
-                           stats.max if known.max is not None else None, null_count, group.num_rows)
+        return ColumnStats(
+            stats.min if known.min is not None else None,
+            stats.max if known.max is not None else None,
+            null_count,
+            group.num_rows,
+        )
+
     return lookup

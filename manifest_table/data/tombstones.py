@@ -56,18 +56,23 @@ class DeletionVectors:
                 self._objects[ref.path] = blob
         where = f"{ref.path} (offset {ref.offset}, length {ref.length})"
         if ref.offset < len(MAGIC) or ref.offset + ref.length > len(blob):
-            raise CorruptTableError(f"{where}: the bitmap does not lie inside the object's "
-                                    f"{len(blob)} bytes after its header: deletes.offset or deletes.length is wrong")
+            raise CorruptTableError(
+                f"{where}: the bitmap does not lie inside the object's "
+                f"{len(blob)} bytes after its header: deletes.offset or deletes.length is wrong"
+            )
         try:
-            bitmap = BitMap.deserialize(blob[ref.offset:ref.offset + ref.length])
+            bitmap = BitMap.deserialize(blob[ref.offset : ref.offset + ref.length])
         except (ValueError, IndexError) as exc:
             raise CorruptTableError(f"{where}: the bitmap does not deserialise ({exc})") from None
         if len(bitmap) != ref.cardinality:
-            raise CorruptTableError(f"{where}: the bitmap has {len(bitmap)} positions, the manifest's "
-                                    f"deletes.cardinality says {ref.cardinality}")
+            raise CorruptTableError(
+                f"{where}: the bitmap has {len(bitmap)} positions, the manifest's "
+                f"deletes.cardinality says {ref.cardinality}"
+            )
         if rows is not None and bitmap and bitmap.max() >= rows:
-            raise CorruptTableError(f"{where}: the bitmap deletes position {bitmap.max()}, past the end of "
-                                    f"its data file of {rows} rows")
+            raise CorruptTableError(
+                f"{where}: the bitmap deletes position {bitmap.max()}, past the end of its data file of {rows} rows"
+            )
         return bitmap
 
     def of(self, file: DataFile) -> BitMap:

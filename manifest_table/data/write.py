@@ -45,12 +45,21 @@ class WriteOptions:
         object.__setattr__(self, "row_group_size", check_size("row_group_size", self.row_group_size))
         codec = self.compression.lower() if isinstance(self.compression, str) else None
         if codec not in _CODECS or (codec != "none" and not pa.Codec.is_available(_CODECS[codec])):
-            raise InvalidArgumentError(f"compression must be one of {sorted(_CODECS)} (available in this "
-                                       f"pyarrow build), not {self.compression!r}")
+            raise InvalidArgumentError(
+                f"compression must be one of {sorted(_CODECS)} (available in this "
+                f"pyarrow build), not {self.compression!r}"
+            )
 
 
-_CODECS = {"none": "none", "snappy": "snappy", "gzip": "gzip", "brotli": "brotli", "lz4": "lz4",
-           "lz4_raw": "lz4", "zstd": "zstd"}
+_CODECS = {
+    "none": "none",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "brotli": "brotli",
+    "lz4": "lz4",
+    "lz4_raw": "lz4",
+    "zstd": "zstd",
+}
 """Parquet codec names pyarrow's writer accepts -> the Arrow codec that implements them."""
 
 
@@ -58,10 +67,16 @@ def new_data_key() -> str:
     return f"{DATA_PREFIX}{uuid.uuid4().hex}.parquet"
 
 
-def write_data_files(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema,
-                     options: WriteOptions = WriteOptions(), max_workers: int | None = None,
-                     field_ids: Sequence[int] | None = None, file_rows: int | None = None,
-                     physical_names: Sequence[str] | None = None) -> list[DataFile]:
+def write_data_files(
+    io: FileIO,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    options: WriteOptions = WriteOptions(),
+    max_workers: int | None = None,
+    field_ids: Sequence[int] | None = None,
+    file_rows: int | None = None,
+    physical_names: Sequence[str] | None = None,
+) -> list[DataFile]:
     """Write ``batches`` (already conforming to ``schema``) into new data files, in order:
     rows keep their input order across the returned files. Up to ``max_workers`` files
     (default: one per core) are encoded at once, since pyarrow's Parquet writer encodes a file
@@ -122,8 +137,16 @@ class _Source:
             raise
 
 
-def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, options: WriteOptions,
-           keys: list[str], workers: int, field_ids: Sequence[int] | None, file_rows: int | None) -> list[DataFile]:
+def _write(
+    io: FileIO,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    options: WriteOptions,
+    keys: list[str],
+    workers: int,
+    field_ids: Sequence[int] | None,
+    file_rows: int | None,
+) -> list[DataFile]:
     """Cut the row groups into files on this thread (where the caller's stream is read) and
     encode the files on ``workers`` threads."""
     flow = _Flow(MAX_BUFFERED)
@@ -131,12 +154,13 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     encoding = _Encoding(True, None)
     file_schema = schema if field_ids is None else with_field_ids(schema, field_ids)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
+
         def start_file() -> _Jobs:
             keys.append(new_data_key())
             jobs = _Jobs()
-            futures.append(pool.submit(_write_file, io, keys[-1], schema, file_schema, options, encoding, jobs,
-                                       flow))
+            futures.append(pool.submit(_write_file, io, keys[-1], schema, file_schema, options, encoding, jobs, flow))
             return jobs
+
         try:
             groups = _row_groups(batches, schema, options.row_group_size)
             first = next(groups, None)
@@ -144,13 +168,19 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
                 dictionary = dictionary_columns(first)
                 encoding = _Encoding(dictionary, delta_columns(schema, dictionary))
                 target = options.target_file_size if file_rows is None else sys.maxsize
-                last = _cut(itertools.chain([first], groups), target, min(file_rows or MAX_FILE_ROWS, MAX_FILE_ROWS),
-                            flow, start_file)
+                last = _cut(
+                    itertools.chain([first], groups),
+                    target,
+                    min(file_rows or MAX_FILE_ROWS, MAX_FILE_ROWS),
+                    flow,
+                    start_file,
+                )
                 # The input has ended: while a thread would stay idle, the second half of the
                 # last file's unencoded row groups becomes a file of its own (an append of one
                 # file's worth or less uses every core too).
-                while file_rows is None and sum(not f.done() for f in futures) < workers and (
-                        tail := last.split_tail()):
+                while (
+                    file_rows is None and sum(not f.done() for f in futures) < workers and (tail := last.split_tail())
+                ):
                     last = start_file()
                     last.put_all(tail)
         except _Aborted:
@@ -164,8 +194,7 @@ def _write(io: FileIO, batches: Iterable[pa.RecordBatch], schema: pa.Schema, opt
     return [f.result() for f in futures]
 
 
-def _cut(groups: Iterator[pa.Table], target: int, max_rows: int, flow: _Flow,
-         start_file: Callable[[], _Jobs]) -> _Jobs:
+def _cut(groups: Iterator[pa.Table], target: int, max_rows: int, flow: _Flow, start_file: Callable[[], _Jobs]) -> _Jobs:
     """Queue each row group to its file, in order; return the last file's queue. A file ends
     once its estimated Parquet size reaches ``target`` (its Arrow bytes times the
     compression ratio measured so far) or it holds ``max_rows`` rows: a row group that would
@@ -286,22 +315,36 @@ class _Flow:
 @dataclass(frozen=True)
 class _Encoding:
     """How the columns of one write are encoded: the same for all its files."""
+
     dictionary: list[str] | bool
     """Columns dictionary-encoded (``dictionary_columns``)."""
     delta: dict[str, str] | None
     """Per-column encodings for the others (``delta_columns``)."""
 
 
-def _write_file(io: FileIO, key: str, schema: pa.Schema, file_schema: pa.Schema, options: WriteOptions,
-                encoding: _Encoding, jobs: _Jobs, flow: _Flow) -> DataFile:
+def _write_file(
+    io: FileIO,
+    key: str,
+    schema: pa.Schema,
+    file_schema: pa.Schema,
+    options: WriteOptions,
+    encoding: _Encoding,
+    jobs: _Jobs,
+    flow: _Flow,
+) -> DataFile:
     """Encode the row groups queued for one file; its stats come from the footer written.
     ``file_schema`` is ``schema`` with the columns' field ids, when the table has them."""
     rows, gaps = 0, FooterGaps(schema)
     try:
         with io.create(key) as sink:
-            with pq.ParquetWriter(sink, file_schema, compression=options.compression,
-                                  use_dictionary=encoding.dictionary, column_encoding=encoding.delta,
-                                  write_statistics=True) as writer:
+            with pq.ParquetWriter(
+                sink,
+                file_schema,
+                compression=options.compression,
+                use_dictionary=encoding.dictionary,
+                column_encoding=encoding.delta,
+                write_statistics=True,
+            ) as writer:
                 while (group := jobs.get()) is not None:
                     flow.check()
                     before = sink.tell()
@@ -332,8 +375,11 @@ def dictionary_columns(group: pa.Table, sample_rows: int = 10_000) -> list[str] 
     if any(pa.types.is_nested(f.type) for f in group.schema):
         return True
     sample = group.slice(0, sample_rows)
-    return [f.name for f, column in zip(sample.schema, sample.columns)
-            if pa.types.is_dictionary(f.type) or pc.count_distinct(column).as_py() * 2 <= len(column)]
+    return [
+        f.name
+        for f, column in zip(sample.schema, sample.columns)
+        if pa.types.is_dictionary(f.type) or pc.count_distinct(column).as_py() * 2 <= len(column)
+    ]
 
 
 def delta_columns(schema: pa.Schema, dictionary: list[str] | bool) -> dict[str, str] | None:
@@ -347,15 +393,19 @@ def delta_columns(schema: pa.Schema, dictionary: list[str] | bool) -> dict[str, 
     if dictionary is True:
         return None
     encoded = dictionary or []
-    chosen = {f.name: "DELTA_BINARY_PACKED" for f in schema
-              if f.name not in encoded and _delta_encodable(f.type)}
+    chosen = {f.name: "DELTA_BINARY_PACKED" for f in schema if f.name not in encoded and _delta_encodable(f.type)}
     return chosen or None
 
 
 def _delta_encodable(t: pa.DataType) -> bool:
     """Stored as Parquet INT32 / INT64, the physical types DELTA_BINARY_PACKED encodes."""
-    return (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)
-            or pa.types.is_duration(t))
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+    )
 
 
 def _row_groups(batches: Iterable[pa.RecordBatch], schema: pa.Schema, group_bytes: int) -> Iterator[pa.Table]:

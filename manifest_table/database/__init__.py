@@ -10,5 +10,4 @@ from .database import Database, DatabaseSnapshot, create_database, open_database
 from .table import DatabaseTable
 from .transaction import DatabaseTransaction
 
-__all__ = ["Database", "DatabaseSnapshot", "DatabaseTable", "DatabaseTransaction", "create_database",
-           "open_database"]
+__all__ = ["Database", "DatabaseSnapshot", "DatabaseTable", "DatabaseTransaction", "create_database", "open_database"]

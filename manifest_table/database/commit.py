@@ -41,13 +41,17 @@ class TablePart:
         ref = prev.tables.get(self.name)
         if self.created is not None:
             if ref is not None:
-                raise CommitConflictError(f"table {self.name!r} was created by a concurrent commit "
-                                          f"(version {prev.version}); nothing was committed")
+                raise CommitConflictError(
+                    f"table {self.name!r} was created by a concurrent commit "
+                    f"(version {prev.version}); nothing was committed"
+                )
             return None, Version.of(at_version(self.created, prev, self.table_id), self.log.segments)
         found = self.log.at(prev) if ref is not None and ref.id == self.table_id else None
         if ref is None or found is None:
-            raise CommitConflictError(f"table {self.name!r} was dropped or renamed by a concurrent commit "
-                                      f"(version {prev.version} no longer has it); nothing was committed")
+            raise CommitConflictError(
+                f"table {self.name!r} was dropped or renamed by a concurrent commit "
+                f"(version {prev.version} no longer has it); nothing was committed"
+            )
         return ref.root, found
 
     def build(self, prev: DatabaseVersion, commit_id: str) -> TableRef:
@@ -93,14 +97,22 @@ class DatabaseProposal:
     """A database commit: the tables it writes or creates, the ones it drops (name -> id)
     and renames (old name -> (id, new name))."""
 
-    def __init__(self, log: DatabaseLog, parts: Sequence[TablePart], drops: Mapping[str, str] | None = None,
-                 renames: Mapping[str, tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        log: DatabaseLog,
+        parts: Sequence[TablePart],
+        drops: Mapping[str, str] | None = None,
+        renames: Mapping[str, tuple[str, str]] | None = None,
+    ) -> None:
         self._log, self.parts = log, list(parts)
         self.drops, self.renames = dict(drops or {}), dict(renames or {})
 
     def operation(self) -> str:
-        actions = [p.change.operation for p in self.parts] + ["drop_table"] * len(self.drops) + \
-            ["rename_table"] * len(self.renames)
+        actions = (
+            [p.change.operation for p in self.parts]
+            + ["drop_table"] * len(self.drops)
+            + ["rename_table"] * len(self.renames)
+        )
         return actions[0] if len(actions) == 1 else "transaction"
 
     def build(self, prev: DatabaseVersion, commit_id: str) -> DatabaseVersion:
@@ -116,18 +128,26 @@ class DatabaseProposal:
             tables[part.name] = part.build(prev, commit_id)
             changed[part.table_id] = part.change
         return DatabaseVersion(
-            version=prev.version + 1, parent_version=prev.version,
+            version=prev.version + 1,
+            parent_version=prev.version,
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
-            commit_id=commit_id, operation=self.operation(), tables=tables, changed=changed,
-            created=tuple(p.name for p in self.parts if p.created is not None), dropped=tuple(self.drops),
-            renamed={old: new for old, (_, new) in self.renames.items()})
+            commit_id=commit_id,
+            operation=self.operation(),
+            tables=tables,
+            changed=changed,
+            created=tuple(p.name for p in self.parts if p.created is not None),
+            dropped=tuple(self.drops),
+            renamed={old: new for old, (_, new) in self.renames.items()},
+        )
 
     def rebase(self, prev: DatabaseVersion, winner: DatabaseVersion) -> None:
         for name, table_id in self.drops.items():
             _check_catalog(winner, name, table_id)
             if table_id in winner.changed:
-                raise CommitConflictError(f"table {name!r}, which this commit drops, was written by a concurrent "
-                                          f"commit (version {winner.version}); nothing was committed")
+                raise CommitConflictError(
+                    f"table {name!r}, which this commit drops, was written by a concurrent "
+                    f"commit (version {winner.version}); nothing was committed"
+                )
         for old, (table_id, new) in self.renames.items():
             _check_catalog(winner, old, table_id, new)
         for part in self.parts:
@@ -146,8 +166,11 @@ def _check_catalog(db: DatabaseVersion, name: str, table_id: str, new_name: str 
     """``name`` still names table ``table_id`` at ``db`` (and ``new_name`` is free)."""
     ref = db.tables.get(name)
     if ref is None or ref.id != table_id:
-        raise CommitConflictError(f"table {name!r} was dropped or renamed by a concurrent commit "
-                                  f"(version {db.version}); nothing was committed")
+        raise CommitConflictError(
+            f"table {name!r} was dropped or renamed by a concurrent commit "
+            f"(version {db.version}); nothing was committed"
+        )
     if new_name is not None and new_name in db.tables:
-        raise CommitConflictError(f"table {new_name!r} was created by a concurrent commit "
-                                  f"(version {db.version}); nothing was committed")
+        raise CommitConflictError(
+            f"table {new_name!r} was created by a concurrent commit (version {db.version}); nothing was committed"
+        )

@@ -34,8 +34,9 @@ class Database:
     """A handle on a database location. Like a ``Table`` it holds no snapshot: every read of
     the latest version starts from the pointer (``snapshot()`` pins one)."""
 
-    def __init__(self, uri: str, store: ObjectStore, write_options: WriteOptions,
-                 commit_options: CommitOptions) -> None:
+    def __init__(
+        self, uri: str, store: ObjectStore, write_options: WriteOptions, commit_options: CommitOptions
+    ) -> None:
         self.uri = uri
         self.raw_store = store
         """The store as given: each table's handle reads its own folder of it."""
@@ -78,8 +79,15 @@ class Database:
     def transaction(self) -> DatabaseTransaction:
         return DatabaseTransaction(self)
 
-    def create_table(self, name: str, schema: pa.Schema, *, properties: dict[str, int] | None = None,
-                     format_version: int = FORMAT_VERSION, **unsupported: Any) -> DatabaseTable:
+    def create_table(
+        self,
+        name: str,
+        schema: pa.Schema,
+        *,
+        properties: dict[str, int] | None = None,
+        format_version: int = FORMAT_VERSION,
+        **unsupported: Any,
+    ) -> DatabaseTable:
         """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken."""
         with self.transaction() as tx:
             tx.create_table(name, schema, properties=properties, format_version=format_version, **unsupported)
@@ -112,9 +120,15 @@ class Database:
                 continue
         return done
 
-    def gc(self, retain_versions: int | None = None, retain_for: timedelta | None = timedelta(days=7),
-           grace: timedelta = timedelta(hours=24), dry_run: bool = False, force: bool = False,
-           now: datetime | None = None) -> GCReport:
+    def gc(
+        self,
+        retain_versions: int | None = None,
+        retain_for: timedelta | None = timedelta(days=7),
+        grace: timedelta = timedelta(hours=24),
+        dry_run: bool = False,
+        force: bool = False,
+        now: datetime | None = None,
+    ) -> GCReport:
         """Expire old database versions and delete what no retained version needs, over every
         table (database/garbage_collection.py; the rules of ``Table.gc``)."""
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
@@ -137,8 +151,14 @@ class Database:
             raise TableNotFoundError(f"no table {name!r} in database {self.uri} at version {db.version}")
         return self.table_handle(name, ref.id, (db, Pointer(db.version, "")) if pinned else None, seen=db)
 
-    def table_handle(self, name: str, table_id: str, pinned: tuple[DatabaseVersion, Pointer] | None = None,
-                     created: Manifest | None = None, seen: DatabaseVersion | None = None) -> DatabaseTable:
+    def table_handle(
+        self,
+        name: str,
+        table_id: str,
+        pinned: tuple[DatabaseVersion, Pointer] | None = None,
+        created: Manifest | None = None,
+        seen: DatabaseVersion | None = None,
+    ) -> DatabaseTable:
         store = PrefixedStore(self.raw_store, table_prefix(table_id))
         table = DatabaseTable(self, name, table_id, store, pinned, created)
         if seen is not None:
@@ -165,19 +185,35 @@ class DatabaseSnapshot:
         return self._db._named(self._version, name, pinned=True)
 
 
-def create_database(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
-                    storage_options: dict[str, str] | None = None, **options: Any) -> Database:
+def create_database(
+    uri: str | os.PathLike[str],
+    *,
+    store: ObjectStore | None = None,
+    storage_options: dict[str, str] | None = None,
+    **options: Any,
+) -> Database:
     """Create an empty database (version 0). ``DatabaseExistsError`` if a database or a table
     is there. ``options``: the write and commit options every table of this handle uses."""
     db = Database(*handle_args(uri, store, storage_options, options))
-    first = DatabaseVersion(version=0, parent_version=None, timestamp_ms=int(datetime.now().timestamp() * 1000),
-                            commit_id=uuid.uuid4().hex, operation="create_database", tables={})
+    first = DatabaseVersion(
+        version=0,
+        parent_version=None,
+        timestamp_ms=int(datetime.now().timestamp() * 1000),
+        commit_id=uuid.uuid4().hex,
+        operation="create_database",
+        tables={},
+    )
     create_log(db.store, db.log, first, DatabaseExistsError(f"a database or a table already exists at {db.uri}"))
     return db
 
 
-def open_database(uri: str | os.PathLike[str], *, store: ObjectStore | None = None,
-                  storage_options: dict[str, str] | None = None, **options: Any) -> Database:
+def open_database(
+    uri: str | os.PathLike[str],
+    *,
+    store: ObjectStore | None = None,
+    storage_options: dict[str, str] | None = None,
+    **options: Any,
+) -> Database:
     """Open an existing database. ``DatabaseNotFoundError`` if there is none (or a table is
     there)."""
     db = Database(*handle_args(uri, store, storage_options, options))
@@ -186,8 +222,9 @@ def open_database(uri: str | os.PathLike[str], *, store: ObjectStore | None = No
     return db
 
 
-def table_of_database(uri: str, name: str, storage_options: dict[str, str] | None,
-                      options: dict[str, Any]) -> DatabaseTable | None:
+def table_of_database(
+    uri: str, name: str, storage_options: dict[str, str] | None, options: dict[str, Any]
+) -> DatabaseTable | None:
     """Table ``name`` of the database at ``uri`` (``open_table("<db>/<name>")``), or None if
     no database is there."""
     try:

@@ -34,9 +34,15 @@ if TYPE_CHECKING:
     from .table import DatabaseTable
 
 
-def collect_database_garbage(db: Database, retain_versions: int | None = None,
-                             retain_for: timedelta | None = timedelta(days=7), grace: timedelta = timedelta(hours=24),
-                             dry_run: bool = False, force: bool = False, now: datetime | None = None) -> GCReport:
+def collect_database_garbage(
+    db: Database,
+    retain_versions: int | None = None,
+    retain_for: timedelta | None = timedelta(days=7),
+    grace: timedelta = timedelta(hours=24),
+    dry_run: bool = False,
+    force: bool = False,
+    now: datetime | None = None,
+) -> GCReport:
     """``Table.gc`` for every table of ``db`` at once, over the database's versions."""
     check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
@@ -54,8 +60,13 @@ def collect_database_garbage(db: Database, retain_versions: int | None = None,
     expired, young = split_expired(manifests, by_rule, cutoff)
     retained += [m for m in (dlog.find(v) for v, _ in young) if m is not None]
     floor = young[0][0] if young else by_rule
-    report = GCReport(db.uri, dry_run, range(floor, latest + 1), range(expired[0][0], floor) if expired else range(0),
-                      pointer_rolled_forward=latest > pointer.version)
+    report = GCReport(
+        db.uri,
+        dry_run,
+        range(floor, latest + 1),
+        range(expired[0][0], floor) if expired else range(0),
+        pointer_rolled_forward=latest > pointer.version,
+    )
     for v, info in manifests:
         if v >= by_rule:
             report.referenced["manifests"].add(info)

@@ -20,8 +20,15 @@ if TYPE_CHECKING:
 
 
 class DatabaseTable(Table):
-    def __init__(self, db: Database, name: str, table_id: str, store: ObjectStore,
-                 pinned: tuple[DatabaseVersion, Pointer] | None = None, created: Manifest | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        name: str,
+        table_id: str,
+        store: ObjectStore,
+        pinned: tuple[DatabaseVersion, Pointer] | None = None,
+        created: Manifest | None = None,
+    ) -> None:
         super().__init__(f"{db.uri.rstrip('/')}/{name}", store, db.write_options, db.commit_options)
         self.log: DatabaseTableLog = DatabaseTableLog(self.store, self.uri, db.log, name, table_id, pinned, created)
         self.database = db
@@ -31,8 +38,10 @@ class DatabaseTable(Table):
         return f"DatabaseTable({self.database.uri!r}, {self.name!r})"
 
     def gc(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise InvalidArgumentError(f"table {self.name!r} belongs to database {self.database.uri}: run gc on the "
-                                   "database (Database.gc), which collects every table")
+        raise InvalidArgumentError(
+            f"table {self.name!r} belongs to database {self.database.uri}: run gc on the "
+            "database (Database.gc), which collects every table"
+        )
 
     def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> NoReturn:
         raise InvalidArgumentError("mirrors are not supported for a database's tables yet")

@@ -26,8 +26,16 @@ class DatabaseTableLog(VersionLog):
     returns (a database transaction's or snapshot's read point). ``created``: the first
     state of a table a transaction creates, which no stored version holds yet."""
 
-    def __init__(self, store: ObjectStore, location: str, database: DatabaseLog, name: str, table_id: str,
-                 pinned: tuple[DatabaseVersion, Pointer] | None = None, created: Manifest | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        location: str,
+        database: DatabaseLog,
+        name: str,
+        table_id: str,
+        pinned: tuple[DatabaseVersion, Pointer] | None = None,
+        created: Manifest | None = None,
+    ) -> None:
         super().__init__(store, location)
         self.database, self.name, self.table_id = database, name, table_id
         self.pinned, self.created = pinned, created
@@ -69,16 +77,22 @@ class DatabaseTableLog(VersionLog):
         return None if db is None else self.at(db)
 
     def manifest(self, version: int) -> Version:
-        db = self.pinned[0] if self.pinned is not None and version == self.pinned[0].version else \
-            self.database.manifest(version)
+        db = (
+            self.pinned[0]
+            if self.pinned is not None and version == self.pinned[0].version
+            else self.database.manifest(version)
+        )
         found = self.at(db)
         if found is not None:
             return found
         if version >= self._seen:
-            raise TableNotFoundError(f"table {self.name!r} is no longer in database {self.database.location} "
-                                     f"at version {version}: it was dropped")
-        raise VersionNotFoundError(f"table {self.name!r} did not exist yet at version {version} of database "
-                                   f"{self.database.location}")
+            raise TableNotFoundError(
+                f"table {self.name!r} is no longer in database {self.database.location} "
+                f"at version {version}: it was dropped"
+            )
+        raise VersionNotFoundError(
+            f"table {self.name!r} did not exist yet at version {version} of database {self.database.location}"
+        )
 
     def latest(self) -> tuple[Version, Pointer]:
         pointer = self.pointer()
@@ -102,14 +116,21 @@ class DatabaseTableLog(VersionLog):
         return out
 
     # --- commits ------------------------------------------------------------------------
-    def commit_table(self, proposal: TableProposal, base: Version, pointer: Pointer,
-                     options: CommitOptions, started: float) -> Version:
+    def commit_table(
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+    ) -> Version:
         """A commit of this table alone: a database commit of one table (commit.py)."""
         from .commit import DatabaseProposal, TablePart
 
         db_base = self.database.manifest(base.version)
-        committed = commit_loop(self.database, DatabaseProposal(self.database, [TablePart(self, proposal)]),
-                                db_base, pointer, options, started)
+        committed = commit_loop(
+            self.database,
+            DatabaseProposal(self.database, [TablePart(self, proposal)]),
+            db_base,
+            pointer,
+            options,
+            started,
+        )
         found = self.at(committed)
         assert found is not None  # the commit checked that the table is there
         return found

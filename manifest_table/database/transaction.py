@@ -29,8 +29,10 @@ class TableTransaction(Transaction):
     committed only with the database transaction."""
 
     def commit(self) -> CommitInfo:
-        raise InvalidArgumentError("a table of a database transaction commits with the database transaction "
-                                   "(leave the `with db.transaction()` block, or call its commit())")
+        raise InvalidArgumentError(
+            "a table of a database transaction commits with the database transaction "
+            "(leave the `with db.transaction()` block, or call its commit())"
+        )
 
     def close(self) -> None:
         self._closed = True
@@ -73,19 +75,32 @@ class DatabaseTransaction(CommitsOnExit):
         found = self._tables[name] = TableTransaction(handle)
         return found
 
-    def create_table(self, name: str, schema: pa.Schema, *, properties: dict[str, int] | None = None,
-                     format_version: int = FORMAT_VERSION, **unsupported: Any) -> Transaction:
+    def create_table(
+        self,
+        name: str,
+        schema: pa.Schema,
+        *,
+        properties: dict[str, int] | None = None,
+        format_version: int = FORMAT_VERSION,
+        **unsupported: Any,
+    ) -> Transaction:
         """Create table ``name`` in this commit; returns its transaction (to add rows)."""
         self._check_open()
         check_table_name(name)
         if unsupported:
-            raise InvalidArgumentError(f"unknown options {sorted(unsupported)} for a database's table; known: "
-                                       "properties, format_version (mirrors are not supported in databases yet)")
+            raise InvalidArgumentError(
+                f"unknown options {sorted(unsupported)} for a database's table; known: "
+                "properties, format_version (mirrors are not supported in databases yet)"
+            )
         if format_version != FORMAT_VERSION:
-            raise InvalidArgumentError(f"a database's tables use format version {FORMAT_VERSION}, "
-                                       f"not {format_version!r}")
-        taken = name in self._created or (name in self.base.tables and name not in self._dropped) or \
-            name in {new for _, new in self._renamed.values()}
+            raise InvalidArgumentError(
+                f"a database's tables use format version {FORMAT_VERSION}, not {format_version!r}"
+            )
+        taken = (
+            name in self._created
+            or (name in self.base.tables and name not in self._dropped)
+            or name in {new for _, new in self._renamed.values()}
+        )
         if taken:
             raise TableExistsError(f"a table {name!r} already exists in database {self._db.uri}")
         self._created[name] = (new_table_id(), first_version(schema, FORMAT_VERSION, properties, None))
@@ -108,8 +123,9 @@ class DatabaseTransaction(CommitsOnExit):
         self._check_open()
         check_table_name(name)
         if name in self._tables or name in self._created:
-            raise InvalidArgumentError(f"table {name!r} is written in this transaction: drop or rename it "
-                                       "in a transaction of its own")
+            raise InvalidArgumentError(
+                f"table {name!r} is written in this transaction: drop or rename it in a transaction of its own"
+            )
         if name not in self.base.tables or name in self._dropped or name in self._renamed:
             raise TableNotFoundError(f"no table {name!r} in database {self._db.uri} at version {self.version}")
 
@@ -133,8 +149,9 @@ class DatabaseTransaction(CommitsOnExit):
             return CommitInfo(self.version, "transaction", self.base.timestamp, None, committed=False)
         change = DatabaseProposal(self._db.log, parts, self._dropped, self._renamed)
         try:
-            committed = commit_loop(self._db.log, change, self.base, self.pointer, self._db.commit_options,
-                                    self.started)
+            committed = commit_loop(
+                self._db.log, change, self.base, self.pointer, self._db.commit_options, self.started
+            )
         except AlreadyCommitted as done:
             return CommitInfo(done.version.version, "transaction", self.base.timestamp, None, committed=False)
         return database_commit_info(committed)
@@ -156,7 +173,10 @@ def database_commit_info(db: DatabaseVersion) -> CommitInfo:
         for key, value in change.metrics.items():
             if type(value) is int:
                 metrics[key] = metrics.get(key, 0) + value
-    parameters = {"tables": {names.get(tid, tid): change.operation for tid, change in db.changed.items()},
-                  "created": list(db.created), "dropped": list(db.dropped), "renamed": dict(db.renamed)}
+    parameters = {
+        "tables": {names.get(tid, tid): change.operation for tid, change in db.changed.items()},
+        "created": list(db.created),
+        "dropped": list(db.dropped),
+        "renamed": dict(db.renamed),
+    }
     return CommitInfo(db.version, db.operation, db.timestamp, db.commit_id, metrics, parameters)
-

@@ -136,17 +136,20 @@ def evaluate(condition: pc.Expression, table: pa.Table) -> pa.ChunkedArray:
 
 def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     """A table of `columns` (name -> expression over `table`'s columns), in row order."""
-    plan = Declaration.from_sequence([
-        Declaration("table_source", TableSourceNodeOptions(table)),
-        Declaration("project", ProjectNodeOptions(list(columns.values()), list(columns))),
-    ])
+    plan = Declaration.from_sequence(
+        [
+            Declaration("table_source", TableSourceNodeOptions(table)),
+            Declaration("project", ProjectNodeOptions(list(columns.values()), list(columns))),
+        ]
+    )
     return plan.to_table(use_threads=False)  # one thread keeps row order
 
 
-def _grouped(items: list[pc.Expression],
-             combine: Callable[[pc.Expression, pc.Expression], pc.Expression]) -> pc.Expression:
+def _grouped(
+    items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]
+) -> pc.Expression:
     while True:
-        groups = [functools.reduce(combine, items[i:i + _GROUP]) for i in range(0, len(items), _GROUP)]
+        groups = [functools.reduce(combine, items[i : i + _GROUP]) for i in range(0, len(items), _GROUP)]
         if len(groups) == 1:
             return groups[0]
         items = [pc.if_else(group, _TRUE, _FALSE) for group in groups]

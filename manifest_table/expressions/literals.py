@@ -26,8 +26,12 @@ RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN",
 literal when a string follows, so columns called `date` need no quoting."""
 
 OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq, "!=": operator.ne,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 INVERSE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
@@ -49,8 +53,9 @@ QUOTE_HINT = " (string literals take single quotes, as in name = 'DE'; double qu
 def unknown_column(name: str, names: list[str]) -> InvalidFilterError:
     """The error for a column the schema lacks: the nearest name if one is near, else the
     hint a SQL user needs when ``country = "DE"`` made ``DE`` a column name."""
-    hint = did_you_mean([name], names) or (f" (if {name!r} is a string, write it in single quotes: "
-                                           f"{render_literal(name)}; double quotes name a column)")
+    hint = did_you_mean([name], names) or (
+        f" (if {name!r} is a string, write it in single quotes: {render_literal(name)}; double quotes name a column)"
+    )
     return filter_error(f"unknown column {name!r}{hint}; available columns: {', '.join(names) or '(none)'}")
 
 
@@ -74,8 +79,9 @@ def literal(value: Any) -> Value:
         finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
         if not finite:
             raise filter_error(f"literal {value!r} is not a finite number")
-        if isinstance(value, Decimal) and (len(value.as_tuple().digits) > MAX_DIGITS
-                                           or abs(value.adjusted()) > MAX_DIGITS):
+        if isinstance(value, Decimal) and (
+            len(value.as_tuple().digits) > MAX_DIGITS or abs(value.adjusted()) > MAX_DIGITS
+        ):
             raise filter_error(f"decimal literal {value:.6e} has more than {MAX_DIGITS} digits")
         return float(value) if isinstance(value, float) else value
     raise filter_error(f"unsupported literal {value!r} of type {type(value).__name__}")
@@ -87,8 +93,17 @@ def _plain_datetime(value: dt.datetime) -> dt.datetime:
     compares another instant (``t > 00:00:01.0000005`` would select 00:00:01.0000004)."""
     if getattr(value, "nanosecond", 0):
         raise filter_error(f"timestamp literal {value} is finer than a microsecond, the precision of literals")
-    return dt.datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
-                       value.microsecond, value.tzinfo, fold=value.fold)
+    return dt.datetime(
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+        value.tzinfo,
+        fold=value.fold,
+    )
 
 
 def timestamp_from_text(text: str) -> dt.datetime:

@@ -128,8 +128,7 @@ class _Predicate(Expr):
         except (TypeError, ValueError, OverflowError) as error:
             reason = f" ({error})" if str(error) else ""
             raise filter_error(
-                f"cannot compare column {self.column!r} of type {arrow_type} "
-                f"with {render_literal(value)}{reason}"
+                f"cannot compare column {self.column!r} of type {arrow_type} with {render_literal(value)}{reason}"
             ) from None
 
     def may_match(self, stats: StatsLookup) -> bool:
@@ -205,8 +204,7 @@ class In(_Predicate):
         if numeric and any(isinstance(value, float) for value in values):
             # SQL gives the list one type: with a double in it, every value is a double (and
             # an integer or float32 column is widened), as DuckDB, Spark and PostgreSQL do.
-            values = tuple(float(v) if isinstance(v, int | Decimal) and not isinstance(v, bool) else v
-                           for v in values)
+            values = tuple(float(v) if isinstance(v, int | Decimal) and not isinstance(v, bool) else v for v in values)
         values = tuple(self._coerce(arrow_type, value) for value in values)
         return dataclasses.replace(self, values=values)
 
@@ -265,9 +263,7 @@ class Like(_Predicate):
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         if not is_string(arrow_type):
-            raise filter_error(
-                f"LIKE needs a string column; column {self.column!r} has type {arrow_type}"
-            )
+            raise filter_error(f"LIKE needs a string column; column {self.column!r} has type {arrow_type}")
         return self
 
     def _may_match(self, stats: ColumnStats) -> bool:
@@ -295,8 +291,9 @@ class _Junction(Expr):
         for operand in operands:
             if not isinstance(operand, Expr):
                 raise filter_error(f"{self.keyword} needs expressions, got {operand!r}")
-            flat.extend(operand.operands if isinstance(operand, type(self)) and type(operand) is type(self)
-                        else (operand,))
+            flat.extend(
+                operand.operands if isinstance(operand, type(self)) and type(operand) is type(self) else (operand,)
+            )
         if len(flat) < 2:
             raise filter_error(f"{self.keyword} needs at least two expressions")
         object.__setattr__(self, "operands", tuple(flat))
@@ -304,8 +301,7 @@ class _Junction(Expr):
 
     def __str__(self) -> str:
         return f" {self.keyword} ".join(
-            f"({operand})" if isinstance(operand, _Junction) and operand.precedence < self.precedence
-            else str(operand)
+            f"({operand})" if isinstance(operand, _Junction) and operand.precedence < self.precedence else str(operand)
             for operand in self.operands
         )
 

@@ -116,11 +116,7 @@ class _Parser:
     def at_typed_literal(self) -> bool:
         """DATE/TIMESTAMP start a literal only before a string, so they stay usable as names."""
         token = self.peek()
-        return (
-            token.kind == "name"
-            and token.text.upper() in ("DATE", "TIMESTAMP")
-            and self.peek(1).kind == "string"
-        )
+        return token.kind == "name" and token.text.upper() in ("DATE", "TIMESTAMP") and self.peek(1).kind == "string"
 
     def at_column(self) -> bool:
         return self.peek().kind in ("name", "quoted") and not self.at_typed_literal()
@@ -152,8 +148,10 @@ class _Parser:
             return self.nested()
         if self.at_column():
             return self.predicate(col(self.advance().value))
-        if self.peek().kind in ("number", "string") or self.at_typed_literal() or (
-            self.peek().kind == "keyword" and self.peek().value in ("TRUE", "FALSE", "NULL")
+        if (
+            self.peek().kind in ("number", "string")
+            or self.at_typed_literal()
+            or (self.peek().kind == "keyword" and self.peek().value in ("TRUE", "FALSE", "NULL"))
         ):
             return self.flipped_comparison()
         raise self.expected("a column name, a literal, NOT or '('")
@@ -228,8 +226,10 @@ class _Parser:
         if token.kind == "arith":
             return token.text
         if token.kind == "number" and token.text.startswith("-"):
-            self.tokens[self.index:self.index + 1] = [_Token("arith", "-", token.pos),
-                                                      _Token("number", token.text[1:], token.pos + 1)]
+            self.tokens[self.index : self.index + 1] = [
+                _Token("arith", "-", token.pos),
+                _Token("number", token.text[1:], token.pos + 1),
+            ]
             return "-"
         return None
 
@@ -251,8 +251,10 @@ class _Parser:
             return Ref(self.advance().value)
         if self.accept("keyword", "NULL"):
             return Literal(None)
-        if self.peek().kind in ("number", "string") or self.at_typed_literal() or (
-            self.peek().kind == "keyword" and self.peek().value in ("TRUE", "FALSE")
+        if (
+            self.peek().kind in ("number", "string")
+            or self.at_typed_literal()
+            or (self.peek().kind == "keyword" and self.peek().value in ("TRUE", "FALSE"))
         ):
             return Literal(self.literal())
         raise self.expected("a column name, a literal, '-' or '('")
@@ -268,9 +270,7 @@ class _Parser:
     def literal(self) -> Value:
         token = self.peek()
         if token.kind == "keyword" and token.value == "NULL":
-            raise syntax_error(
-                self.text, "NULL is never equal to anything; use IS NULL or IS NOT NULL", token.pos
-            )
+            raise syntax_error(self.text, "NULL is never equal to anything; use IS NULL or IS NOT NULL", token.pos)
         if token.kind == "keyword" and token.value in ("TRUE", "FALSE"):
             self.advance()
             return token.value == "TRUE"

@@ -74,10 +74,12 @@ def _bounds(stats: ColumnStats, doubles: bool = False) -> tuple[Any, Any]:
     """(min, max), a NaN bound treated as unknown. Against a double literal, integer and
     decimal bounds become doubles, as the rows are compared (float() keeps their order, ties
     included)."""
+
     def known(bound: Any) -> Any:
         if isinstance(bound, float) and math.isnan(bound):
             return None
         return float(bound) if doubles and type(bound) in (int, Decimal) else bound
+
     return known(stats.min), known(stats.max)
 
 

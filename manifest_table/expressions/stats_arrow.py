@@ -63,8 +63,14 @@ def _compare(column: str, op: str, value: Value | None, columns: StatsColumns) -
     if found is None or value is None:
         return None
     low_name, high_name, dtype = found
-    if not (pat.is_integer(dtype) or pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_date(dtype)
-            or pat.is_timestamp(dtype) or pat.is_decimal(dtype)) or isinstance(value, float | bool):
+    if not (
+        pat.is_integer(dtype)
+        or pat.is_string(dtype)
+        or pat.is_large_string(dtype)
+        or pat.is_date(dtype)
+        or pat.is_timestamp(dtype)
+        or pat.is_decimal(dtype)
+    ) or isinstance(value, float | bool):
         return None
     below = ds.field(low_name).is_null() | arrow.comparison(low_name, "<" if op == "<" else "<=", value, dtype)
     above = ds.field(high_name).is_null() | arrow.comparison(high_name, ">" if op == ">" else ">=", value, dtype)

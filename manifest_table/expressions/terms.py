@@ -163,8 +163,9 @@ class Arithmetic(Term):
         mine = PRECEDENCE[self.op]
         if isinstance(self.left, Arithmetic) and PRECEDENCE[self.left.op] < mine:
             left = f"({left})"
-        if isinstance(self.right, Arithmetic) and (PRECEDENCE[self.right.op] < mine or (
-                PRECEDENCE[self.right.op] == mine and self.op in "-/")):
+        if isinstance(self.right, Arithmetic) and (
+            PRECEDENCE[self.right.op] < mine or (PRECEDENCE[self.right.op] == mine and self.op in "-/")
+        ):
             right = f"({right})"
         return f"{left} {self.op} {right}"
 
@@ -175,8 +176,10 @@ class Arithmetic(Term):
         left, right = self.left.bind(schema), self.right.bind(schema)
         for side in (left, right):
             if not _numeric(side.arrow_type):
-                raise filter_error(f"cannot apply {self.op} to {side} of type {side.arrow_type}: "
-                                   "arithmetic takes integer, floating-point and decimal values")
+                raise filter_error(
+                    f"cannot apply {self.op} to {side} of type {side.arrow_type}: "
+                    "arithmetic takes integer, floating-point and decimal values"
+                )
         bound = dataclasses.replace(self, left=left, right=right)
         empty = [pa.array([], t) for t in bound._operand_types()]
         result = pc.call_function(_KERNELS[self.op], empty)
@@ -230,8 +233,9 @@ class Condition(Term):
 
 def _numeric(arrow_type: pa.DataType | None) -> bool:
     t = pa.types
-    return arrow_type is not None and (t.is_integer(arrow_type) or t.is_floating(arrow_type)
-                                       or t.is_decimal(arrow_type) or t.is_null(arrow_type))
+    return arrow_type is not None and (
+        t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_decimal(arrow_type) or t.is_null(arrow_type)
+    )
 
 
 def term(value: Any) -> Term:

@@ -41,30 +41,62 @@ def _decimal_instead(dtype: pa.DataType) -> str:
 
 
 _RULES: tuple[tuple[Callable[[pa.DataType], bool], Callable[[pa.DataType], Refusal]], ...] = (
-    (lambda t: isinstance(t, pa.BaseExtensionType), lambda t: Refusal(
-        "an extension type: Spark cannot read it, and filters and statistics do not know it",
-        "bool" if t.extension_name == "arrow.bool8" else str(t.storage_type))),
-    (pat.is_dictionary, lambda t: Refusal(
-        "dictionary encoding is a layout of the values, and filters cannot compare it "
-        "(dictionary-encoded data appends to a column of the value type)", str(t.value_type), appendable=True)),
+    (
+        lambda t: isinstance(t, pa.BaseExtensionType),
+        lambda t: Refusal(
+            "an extension type: Spark cannot read it, and filters and statistics do not know it",
+            "bool" if t.extension_name == "arrow.bool8" else str(t.storage_type),
+        ),
+    ),
+    (
+        pat.is_dictionary,
+        lambda t: Refusal(
+            "dictionary encoding is a layout of the values, and filters cannot compare it "
+            "(dictionary-encoded data appends to a column of the value type)",
+            str(t.value_type),
+            appendable=True,
+        ),
+    ),
     (pat.is_run_end_encoded, lambda t: Refusal("Parquet cannot store run-end encoded columns", str(t.value_type))),
-    (lambda t: pat.is_string_view(t) or pat.is_binary_view(t), lambda t: Refusal(
-        "Arrow cannot filter, sort or take the minimum of view types (view data appends to a "
-        "column of the plain type)", "string" if pat.is_string_view(t) else "binary")),
-    (lambda t: pat.is_list_view(t) or pat.is_large_list_view(t), lambda t: Refusal(
-        "Polars cannot read list views", str(pa.list_(t.value_field) if pat.is_list_view(t)
-                                             else pa.large_list(t.value_field)), appendable=True)),
-    (pat.is_null, lambda t: Refusal("a column of type null can hold nothing but nulls",
-                                    "the type its values will have")),
+    (
+        lambda t: pat.is_string_view(t) or pat.is_binary_view(t),
+        lambda t: Refusal(
+            "Arrow cannot filter, sort or take the minimum of view types (view data appends to a "
+            "column of the plain type)",
+            "string" if pat.is_string_view(t) else "binary",
+        ),
+    ),
+    (
+        lambda t: pat.is_list_view(t) or pat.is_large_list_view(t),
+        lambda t: Refusal(
+            "Polars cannot read list views",
+            str(pa.list_(t.value_field) if pat.is_list_view(t) else pa.large_list(t.value_field)),
+            appendable=True,
+        ),
+    ),
+    (
+        pat.is_null,
+        lambda t: Refusal("a column of type null can hold nothing but nulls", "the type its values will have"),
+    ),
     (pat.is_float16, lambda t: Refusal("Arrow has no minimum or maximum of half floats", "float32")),
-    (lambda t: pat.is_decimal32(t) or pat.is_decimal64(t), lambda t: Refusal(
-        "Arrow has no minimum or maximum of 32- and 64-bit decimals",
-        f"decimal128({t.precision}, {t.scale})")),
-    (pat.is_decimal256, lambda t: Refusal(
-        "DuckDB cannot read 256-bit decimals, and DuckDB, Polars and Spark hold at most 38 digits",
-        _decimal_instead(t), appendable=True)),
-    (pat.is_interval, lambda t: Refusal("Parquet cannot store intervals",
-                                        "a duration, or a struct of months, days and nanoseconds")),
+    (
+        lambda t: pat.is_decimal32(t) or pat.is_decimal64(t),
+        lambda t: Refusal(
+            "Arrow has no minimum or maximum of 32- and 64-bit decimals", f"decimal128({t.precision}, {t.scale})"
+        ),
+    ),
+    (
+        pat.is_decimal256,
+        lambda t: Refusal(
+            "DuckDB cannot read 256-bit decimals, and DuckDB, Polars and Spark hold at most 38 digits",
+            _decimal_instead(t),
+            appendable=True,
+        ),
+    ),
+    (
+        pat.is_interval,
+        lambda t: Refusal("Parquet cannot store intervals", "a duration, or a struct of months, days and nanoseconds"),
+    ),
     (pat.is_union, lambda t: Refusal("Parquet cannot store unions", "a struct with one nullable field per member")),
 )
 
@@ -121,8 +153,11 @@ def rebuilt(dtype: pa.DataType, change: Callable[[pa.DataType], pa.DataType]) ->
     """A nested ``dtype`` (list, struct, map) with ``change`` applied to its children; a flat
     one as it is."""
     if pat.is_map(dtype):
-        return pa.map_(dtype.key_field.with_type(change(dtype.key_type)),
-                       dtype.item_field.with_type(change(dtype.item_type)), dtype.keys_sorted)
+        return pa.map_(
+            dtype.key_field.with_type(change(dtype.key_type)),
+            dtype.item_field.with_type(change(dtype.item_type)),
+            dtype.keys_sorted,
+        )
     if pat.is_struct(dtype):
         return pa.struct([f.with_type(change(f.type)) for f in dtype])
     if pat.is_fixed_size_list(dtype):
@@ -158,7 +193,8 @@ def appendable(source: pa.DataType, target: pa.DataType) -> bool:
         return appendable(source.value_type, target.value_type)
     if t.is_struct(source) and t.is_struct(target):
         return [f.name for f in source] == [f.name for f in target] and all(
-            appendable(a.type, b.type) for a, b in zip(source, target))
+            appendable(a.type, b.type) for a, b in zip(source, target)
+        )
     families = [
         lambda x: t.is_integer(x),
         lambda x: t.is_floating(x),
@@ -183,13 +219,22 @@ def assignable(value: pa.DataType, column: pa.DataType) -> bool:
     parsed into a date, which SQL engines disagree on. Looser than ``appendable`` between
     numbers, since SQL's SET converts a number to the column's numeric type."""
     t = pa.types
-    kinds = (lambda x: t.is_integer(x) or t.is_floating(x) or t.is_decimal(x),
-             lambda x: t.is_string(x) or t.is_large_string(x), t.is_timestamp, t.is_date)
+    kinds = (
+        lambda x: t.is_integer(x) or t.is_floating(x) or t.is_decimal(x),
+        lambda x: t.is_string(x) or t.is_large_string(x),
+        t.is_timestamp,
+        t.is_date,
+    )
     return t.is_null(value) or any(kind(value) and kind(column) for kind in kinds)
 
 
-def cast_safely(column: pa.ChunkedArray, dtype: pa.DataType, allowed: Callable[[pa.DataType, pa.DataType], bool],
-                error: type[Exception], message: str) -> pa.ChunkedArray:
+def cast_safely(
+    column: pa.ChunkedArray,
+    dtype: pa.DataType,
+    allowed: Callable[[pa.DataType, pa.DataType], bool],
+    error: type[Exception],
+    message: str,
+) -> pa.ChunkedArray:
     """``column`` as ``dtype`` by a checked cast, if ``allowed`` (one of the rules above) lets
     its type convert; else ``error(message)``, with why appended when a value does not fit."""
     if not allowed(column.type, dtype):

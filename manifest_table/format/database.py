@@ -54,10 +54,17 @@ def check_table_name(name: object) -> str:
     if type(name) is not str:
         raise InvalidArgumentError(f"a table name must be a string, not {type(name).__name__}")
     bad = _NAME_FORBIDDEN.search(name)
-    problem = ("is empty" if not name else
-               "is '.' or '..'" if name in (".", "..") else
-               f"holds {bad.group()!r} ('/', backslashes and control characters are not allowed)" if bad else
-               f"is longer than {MAX_NAME_BYTES} bytes" if len(name.encode()) > MAX_NAME_BYTES else None)
+    problem = (
+        "is empty"
+        if not name
+        else "is '.' or '..'"
+        if name in (".", "..")
+        else f"holds {bad.group()!r} ('/', backslashes and control characters are not allowed)"
+        if bad
+        else f"is longer than {MAX_NAME_BYTES} bytes"
+        if len(name.encode()) > MAX_NAME_BYTES
+        else None
+    )
     if problem is not None:
         raise InvalidArgumentError(f"table name {show(name)} {problem}")
     return name
@@ -120,12 +127,18 @@ class DatabaseVersion:
 
     def to_json(self) -> bytes:
         doc = {
-            "kind": KIND, "format_version": self.format_version, "version": self.version,
-            "parent_version": self.parent_version, "timestamp_ms": self.timestamp_ms,
-            "commit_id": self.commit_id, "operation": self.operation,
+            "kind": KIND,
+            "format_version": self.format_version,
+            "version": self.version,
+            "parent_version": self.parent_version,
+            "timestamp_ms": self.timestamp_ms,
+            "commit_id": self.commit_id,
+            "operation": self.operation,
             "tables": {name: {"id": ref.id, "root": ref.root} for name, ref in self.tables.items()},
             "changed": {tid: vars(change) for tid, change in self.changed.items()},
-            "created": list(self.created), "dropped": list(self.dropped), "renamed": dict(self.renamed),
+            "created": list(self.created),
+            "dropped": list(self.dropped),
+            "renamed": dict(self.renamed),
         }
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
 
@@ -134,23 +147,32 @@ class DatabaseVersion:
         doc = load_object(data, key)
         if doc.get("kind") != KIND:
             if "schema" in doc:
-                raise DatabaseNotFoundError(f"{key} is a table's manifest, not a database version: open it "
-                                            "with open_table")
+                raise DatabaseNotFoundError(
+                    f"{key} is a table's manifest, not a database version: open it with open_table"
+                )
             raise corrupt(key, "kind", doc.get("kind", MISSING), repr(KIND))
         fmt = format_version(doc, key, DATABASE_FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = parent_version(doc, key, version)
-        tables = {name: _table_ref(raw, key, f"tables[{name!r}]", name)
-                  for name, raw in of_type(doc, "tables", key, dict).items()}
+        tables = {
+            name: _table_ref(raw, key, f"tables[{name!r}]", name)
+            for name, raw in of_type(doc, "tables", key, dict).items()
+        }
         if len({ref.id for ref in tables.values()}) != len(tables):
             raise corrupt(key, "tables", sorted(r.id for r in tables.values()), "one name per table id")
         return cls(
-            version=version, parent_version=parent,
+            version=version,
+            parent_version=parent,
             timestamp_ms=integer(doc, "timestamp_ms", key, 0, MAX_TIMESTAMP_MS),
-            commit_id=of_type(doc, "commit_id", key, str), operation=of_type(doc, "operation", key, str),
-            tables=tables, changed=_changes(of_type(doc, "changed", key, dict), key),
-            created=_names(doc, "created", key), dropped=_names(doc, "dropped", key),
-            renamed=_renames(of_type(doc, "renamed", key, dict), key), format_version=fmt)
+            commit_id=of_type(doc, "commit_id", key, str),
+            operation=of_type(doc, "operation", key, str),
+            tables=tables,
+            changed=_changes(of_type(doc, "changed", key, dict), key),
+            created=_names(doc, "created", key),
+            dropped=_names(doc, "dropped", key),
+            renamed=_renames(of_type(doc, "renamed", key, dict), key),
+            format_version=fmt,
+        )
 
 
 def _table_ref(raw: Any, key: str, at: str, name: str) -> TableRef:
@@ -165,7 +187,7 @@ def _table_ref(raw: Any, key: str, at: str, name: str) -> TableRef:
         raise corrupt(key, f"{at}.id", table_id, "32 lowercase hex digits")
     root = of_type(raw, "root", key, str, at)
     prefix = table_prefix(table_id)
-    if not (root.startswith(prefix) and WRITER_SHAPES[ROOT_PREFIX].fullmatch(root[len(prefix):])):
+    if not (root.startswith(prefix) and WRITER_SHAPES[ROOT_PREFIX].fullmatch(root[len(prefix) :])):
         raise corrupt(key, f"{at}.root", root, f"a key {prefix}{ROOT_PREFIX}<32 hex digits>.json")
     return TableRef(table_id, root)
 
@@ -176,9 +198,11 @@ def _changes(raw: dict[str, Any], key: str) -> dict[str, TableChange]:
         at = f"changed[{table_id!r}]"
         if not _TABLE_ID.fullmatch(table_id) or type(change) is not dict:
             raise corrupt(key, at, change, "a table id mapped to a JSON object")
-        out[table_id] = TableChange(of_type(change, "operation", key, str, at),
-                                    of_type(change, "metrics", key, dict, at),
-                                    check_parameters(of_type(change, "parameters", key, dict, at), key))
+        out[table_id] = TableChange(
+            of_type(change, "operation", key, str, at),
+            of_type(change, "metrics", key, dict, at),
+            check_parameters(of_type(change, "parameters", key, dict, at), key),
+        )
     return out
 
 
@@ -209,8 +233,12 @@ def decode_root(data: bytes, key: str) -> Manifest:
     doc = load_object(data, key)
     present = [name for name in COMMIT_FIELDS if name in doc]
     if present or doc.get("format_version") == 1:
-        raise corrupt(key, present[0] if present else "format_version", doc.get(present[0]) if present else 1,
-                      "a format-v2 table root without commit fields")
+        raise corrupt(
+            key,
+            present[0] if present else "format_version",
+            doc.get(present[0]) if present else 1,
+            "a format-v2 table root without commit fields",
+        )
     doc.update(version=0, parent_version=None, timestamp_ms=0, commit_id="", operation="")
     return Manifest.from_doc(doc, key)
 
@@ -219,8 +247,15 @@ def at_version(state: Manifest, db: DatabaseVersion, table_id: str) -> Manifest:
     """The table of ``state`` as its manifest at database version ``db``: the database
     version's commit fields, and what it did to this table (nothing: empty metrics)."""
     change = db.changed.get(table_id) or TableChange(db.operation)
-    return Manifest(**{**{f.name: getattr(state, f.name) for f in fields(Manifest)},
-                       "version": db.version, "parent_version": db.parent_version,
-                       "timestamp_ms": db.timestamp_ms, "commit_id": db.commit_id,
-                       "operation": change.operation, "metrics": change.metrics,
-                       "parameters": change.parameters})
+    return Manifest(
+        **{
+            **{f.name: getattr(state, f.name) for f in fields(Manifest)},
+            "version": db.version,
+            "parent_version": db.parent_version,
+            "timestamp_ms": db.timestamp_ms,
+            "commit_id": db.commit_id,
+            "operation": change.operation,
+            "metrics": change.metrics,
+            "parameters": change.parameters,
+        }
+    )

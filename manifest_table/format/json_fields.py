@@ -34,8 +34,9 @@ def load_object(data: bytes, obj: str) -> dict[str, Any]:
     return doc
 
 
-def integer(doc: dict[str, Any], name: str, obj: str, lo: int, hi: int, at: str = "",
-            expected: str | None = None) -> int:
+def integer(
+    doc: dict[str, Any], name: str, obj: str, lo: int, hi: int, at: str = "", expected: str | None = None
+) -> int:
     """``doc[name]``, an integer in ``[lo, hi)``. ``at`` locates ``doc`` inside ``obj``."""
     value = doc.get(name, MISSING)
     if type(value) is int and lo <= value < hi:
@@ -47,8 +48,9 @@ def parent_version(doc: dict[str, Any], obj: str, version: int) -> int | None:
     """A version's ``parent_version``: null for version 0, else ``version - 1``."""
     parent = doc.get("parent_version", MISSING)
     if parent != (None if version == 0 else version - 1) or type(parent) not in (int, type(None)):
-        raise corrupt(obj, "parent_version", parent,
-                      "null for version 0" if version == 0 else f"{version - 1} (version - 1)")
+        raise corrupt(
+            obj, "parent_version", parent, "null for version 0" if version == 0 else f"{version - 1} (version - 1)"
+        )
     return parent
 
 
@@ -57,8 +59,9 @@ def format_version(doc: dict[str, Any], obj: str, newest: int, note: str = "") -
     one remedy there is."""
     fmt = integer(doc, "format_version", obj, 1, MAX_INT64)
     if fmt > newest:
-        raise CorruptTableError(f"{obj} has format version {fmt}; this library reads up to {newest}{note}: "
-                                "upgrade manifest_table")
+        raise CorruptTableError(
+            f"{obj} has format version {fmt}; this library reads up to {newest}{note}: upgrade manifest_table"
+        )
     return fmt
 
 
@@ -82,4 +85,4 @@ def show(value: Any) -> str:
     if value is MISSING:
         return "missing"
     text = repr(value)
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."

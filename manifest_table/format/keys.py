@@ -33,18 +33,24 @@ DELTA_LOG_PREFIX = "_delta_log/"
 WRITER_SHAPES: dict[str, re.Pattern[str]] = {
     # Data files, and the staging tree of a Spark job (``spark/native_write.py``), which a
     # driver that died mid-job leaves behind: GC removes it after the grace period.
-    DATA_PREFIX: re.compile(r"data/(?:[0-9a-f]{32}\.parquet"
-                            r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"),
+    DATA_PREFIX: re.compile(
+        r"data/(?:[0-9a-f]{32}\.parquet"
+        r"|_spark-[0-9a-f]{32}(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_=.+-]+)+)"
+    ),
     # Tombstones, and the Iceberg and Delta files mirroring each (mirrors/puffin.py, delta_dv.py).
-    TOMBSTONE_PREFIX: re.compile(r"tombstones/(?:[0-9a-f]{32}\.(?:roaring|puffin)|deletion_vector_"
-                                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"),
+    TOMBSTONE_PREFIX: re.compile(
+        r"tombstones/(?:[0-9a-f]{32}\.(?:roaring|puffin)|deletion_vector_"
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.bin)"
+    ),
     MANIFEST_PREFIX: re.compile(r"manifest/v[0-9]{20}\.json"),
     SEGMENT_PREFIX: re.compile(r"segments/[0-9a-f]{32}\.parquet"),
     # The write-once roots of a database's table (format/database.py), named by uuid.
     ROOT_PREFIX: re.compile(r"roots/[0-9a-f]{32}\.json"),
     # The Iceberg mirror (mirrors/iceberg.py): metadata files, manifest lists, manifests, the hint.
-    METADATA_PREFIX: re.compile(r"metadata/(?:v[0-9]+\.metadata\.json|version-hint\.text|snap-[0-9]+-[0-9a-f]{32}\.avro"
-                                r"|(?:[0-9a-f]{32}-(?:d|x[0-9]+)|t-d|t-x)-[0-9a-f]{32}\.avro)"),
+    METADATA_PREFIX: re.compile(
+        r"metadata/(?:v[0-9]+\.metadata\.json|version-hint\.text|snap-[0-9]+-[0-9a-f]{32}\.avro"
+        r"|(?:[0-9a-f]{32}-(?:d|x[0-9]+)|t-d|t-x)-[0-9a-f]{32}\.avro)"
+    ),
     # The Delta mirror (mirrors/delta.py): commits, checkpoints, the last-checkpoint pointer.
     DELTA_LOG_PREFIX: re.compile(r"_delta_log/(?:[0-9]{20}\.(?:json|checkpoint\.parquet)|_last_checkpoint)"),
 }
@@ -61,7 +67,7 @@ def key_problem(key: object, prefix: str | None = None) -> str | None:
     prefixes = PREFIXES if prefix is None else (prefix,)
     if not key.startswith(prefixes):
         return f"is not under {' or '.join(prefixes)}"
-    if WRITER_SHAPES[key[:key.index('/') + 1]].fullmatch(key):
+    if WRITER_SHAPES[key[: key.index("/") + 1]].fullmatch(key):
         return None  # the common case, decided by one match
     bad = _FORBIDDEN.search(key)
     if bad is not None:
@@ -78,7 +84,7 @@ def key_problem(key: object, prefix: str | None = None) -> str | None:
 
 def is_writer_key(key: str) -> bool:
     """True for keys of exactly the shapes this library's writers create (what GC may delete)."""
-    shape = WRITER_SHAPES.get(key[:key.find("/") + 1])
+    shape = WRITER_SHAPES.get(key[: key.find("/") + 1])
     return shape is not None and shape.fullmatch(key) is not None
 
 
@@ -86,9 +92,12 @@ def is_database_writer_key(key: str) -> bool:
     """True for the keys a database's writers create under its location (what its GC may
     delete): its versions, and its tables' objects under ``tables/<table id>/``."""
     if key.startswith(TABLES_PREFIX):
-        table_id, _, rest = key[len(TABLES_PREFIX):].partition("/")
-        return (_TABLE_ID.fullmatch(table_id) is not None and rest.startswith(_DATABASE_TABLE_PREFIXES)
-                and is_writer_key(rest))
+        table_id, _, rest = key[len(TABLES_PREFIX) :].partition("/")
+        return (
+            _TABLE_ID.fullmatch(table_id) is not None
+            and rest.startswith(_DATABASE_TABLE_PREFIXES)
+            and is_writer_key(rest)
+        )
     return WRITER_SHAPES[MANIFEST_PREFIX].fullmatch(key) is not None
 
 
@@ -119,6 +128,7 @@ def caller_key(key: object, prefix: str, what: str) -> str:
     """``key`` passed by a caller as ``what``, or ``InvalidArgumentError``."""
     problem = key_problem(key, prefix)
     if problem is not None:
-        raise InvalidArgumentError(f"{what}: key {show(key)} {problem}; keys look like "
-                                   f"'{prefix}<name>', relative to the table root")
+        raise InvalidArgumentError(
+            f"{what}: key {show(key)} {problem}; keys look like '{prefix}<name>', relative to the table root"
+        )
     return key  # type: ignore[return-value]

@@ -59,8 +59,9 @@ def check_listed_once(root: str, parts: Sequence[ListedPaths]) -> None:
         for i in np.flatnonzero(np.isin(_fingerprints(part.paths), repeated)):
             path = part.paths[int(i)].as_py()
             if path in seen:
-                raise CorruptTableError(f"{root}: data file {path} is listed twice, "
-                                        f"in {seen[path]} and in {part.where}")
+                raise CorruptTableError(
+                    f"{root}: data file {path} is listed twice, in {seen[path]} and in {part.where}"
+                )
             seen[path] = part.where
 
 

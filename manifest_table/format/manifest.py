@@ -53,7 +53,7 @@ def manifest_key(version: int) -> str:
 def version_of_key(key: str) -> int | None:
     """The version a manifest key names, or None for any other key."""
     if WRITER_SHAPES[MANIFEST_PREFIX].fullmatch(key):
-        return int(key[len(MANIFEST_PREFIX) + 1:-len(".json")])
+        return int(key[len(MANIFEST_PREFIX) + 1 : -len(".json")])
     return None
 
 
@@ -113,8 +113,12 @@ class Manifest:
     def totals(self) -> Totals:
         if self.index is not None:
             return self.index.totals
-        return Totals(len(self.tail), sum(f.rows for f in self.tail), sum(f.deleted_rows for f in self.tail),
-                      sum(f.size for f in self.tail))
+        return Totals(
+            len(self.tail),
+            sum(f.rows for f in self.tail),
+            sum(f.deleted_rows for f in self.tail),
+            sum(f.size for f in self.tail),
+        )
 
     @property
     def live_rows(self) -> int:
@@ -154,8 +158,10 @@ class Manifest:
     def from_doc(cls, doc: dict[str, Any], key: str = "manifest") -> Manifest:
         """``from_json`` of a decoded JSON object (a database's table root, format/database.py)."""
         if doc.get("kind") == "database":
-            raise TableNotFoundError(f"{key} is a version of a database, not of a table: open it with "
-                                     "open_database, and its tables as <database uri>/<table name>")
+            raise TableNotFoundError(
+                f"{key} is a version of a database, not of a table: open it with "
+                "open_database, and its tables as <database uri>/<table name>"
+            )
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = parent_version(doc, key, version)
@@ -169,9 +175,13 @@ class Manifest:
             types = {f.name: f.type for f in schema}
             kinds = {f.name: _json_kinds(f.type) for f in schema}
             index = decode_index(
-                doc, key, schema, field_ids,
+                doc,
+                key,
+                schema,
+                field_ids,
                 lambda raw, rows, at: _CheckedStats(raw, types, rows, kinds, key, at),
-                lambda raw, rows, at: _decode_deletes(raw, rows, key, at))
+                lambda raw, rows, at: _decode_deletes(raw, rows, key, at),
+            )
             tail = of_type(doc, "tail", key, list)
             files = _decode_files(tail, schema, key, "tail", field_ids)
             _check_totals(index, files, key)
@@ -208,23 +218,29 @@ def check_new_file(f: object) -> None:
         raise InvalidArgumentError(f"add_files takes DataFile objects, not {type(f).__name__}")
     caller_key(f.path, DATA_PREFIX, "add_files")
     if type(f.rows) is not int or not 0 <= f.rows < ROW_POSITIONS:
-        raise InvalidArgumentError(f"add_files: {f.path} has rows={f.rows!r}; expected an integer in "
-                                   f"[0, {ROW_POSITIONS})")
+        raise InvalidArgumentError(
+            f"add_files: {f.path} has rows={f.rows!r}; expected an integer in [0, {ROW_POSITIONS})"
+        )
     if type(f.size) is not int or not 0 <= f.size < MAX_INT64:
         raise InvalidArgumentError(f"add_files: {f.path} has size={f.size!r}; expected an integer >= 0")
     if f.deletes is not None:
-        raise InvalidArgumentError(f"add_files: {f.path} has deletes; a new data file has none "
-                                   "(delete its rows with delete_positions once it is added)")
+        raise InvalidArgumentError(
+            f"add_files: {f.path} has deletes; a new data file has none "
+            "(delete its rows with delete_positions once it is added)"
+        )
 
 
 def _encode_file(f: DataFile, schema: pa.Schema, field_ids: Sequence[int] | None = None) -> dict[str, Any]:
     stats = f.encoded_stats if f.encoded_stats is not None else encode_stats(f.stats, schema)
-    doc: dict[str, Any] = {"path": f.path, "rows": f.rows, "size": f.size,
-                           "stats": stats if field_ids is None else names_to_ids(stats, schema, field_ids)}
+    doc: dict[str, Any] = {
+        "path": f.path,
+        "rows": f.rows,
+        "size": f.size,
+        "stats": stats if field_ids is None else names_to_ids(stats, schema, field_ids),
+    }
     if f.deletes is not None:
         d = f.deletes
-        doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length,
-                          "cardinality": d.cardinality}
+        doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length, "cardinality": d.cardinality}
     return doc
 
 
@@ -235,13 +251,13 @@ def _decode_schema(text: str, key: str) -> pa.Schema:
         raise CorruptTableError(f"{key}: field schema: {exc}") from None
 
 
-def _decode_files(docs: list[Any], schema: pa.Schema, key: str, name: str,
-                  field_ids: Sequence[int] | None = None) -> tuple[DataFile, ...]:
+def _decode_files(
+    docs: list[Any], schema: pa.Schema, key: str, name: str, field_ids: Sequence[int] | None = None
+) -> tuple[DataFile, ...]:
     """The entries of field ``name`` (v1 ``files``, v2 ``tail``, stats keyed by ``field_ids``)."""
     types = {f.name: f.type for f in schema}
     kinds = {f.name: _json_kinds(f.type) for f in schema}
-    files = tuple(_decode_file(doc, types, kinds, key, f"{name}[{i}]", schema, field_ids)
-                  for i, doc in enumerate(docs))
+    files = tuple(_decode_file(doc, types, kinds, key, f"{name}[{i}]", schema, field_ids) for i, doc in enumerate(docs))
     if len({f.path for f in files}) != len(files):
         seen: set[str] = set()
         twice = next(f.path for f in files if f.path in seen or seen.add(f.path))  # type: ignore[func-returns-value]
@@ -249,16 +265,30 @@ def _decode_files(docs: list[Any], schema: pa.Schema, key: str, name: str,
     return files
 
 
-def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple[type, ...]],
-                 key: str, at: str, schema: pa.Schema, field_ids: Sequence[int] | None) -> DataFile:
+def _decode_file(
+    doc: Any,
+    types: dict[str, pa.DataType],
+    kinds: dict[str, tuple[type, ...]],
+    key: str,
+    at: str,
+    schema: pa.Schema,
+    field_ids: Sequence[int] | None,
+) -> DataFile:
     if type(doc) is not dict:
         raise corrupt(key, at, doc, "a JSON object")
     try:
         path, rows, size, stats = doc["path"], doc["rows"], doc["size"], doc["stats"]
     except KeyError:
         path = None  # the checks below name what is missing
-    if not (type(path) is str and _DATA_SHAPE(path) and type(rows) is int and 0 <= rows < ROW_POSITIONS
-            and type(size) is int and 0 <= size < MAX_INT64 and type(stats) is dict):
+    if not (
+        type(path) is str
+        and _DATA_SHAPE(path)
+        and type(rows) is int
+        and 0 <= rows < ROW_POSITIONS
+        and type(size) is int
+        and 0 <= size < MAX_INT64
+        and type(stats) is dict
+    ):
         # Not the shape our writers produce: check each field, naming the one that is wrong.
         path = stored_key(doc.get("path", MISSING), DATA_PREFIX, key, f"{at}.path")
         rows = integer(doc, "rows", key, 0, ROW_POSITIONS, at)
@@ -269,8 +299,14 @@ def _decode_file(doc: Any, types: dict[str, pa.DataType], kinds: dict[str, tuple
         deletes = _written_deletes(deletes, rows) or _decode_deletes(deletes, rows, key, f"{at}.deletes")
     if field_ids is not None:
         stats = ids_to_names(stats, schema, field_ids)
-    return DataFile(path=path, rows=rows, size=size, stats=_CheckedStats(stats, types, rows, kinds, key, f"{at}.stats"),
-                    encoded_stats=stats, deletes=deletes)
+    return DataFile(
+        path=path,
+        rows=rows,
+        size=size,
+        stats=_CheckedStats(stats, types, rows, kinds, key, f"{at}.stats"),
+        encoded_stats=stats,
+        deletes=deletes,
+    )
 
 
 def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
@@ -279,9 +315,16 @@ def _written_deletes(doc: Any, rows: int) -> DeletionVector | None:
         path, offset, length, cardinality = doc["path"], doc["offset"], doc["length"], doc["cardinality"]
     except (KeyError, TypeError):  # (TypeError: not an object)
         return None
-    if (type(path) is str and _TOMBSTONE_SHAPE(path) and type(offset) is int and type(length) is int
-            and type(cardinality) is int and 0 <= offset < MAX_INT64 and 0 <= length < MAX_INT64
-            and 0 < cardinality <= rows):
+    if (
+        type(path) is str
+        and _TOMBSTONE_SHAPE(path)
+        and type(offset) is int
+        and type(length) is int
+        and type(cardinality) is int
+        and 0 <= offset < MAX_INT64
+        and 0 <= length < MAX_INT64
+        and 0 < cardinality <= rows
+    ):
         return DeletionVector(path, offset, length, cardinality)
     return None
 
@@ -295,8 +338,9 @@ def _decode_deletes(doc: Any, rows: int, key: str, at: str) -> DeletionVector:
         path=stored_key(doc.get("path", MISSING), TOMBSTONE_PREFIX, key, f"{at}.path"),
         offset=integer(doc, "offset", key, 0, MAX_INT64, at),
         length=integer(doc, "length", key, 0, MAX_INT64, at),
-        cardinality=integer(doc, "cardinality", key, 1, rows + 1, at,
-                            expected=f"an integer from 1 to the file's {rows} rows"),
+        cardinality=integer(
+            doc, "cardinality", key, 1, rows + 1, at, expected=f"an integer from 1 to the file's {rows} rows"
+        ),
     )
 
 
@@ -305,12 +349,16 @@ def _check_totals(index: FileIndex, tail: Sequence[DataFile], key: str) -> None:
     alone, so a root listing a file in two places that its totals count once would count
     other rows than a scan reads. (``deleted`` is left out: the ``deletes`` map changes it
     without rewriting the segments whose summaries count it.)"""
-    for name, of_tail in (("files", len(tail)), ("rows", sum(f.rows for f in tail)),
-                          ("bytes", sum(f.size for f in tail))):
+    for name, of_tail in (
+        ("files", len(tail)),
+        ("rows", sum(f.rows for f in tail)),
+        ("bytes", sum(f.size for f in tail)),
+    ):
         listed = of_tail + sum(getattr(s, name) for s in index.segments)
         if getattr(index.totals, name) != listed:
-            raise corrupt(key, f"totals.{name}", getattr(index.totals, name),
-                          f"{listed}, the sum over its segments and tail")
+            raise corrupt(
+                key, f"totals.{name}", getattr(index.totals, name), f"{listed}, the sum over its segments and tail"
+            )
 
 
 def _check_rewrites(rewrites: Any, key: str) -> None:
@@ -328,16 +376,20 @@ def _check_rewrites(rewrites: Any, key: str) -> None:
             where = f"{at}.sources[{j}]"
             rows = _rows_of_file(source, key, where)
             deletes = source.get("deletes", MISSING)
-            live += rows - (_decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality
-                            if deletes is not None else 0)
+            live += rows - (
+                _decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality if deletes is not None else 0
+            )
         if "outputs" not in rewrite:
             output = rewrite.get("output", MISSING)
             if output is not None:
                 stored_key(output, DATA_PREFIX, key, f"{at}.output")
-        elif live != sum(_rows_of_file(output, key, f"{at}.outputs[{j}]")
-                         for j, output in enumerate(of_type(rewrite, "outputs", key, list, at))):
-            raise corrupt(key, f"{at}.outputs", rewrite["outputs"],
-                          f"outputs whose rows add up to the sources' {live} live rows")
+        elif live != sum(
+            _rows_of_file(output, key, f"{at}.outputs[{j}]")
+            for j, output in enumerate(of_type(rewrite, "outputs", key, list, at))
+        ):
+            raise corrupt(
+                key, f"{at}.outputs", rewrite["outputs"], f"outputs whose rows add up to the sources' {live} live rows"
+            )
 
 
 def _rows_of_file(doc: Any, key: str, at: str) -> int:
@@ -375,8 +427,15 @@ class _CheckedStats(StoredStats):
 
     __slots__ = ("_kinds", "_key", "_at")
 
-    def __init__(self, raw: dict[str, Any], types: dict[str, pa.DataType], rows: int,
-                 kinds: dict[str, tuple[type, ...]], key: str, at: str) -> None:
+    def __init__(
+        self,
+        raw: dict[str, Any],
+        types: dict[str, pa.DataType],
+        rows: int,
+        kinds: dict[str, tuple[type, ...]],
+        key: str,
+        at: str,
+    ) -> None:
         super().__init__(raw, types, rows)
         self._kinds, self._key, self._at = kinds, key, at
 
@@ -386,8 +445,9 @@ class _CheckedStats(StoredStats):
             try:
                 found = super().__getitem__(name)
             except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
-                raise CorruptTableError(f"{self._key}: field {self._at}.{name} does not "
-                                        f"decode as {self._types[name]}: {exc}") from None
+                raise CorruptTableError(
+                    f"{self._key}: field {self._at}.{name} does not decode as {self._types[name]}: {exc}"
+                ) from None
             for value in (found.min, found.max):
                 if isinstance(value, decimal.Decimal) and not value.is_finite():
                     del self._decoded[name]  # every later use must fail the same way
@@ -405,5 +465,9 @@ class _CheckedStats(StoredStats):
         for bound in ("min", "max"):
             value = entry.get(bound, None)
             if value is not None and type(value) not in kinds:
-                raise corrupt(self._key, f"{where}.{bound}", value,
-                              f"a JSON {' or '.join(k.__name__ for k in kinds)} for a {self._types[name]} column")
+                raise corrupt(
+                    self._key,
+                    f"{where}.{bound}",
+                    value,
+                    f"a JSON {' or '.join(k.__name__ for k in kinds)} for a {self._types[name]} column",
+                )

@@ -40,8 +40,11 @@ def requested(mirrors: Any) -> dict[str, dict[str, Any]]:
     """What a caller asks for (``["iceberg", "delta"]``, or ``{"delta": {"checkpoint_interval":
     10}}``) as name -> options for a newly enabled mirror; ``InvalidArgumentError`` names
     what is wrong."""
-    if (isinstance(mirrors, str) or not isinstance(mirrors, (list, tuple, dict))
-            or not all(isinstance(name, str) for name in mirrors)):
+    if (
+        isinstance(mirrors, str)
+        or not isinstance(mirrors, (list, tuple, dict))
+        or not all(isinstance(name, str) for name in mirrors)
+    ):
         raise InvalidArgumentError(f"mirrors must be a list of names from {list(MIRRORS)}, not {mirrors!r}")
     given = mirrors if isinstance(mirrors, dict) else {name: {} for name in mirrors}
     return {name: _options(name, options) for name, options in given.items()}

@@ -85,8 +85,10 @@ class FileIndex:
 
 def with_field_ids(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
     """``schema`` with each column's field id in its metadata, as Parquet writers read it."""
-    return pa.schema([f.with_metadata({**(f.metadata or {}), FIELD_ID: str(fid).encode()})
-                      for f, fid in zip(schema, field_ids)], metadata=schema.metadata)
+    return pa.schema(
+        [f.with_metadata({**(f.metadata or {}), FIELD_ID: str(fid).encode()}) for f, fid in zip(schema, field_ids)],
+        metadata=schema.metadata,
+    )
 
 
 def split_field_ids(schema: pa.Schema, key: str) -> tuple[pa.Schema, tuple[int, ...]]:
@@ -122,18 +124,29 @@ def ids_to_names(stats: dict[str, Any], schema: pa.Schema, field_ids: Sequence[i
 
 def encode_index(index: FileIndex, schema: pa.Schema) -> dict[str, Any]:
     mapping = {} if index.name_mapping is None else {"name_mapping": dict(index.name_mapping)}
-    return {**mapping,
+    return {
+        **mapping,
         "last_field_id": index.last_field_id,
         "properties": {f.name: getattr(index.properties, f.name) for f in fields(Properties)},
         "totals": vars(index.totals),
-        "segments": [{"path": s.path, "files": s.files, "rows": s.rows, "deleted": s.deleted, "bytes": s.bytes,
-                      "stats": index.stats_by_id(s.stats, schema)} for s in index.segments],
+        "segments": [
+            {
+                "path": s.path,
+                "files": s.files,
+                "rows": s.rows,
+                "deleted": s.deleted,
+                "bytes": s.bytes,
+                "stats": index.stats_by_id(s.stats, schema),
+            }
+            for s in index.segments
+        ],
         "deletes": {path: vars(ref) for path, ref in index.deletes.items()},
     }
 
 
-def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tuple[int, ...],
-                 decode_stats: Any, decode_deletes: Any) -> FileIndex:
+def decode_index(
+    doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tuple[int, ...], decode_stats: Any, decode_deletes: Any
+) -> FileIndex:
     """The v2 fields of root ``key``. ``decode_stats(raw, rows, at)`` and
     ``decode_deletes(raw, rows, at)`` are manifest.py's checked decoders."""
     last = integer(doc, "last_field_id", key, max(field_ids, default=0), 2**31)
@@ -143,8 +156,9 @@ def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tu
         integer(raw_properties, name, key, 1, MAX_INT64, "properties")
     properties = Properties(**{name: raw_properties[name] for name in known})
     raw_totals = of_type(doc, "totals", key, dict)
-    totals = Totals(*(integer(raw_totals, name, key, 0, MAX_INT64, "totals")
-                      for name in ("files", "rows", "deleted", "bytes")))
+    totals = Totals(
+        *(integer(raw_totals, name, key, 0, MAX_INT64, "totals") for name in ("files", "rows", "deleted", "bytes"))
+    )
     if totals.deleted > totals.rows:
         raise corrupt(key, "totals.deleted", totals.deleted, f"at most totals.rows ({totals.rows})")
     segments = []
@@ -154,12 +168,16 @@ def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tu
             raise corrupt(key, at, raw, "a JSON object")
         rows = integer(raw, "rows", key, 0, MAX_INT64, at)
         stats = ids_to_names(of_type(raw, "stats", key, dict, at), schema, field_ids)
-        segments.append(SegmentSummary(
-            path=stored_key(raw.get("path", MISSING), SEGMENT_PREFIX, key, f"{at}.path"),
-            files=integer(raw, "files", key, 0, MAX_INT64, at), rows=rows,
-            deleted=integer(raw, "deleted", key, 0, rows + 1, at),
-            bytes=integer(raw, "bytes", key, 0, MAX_INT64, at),
-            stats=decode_stats(stats, rows, f"{at}.stats")))
+        segments.append(
+            SegmentSummary(
+                path=stored_key(raw.get("path", MISSING), SEGMENT_PREFIX, key, f"{at}.path"),
+                files=integer(raw, "files", key, 0, MAX_INT64, at),
+                rows=rows,
+                deleted=integer(raw, "deleted", key, 0, rows + 1, at),
+                bytes=integer(raw, "bytes", key, 0, MAX_INT64, at),
+                stats=decode_stats(stats, rows, f"{at}.stats"),
+            )
+        )
     if len({s.path for s in segments}) != len(segments):
         raise corrupt(key, "segments", [s.path for s in segments], "distinct segment keys")
     deletes = {}
@@ -167,8 +185,7 @@ def decode_index(doc: dict[str, Any], key: str, schema: pa.Schema, field_ids: tu
         stored_key(path, DATA_PREFIX, key, "deletes")
         # The file's rows are in its segment: the cardinality is checked against them there.
         deletes[path] = decode_deletes(raw, MAX_INT64 - 2, f"deletes[{path!r}]")
-    return FileIndex(field_ids, last, properties, totals, tuple(segments), deletes,
-                     _name_mapping(doc, key, last))
+    return FileIndex(field_ids, last, properties, totals, tuple(segments), deletes, _name_mapping(doc, key, last))
 
 
 def _name_mapping(doc: dict[str, Any], key: str, last: int) -> dict[str, int] | None:

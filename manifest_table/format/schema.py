@@ -41,8 +41,9 @@ def check_schema(schema: pa.Schema, *, appending: bool = False) -> None:
         for field in schema:
             refused = _parquet_refuses(pa.schema([field]))
             if refused is not None:
-                raise InvalidArgumentError(f"column {field.name!r} has type {field.type}, which Parquet "
-                                           f"cannot store: {refused}")
+                raise InvalidArgumentError(
+                    f"column {field.name!r} has type {field.type}, which Parquet cannot store: {refused}"
+                )
         raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {problem}")
 
 
@@ -56,8 +57,10 @@ def _parquet_refuses(schema: pa.Schema) -> str | None:
 
 def _refused(field: pa.Field, inner: pa.DataType, why: Refusal) -> str:
     part = "" if inner == field.type else f" because of its part {inner}"
-    return (f"column {field.name!r} has type {field.type}, which tables do not support{part}: {why.reason}; "
-            f"use {why.instead}{' in its place' if part else ''}")
+    return (
+        f"column {field.name!r} has type {field.type}, which tables do not support{part}: {why.reason}; "
+        f"use {why.instead}{' in its place' if part else ''}"
+    )
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -75,16 +78,22 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if len(names) != len(table.schema.names):
         problems.append("duplicate column names")
     if problems:
-        raise SchemaMismatchError(f"data does not match the table schema: {'; '.join(problems)}. "
-                                  f"Table schema: {_describe(schema)}")
+        raise SchemaMismatchError(
+            f"data does not match the table schema: {'; '.join(problems)}. Table schema: {_describe(schema)}"
+        )
     columns = []
     for field in schema:
         column = table.column(field.name)
         if not field.nullable and column.null_count:
             raise SchemaMismatchError(f"column {field.name!r} is not nullable but has {column.null_count} nulls")
         if column.type != field.type:
-            column = cast_safely(column, field.type, appendable, SchemaMismatchError,
-                                 f"column {field.name!r} has type {column.type}, the table wants {field.type}")
+            column = cast_safely(
+                column,
+                field.type,
+                appendable,
+                SchemaMismatchError,
+                f"column {field.name!r} has type {column.type}, the table wants {field.type}",
+            )
         _check_parquet_form(field, column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
@@ -99,8 +108,10 @@ def _check_parquet_form(field: pa.Field, column: pa.ChunkedArray) -> None:
         try:
             column.cast(stored, safe=True)
         except pa.ArrowInvalid as exc:
-            raise SchemaMismatchError(f"column {field.name!r} ({field.type}) holds a value Parquet would store "
-                                      f"as another ({stored} in the file): {exc}") from None
+            raise SchemaMismatchError(
+                f"column {field.name!r} ({field.type}) holds a value Parquet would store "
+                f"as another ({stored} in the file): {exc}"
+            ) from None
 
 
 def _describe(schema: pa.Schema) -> str:

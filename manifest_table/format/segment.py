@@ -46,14 +46,21 @@ def new_segment_key() -> str:
 
 def entries_schema(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
     """The Arrow schema of a segment of a table with ``schema`` and ``field_ids``."""
-    fields = [pa.field("path", pa.string(), False), pa.field("rows", pa.int64(), False),
-              pa.field("size", pa.int64(), False), pa.field("dv_path", pa.string()),
-              pa.field("dv_offset", pa.int64()), pa.field("dv_length", pa.int64()),
-              pa.field("dv_cardinality", pa.int64())]
+    fields = [
+        pa.field("path", pa.string(), False),
+        pa.field("rows", pa.int64(), False),
+        pa.field("size", pa.int64(), False),
+        pa.field("dv_path", pa.string()),
+        pa.field("dv_offset", pa.int64()),
+        pa.field("dv_length", pa.int64()),
+        pa.field("dv_cardinality", pa.int64()),
+    ]
     for column, fid in zip(schema, field_ids):
         if has_stats(column.type):
-            fields += [pa.field(f"min_{fid}", instant_type(column.type)),
-                       pa.field(f"max_{fid}", instant_type(column.type))]
+            fields += [
+                pa.field(f"min_{fid}", instant_type(column.type)),
+                pa.field(f"max_{fid}", instant_type(column.type)),
+            ]
         fields.append(pa.field(f"nulls_{fid}", pa.int64()))
     return pa.schema(fields)
 
@@ -101,8 +108,9 @@ class Segment:
         live = rows > deleted
         if deletes:
             paths = self.table.column("path")
-            hits = np.flatnonzero(pc.is_in(paths, value_set=pa.array(list(deletes), pa.string()))
-                                  .to_numpy(zero_copy_only=False))
+            hits = np.flatnonzero(
+                pc.is_in(paths, value_set=pa.array(list(deletes), pa.string())).to_numpy(zero_copy_only=False)
+            )
             for i, path in zip(hits, paths.take(hits).to_pylist()):
                 self._check_override(path, deletes[path], int(rows[i]))
                 live[i] = rows[i] > deletes[path].cardinality
@@ -110,11 +118,14 @@ class Segment:
 
     def _check_override(self, path: str, ref: DeletionVector, rows: int) -> None:
         if ref.cardinality > rows:
-            raise CorruptTableError(f"the root's deletes of {path} has cardinality {ref.cardinality}, "
-                                    f"more than the file's {rows} rows (segment {self.key})")
+            raise CorruptTableError(
+                f"the root's deletes of {path} has cardinality {ref.cardinality}, "
+                f"more than the file's {rows} rows (segment {self.key})"
+            )
 
-    def files(self, indices: Sequence[int] | np.ndarray | None = None,
-              deletes: Mapping[str, DeletionVector] | None = None) -> list[DataFile]:
+    def files(
+        self, indices: Sequence[int] | np.ndarray | None = None, deletes: Mapping[str, DeletionVector] | None = None
+    ) -> list[DataFile]:
         """Entries as ``DataFile``; ``deletes`` (the root's override map) replaces the stored
         deletion vector of the files it names."""
         rows = range(len(self)) if indices is None else [int(i) for i in indices]
@@ -185,7 +196,9 @@ def entries_of(files: Sequence[DataFile], schema: pa.Schema, field_ids: Sequence
     """``files`` as segment rows."""
     target = entries_schema(schema, field_ids)
     columns: dict[str, list] = {
-        "path": [f.path for f in files], "rows": [f.rows for f in files], "size": [f.size for f in files],
+        "path": [f.path for f in files],
+        "rows": [f.rows for f in files],
+        "size": [f.size for f in files],
         "dv_path": [f.deletes.path if f.deletes else None for f in files],
         "dv_offset": [f.deletes.offset if f.deletes else None for f in files],
         "dv_length": [f.deletes.length if f.deletes else None for f in files],
@@ -251,8 +264,9 @@ def summarize(key: str, table: pa.Table, schema: pa.Schema, field_ids: Sequence[
                 hi = pc.max(highs).as_py()
         stats[column.name] = ColumnStats(lo, hi, null_count, pc.sum(rows).as_py() or 0)
     deleted = pc.sum(table.column("dv_cardinality")).as_py() or 0
-    return SegmentSummary(key, table.num_rows, pc.sum(rows).as_py() or 0, deleted,
-                          pc.sum(table.column("size")).as_py() or 0, stats)
+    return SegmentSummary(
+        key, table.num_rows, pc.sum(rows).as_py() or 0, deleted, pc.sum(table.column("size")).as_py() or 0, stats
+    )
 
 
 def decode_segment(data: bytes, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment:
@@ -286,9 +300,11 @@ def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
             break
     stray = [n for n in have if n not in expected.names and not _STATS_COLUMN.fullmatch(n)]
     if len(columns) != len(expected) or stray:
-        raise CorruptTableError(f"{key}: its columns {table.schema.names} with types "
-                                f"{[str(t) for t in table.schema.types]} are not the segment columns of the "
-                                f"table schema ({expected.names}, {[str(t) for t in expected.types]})")
+        raise CorruptTableError(
+            f"{key}: its columns {table.schema.names} with types "
+            f"{[str(t) for t in table.schema.types]} are not the segment columns of the "
+            f"table schema ({expected.names}, {[str(t) for t in expected.types]})"
+        )
     return pa.Table.from_arrays(columns, schema=expected)
 
 

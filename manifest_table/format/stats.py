@@ -40,9 +40,16 @@ class ColumnStats:
 
 
 def has_stats(dtype: pa.DataType) -> bool:
-    return (pat.is_integer(dtype) or pat.is_floating(dtype) or pat.is_boolean(dtype)
-            or pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_date(dtype)
-            or pat.is_timestamp(dtype) or pat.is_decimal(dtype))
+    return (
+        pat.is_integer(dtype)
+        or pat.is_floating(dtype)
+        or pat.is_boolean(dtype)
+        or pat.is_string(dtype)
+        or pat.is_large_string(dtype)
+        or pat.is_date(dtype)
+        or pat.is_timestamp(dtype)
+        or pat.is_decimal(dtype)
+    )
 
 
 def table_stats(table: pa.Table | pa.RecordBatch) -> dict[str, ColumnStats]:
@@ -83,8 +90,9 @@ class FooterGaps:
                 continue
             elif pat.is_floating(field.type) and field.name not in self.nan and pc.any(pc.is_nan(column)).as_py():
                 self.nan.add(field.name)
-            elif (pat.is_string(field.type) or pat.is_large_string(field.type)) and \
-                    pc.max(pc.binary_length(column)).as_py() > MAX_STRING_STAT:
+            elif (pat.is_string(field.type) or pat.is_large_string(field.type)) and pc.max(
+                pc.binary_length(column)
+            ).as_py() > MAX_STRING_STAT:
                 minmax = pc.min_max(column)
                 lo, hi = minmax["min"].as_py(), minmax["max"].as_py()
                 seen = self.long_strings.get(field.name)
@@ -104,8 +112,11 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
             stats[field.name] = ColumnStats(None, None, gaps.nested_nulls[field.name], metadata.num_rows)
             continue
         leaf = leaves[field.name]
-        found = [_footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
-                 for i in range(metadata.num_row_groups) if metadata.row_group(i).num_rows]
+        found = [
+            _footer_stats(metadata.row_group(i).column(leaf), field, metadata.row_group(i).num_rows)
+            for i in range(metadata.num_row_groups)
+            if metadata.row_group(i).num_rows
+        ]
         pieces = [p for p in found if p is not None]
         if len(pieces) < len(found):  # a writer that wrote no stats
             stats[field.name] = ColumnStats(None, None, None, metadata.num_rows)
@@ -114,7 +125,8 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
         nan = field.name in gaps.nan  # a row group of NaN alone has no min/max in the footer
         extremes = [(p.min, p.max) for p in pieces if p.null_count < p.row_count and p.min is not None]
         known = has_stats(field.type) and all(
-            p.null_count == p.row_count or p.min is not None or covered or nan for p in pieces)
+            p.null_count == p.row_count or p.min is not None or covered or nan for p in pieces
+        )
         lo = hi = None
         if known and (extremes or covered):
             extremes += [covered] if covered else []
@@ -160,8 +172,15 @@ def _footer_stats(chunk: pq.ColumnChunkMetaData, field: pa.Field, rows: int) -> 
     return _Chunk(lo, hi, s.null_count, rows)
 
 
-_UNITS = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9,
-          "milliseconds": 1000, "microseconds": 10**6, "nanoseconds": 10**9}
+_UNITS = {
+    "s": 1,
+    "ms": 1000,
+    "us": 10**6,
+    "ns": 10**9,
+    "milliseconds": 1000,
+    "microseconds": 10**6,
+    "nanoseconds": 10**9,
+}
 
 
 def leaf_columns(schema: pa.Schema) -> dict[str, int]:
@@ -190,10 +209,13 @@ def _nested_leaves(dtype: pa.DataType) -> int:
 
 def merge_stats(a: ColumnStats, b: ColumnStats) -> ColumnStats:
     """Stats of the concatenation of two pieces of one column."""
+
     def merged(x: Any, y: Any, pick: Any) -> Any:
         return None if x is None or y is None else pick(x, y)
-    assert a.null_count is not None and b.null_count is not None and a.row_count is not None and \
-        b.row_count is not None, "merged pieces have counts"
+
+    assert (
+        a.null_count is not None and b.null_count is not None and a.row_count is not None and b.row_count is not None
+    ), "merged pieces have counts"
     # A piece with only nulls has no min/max yet does not make the merge unknown.
     if a.row_count == a.null_count:
         lo, hi = b.min, b.max

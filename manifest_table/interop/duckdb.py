@@ -59,8 +59,9 @@ _MARK = "manifest_table view of version "
 """The comment on a view ``to_duckdb`` made, followed by the version."""
 
 
-def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
-                  io: FileIO, uri: str) -> duckdb.DuckDBPyRelation:
+def register_view(
+    con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot, io: FileIO, uri: str
+) -> duckdb.DuckDBPyRelation:
     """Make ``name`` a temporary view of every live row of ``snapshot`` on ``con`` (replacing
     a view of that name made by an earlier call; any other object of that name is refused)
     and return it as a relation. ``uri`` names the table in the fallback's warning."""
@@ -79,8 +80,9 @@ def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
     if clash:
         root, reason = None, f"a column is named like DuckDB's virtual columns {list(_VIRTUAL)}"
     if root is None and files:  # docs/interop.md promises a warning: the whole version is held in memory
-        log.warning("DuckDB cannot read the files of %s by path (%s): registering an in-memory Arrow table "
-                    "instead", uri, reason)
+        log.warning(
+            "DuckDB cannot read the files of %s by path (%s): registering an in-memory Arrow table instead", uri, reason
+        )
     mark = f"COMMENT ON VIEW {view} IS {_literal(f'{_MARK}{snapshot.version}')}"
     if root is not None:
         try:
@@ -95,8 +97,9 @@ def register_view(con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot,
     return con.view(name)
 
 
-def _select(con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: FileIO, files: list[DataFile],
-            hidden: str) -> str:
+def _select(
+    con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: FileIO, files: list[DataFile], hidden: str
+) -> str:
     """The view's query: one ``read_parquet`` per column plan, the files with deletes
     anti-joined with their deleted positions (loaded into ``hidden``)."""
     paths = [f"{root}/{f.path}" for f in files]
@@ -113,8 +116,10 @@ def _select(con: duckdb.DuckDBPyConnection, root: str, snapshot: Snapshot, io: F
         if clean:
             parts.append(f"SELECT {columns} FROM read_parquet({_list(clean)}, {_READ_OPTIONS}) AS t")
         if with_deletes:
-            parts.append(f"SELECT {columns} FROM read_parquet({_list(with_deletes)}, {_READ_OPTIONS}, filename=true, "
-                         f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})")
+            parts.append(
+                f"SELECT {columns} FROM read_parquet({_list(with_deletes)}, {_READ_OPTIONS}, filename=true, "
+                f"file_row_number=true) AS t ANTI JOIN {hidden} AS d USING ({', '.join(_VIRTUAL)})"
+            )
     return " UNION ALL ".join(parts)
 
 
@@ -156,13 +161,18 @@ def _native_root(con: duckdb.DuckDBPyConnection, store: ObjectStore) -> tuple[st
 def _refuse_theirs(con: Any, name: str) -> None:
     """Raise if ``name`` is a table or a view that is not ours (``_MARK``). DuckDB matches
     names without regard to case, and a temporary view would hide an object of any schema."""
-    found = con.execute("SELECT 'table', NULL FROM duckdb_tables() WHERE lower(table_name) = lower($1) UNION ALL "
-                        "SELECT 'view', comment FROM duckdb_views() WHERE lower(view_name) = lower($1) "
-                        "AND NOT internal", [name]).fetchall()
+    found = con.execute(
+        "SELECT 'table', NULL FROM duckdb_tables() WHERE lower(table_name) = lower($1) UNION ALL "
+        "SELECT 'view', comment FROM duckdb_views() WHERE lower(view_name) = lower($1) "
+        "AND NOT internal",
+        [name],
+    ).fetchall()
     theirs = [kind for kind, comment in found if not (comment or "").startswith(_MARK)]
     if theirs:
-        raise InvalidArgumentError(f"{name!r} is a {theirs[0]} on this DuckDB connection; to_duckdb replaces "
-                                   "only views it made: choose another name")
+        raise InvalidArgumentError(
+            f"{name!r} is a {theirs[0]} on this DuckDB connection; to_duckdb replaces "
+            "only views it made: choose another name"
+        )
 
 
 def _drop(con: Any, name: str, view: str, hidden: str) -> None:

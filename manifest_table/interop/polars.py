@@ -28,8 +28,9 @@ def lazy_frame(snapshot: Snapshot, io: FileIO) -> pl.LazyFrame:
 
     schema = cast(pl.DataFrame, pl.from_arrow(snapshot.schema.empty_table())).schema
 
-    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
-               batch_size: int | None) -> Iterator[pl.DataFrame]:
+    def source(
+        with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None, batch_size: int | None
+    ) -> Iterator[pl.DataFrame]:
         left = n_rows
         for batch in Scan(snapshot, io, columns=with_columns).to_batches():
             frame = cast(pl.DataFrame, pl.from_arrow(_compacted(batch)))  # (a record batch: a frame)
@@ -43,8 +44,12 @@ def lazy_frame(snapshot: Snapshot, io: FileIO) -> pl.LazyFrame:
             if left == 0:
                 return
 
-    return register_io_source(source, schema=schema, explain_name="manifest_table",
-                              explain_detail=f"version {snapshot.version}, {len(snapshot.files)} files")
+    return register_io_source(
+        source,
+        schema=schema,
+        explain_name="manifest_table",
+        explain_detail=f"version {snapshot.version}, {len(snapshot.files)} files",
+    )
 
 
 def _compacted(batch: pa.RecordBatch) -> pa.RecordBatch:

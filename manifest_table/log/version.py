@@ -120,12 +120,19 @@ def diff(prev: Version, successor: Version) -> VersionDiff:
         shared = {s.path for s in prev.index.segments} & {s.path for s in successor.index.segments}
         before, after = _outside(prev, shared), _outside(successor, shared)
         maps = (prev.index.deletes, successor.index.deletes)
-        shared_changes = {p for p in maps[0].keys() | maps[1].keys()
-                          if p not in before and p not in after and maps[0].get(p) != maps[1].get(p)}
+        shared_changes = {
+            p
+            for p in maps[0].keys() | maps[1].keys()
+            if p not in before and p not in after and maps[0].get(p) != maps[1].get(p)
+        }
     touched = {p for p in before.keys() & after.keys() if before[p].deletes != after[p].deletes}
-    return VersionDiff(gone=set(before.keys() - after.keys()), touched=touched | shared_changes,
-                       new_files=[f for p, f in after.items() if p not in before], _after=after,
-                       _successor=successor)
+    return VersionDiff(
+        gone=set(before.keys() - after.keys()),
+        touched=touched | shared_changes,
+        new_files=[f for p, f in after.items() if p not in before],
+        _after=after,
+        _successor=successor,
+    )
 
 
 def _outside(manifest: Version, shared: set[str]) -> dict[str, DataFile]:

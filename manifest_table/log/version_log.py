@@ -178,19 +178,23 @@ class PointerLog(ABC, Generic[V]):
                 etag = None
                 refused += 1
                 if refused >= _RATE_LIMITED_RETRY.attempts:
-                    raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version "
-                                     f"{version}: {exc}") from exc
+                    raise StoreError(
+                        f"could not advance {POINTER_KEY} of {self.location} to version {version}: {exc}"
+                    ) from exc
                 if refused > 1:  # the first refusal only re-reads: the lag may be allowed
                     _RATE_LIMITED_RETRY.wait(refused)
             except StoreError as exc:  # NotFound too: _stored_pointer() re-creates a missing pointer
                 etag = None
                 failures += 1
                 if failures >= _POINTER_RETRY.attempts:
-                    raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version "
-                                     f"{version}: {exc}") from exc
+                    raise StoreError(
+                        f"could not advance {POINTER_KEY} of {self.location} to version {version}: {exc}"
+                    ) from exc
                 _POINTER_RETRY.wait(failures)
-        raise StoreError(f"could not advance {POINTER_KEY} of {self.location} to version {version}: "
-                         f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost")
+        raise StoreError(
+            f"could not advance {POINTER_KEY} of {self.location} to version {version}: "
+            f"{_MAX_POINTER_ATTEMPTS} compare-and-swaps lost"
+        )
 
     # --- manifests ---------------------------------------------------------------------
     def _store_version(self, version: V) -> V:
@@ -206,10 +210,10 @@ class PointerLog(ABC, Generic[V]):
             return found
         latest = self.pointer().version
         if 0 <= version <= latest:
-            raise VersionExpiredError(f"version {version} of {self.location} has been removed by "
-                                      f"garbage collection (latest is {latest})")
-        raise VersionNotFoundError(f"version {version} does not exist in {self.location} "
-                                   f"(latest is {latest})")
+            raise VersionExpiredError(
+                f"version {version} of {self.location} has been removed by garbage collection (latest is {latest})"
+            )
+        raise VersionNotFoundError(f"version {version} does not exist in {self.location} (latest is {latest})")
 
     def find(self, version: int) -> V | None:
         """The manifest of ``version``, or None if no such object exists."""
@@ -251,8 +255,9 @@ class PointerLog(ABC, Generic[V]):
             raise VersionNotFoundError(f"{self.location} did not exist yet at {when.isoformat()}")
         found = self.find(hi)
         if found is None:
-            raise VersionExpiredError(f"the version current at {when.isoformat()} ({hi}) has been "
-                                      "removed by garbage collection")
+            raise VersionExpiredError(
+                f"the version current at {when.isoformat()} ({hi}) has been removed by garbage collection"
+            )
         return found
 
     def history(self, limit: int | None = None) -> list[V]:

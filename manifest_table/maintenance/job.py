@@ -69,8 +69,12 @@ def find_tables(root: str, storage_options: dict[str, str] | None = None) -> lis
     store = store_for_uri(root, storage_options)
     if any(store.head(marker) is not None for marker in TABLE_MARKERS):
         return [root]
-    prefixes = {info.key[:-len(marker) - 1] for info in store.list() for marker in TABLE_MARKERS
-                if info.key.endswith("/" + marker)}
+    prefixes = {
+        info.key[: -len(marker) - 1]
+        for info in store.list()
+        for marker in TABLE_MARKERS
+        if info.key.endswith("/" + marker)
+    }
     if not prefixes:  # "<database>/<table>" names a table that has no objects of its own here
         parent, _, name = root.rstrip("/").rpartition("/")
         try:
@@ -118,8 +122,7 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
             outcome.lines.append(_compact(table, options, outcome, compact))
         if table.mirrors and not options.dry_run:
             outcome.lines.append(_sync_mirrors(table, outcome))
-        report = table.gc(options.retain_versions, options.retain_for, options.grace, options.dry_run,
-                          options.force)
+        report = table.gc(options.retain_versions, options.retain_for, options.grace, options.dry_run, options.force)
         outcome.lines.append(str(report))
     except ManifestTableError as exc:
         outcome.ok, outcome.error = False, f"{type(exc).__name__}: {exc}"
@@ -151,8 +154,15 @@ def _maintain_database(db: Database, options: JobOptions, outcome: Outcome, comp
 
 
 def _database_gc(db: Database, options: JobOptions) -> str:
-    return str(db.gc(retain_versions=options.retain_versions, retain_for=options.retain_for, grace=options.grace,
-                     dry_run=options.dry_run, force=options.force))
+    return str(
+        db.gc(
+            retain_versions=options.retain_versions,
+            retain_for=options.retain_for,
+            grace=options.grace,
+            dry_run=options.dry_run,
+            force=options.force,
+        )
+    )
 
 
 def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compactor) -> str:
@@ -193,25 +203,36 @@ def describe_compaction(info: CommitInfo) -> str:
     if not info.committed:
         return "compaction: nothing to do"
     m = info.metrics
-    return (f"compaction: version {info.version}: {count(m['files_removed'], 'file')} -> {m['files_added']}, "
-            f"{count(m['rows_rewritten'], 'row')} rewritten, {count(m['rows_dropped'], 'deleted row')} dropped, "
-            f"{m['bytes_removed']} -> {m['bytes_added']} bytes")
+    return (
+        f"compaction: version {info.version}: {count(m['files_removed'], 'file')} -> {m['files_added']}, "
+        f"{count(m['rows_rewritten'], 'row')} rewritten, {count(m['rows_dropped'], 'deleted row')} dropped, "
+        f"{m['bytes_removed']} -> {m['bytes_added']} bytes"
+    )
 
 
 # --- the job ----------------------------------------------------------------------------
-def run_job(tables: list[str], options: JobOptions, compact: Compactor = local_compaction,
-            show: Callable[[str], None] = print) -> int:
+def run_job(
+    tables: list[str], options: JobOptions, compact: Compactor = local_compaction, show: Callable[[str], None] = print
+) -> int:
     """Maintain every table in ``tables``, ``show`` a report per table and a summary; 0
     when every table is fine, 1 when any failed."""
     outcomes = []
     for uri in tables:
         outcome = maintain(uri, options, compact)
         outcomes.append(outcome)
-        show("\n".join([f"== {uri} ==", *outcome.lines, *([f"FAILED: {outcome.error}"] if not outcome.ok else [])])
-             + "\n")
+        show(
+            "\n".join([f"== {uri} ==", *outcome.lines, *([f"FAILED: {outcome.error}"] if not outcome.ok else [])])
+            + "\n"
+        )
     failed = [o for o in outcomes if not o.ok]
     skipped = sum(o.compaction_skipped for o in outcomes)
-    show("\n".join([f"summary: {count(len(outcomes), 'table')}, {len(outcomes) - len(failed)} ok, {len(failed)} "
-                    f"failed, {count(skipped, 'compaction')} skipped{' (dry run)' if options.dry_run else ''}",
-                    *(f"  FAILED {o.uri}: {o.error}" for o in failed)]))
+    show(
+        "\n".join(
+            [
+                f"summary: {count(len(outcomes), 'table')}, {len(outcomes) - len(failed)} ok, {len(failed)} "
+                f"failed, {count(skipped, 'compaction')} skipped{' (dry run)' if options.dry_run else ''}",
+                *(f"  FAILED {o.uri}: {o.error}" for o in failed),
+            ]
+        )
+    )
     return 1 if failed else 0

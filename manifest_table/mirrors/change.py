@@ -33,8 +33,13 @@ def version_change(prev: Version, cur: Version) -> VersionChange:
     changed = diff(prev, cur)
     before = {p: f for p, (f, _) in locate(prev, changed.gone | changed.touched).items()}
     after = changed.after(changed.touched)
-    change = VersionChange(prev, cur, list(changed.new_files), [before[p] for p in sorted(changed.gone)],
-                           [(before[p], after[p]) for p in sorted(changed.touched)])
+    change = VersionChange(
+        prev,
+        cur,
+        list(changed.new_files),
+        [before[p] for p in sorted(changed.gone)],
+        [(before[p], after[p]) for p in sorted(changed.touched)],
+    )
     # A changed deletion vector always points at a tombstone this commit wrote.
     change.new_tombstones = tombstones_of(change.added + [f for _, f in change.redeleted])
     return change

@@ -67,10 +67,21 @@ def latest(src: Source) -> int | None:
 
 # --- table-level actions ------------------------------------------------------------------
 def _schema(fields: FieldIds) -> str:
-    return json.dumps({"type": "struct", "fields": [
-        {"name": f.name, "type": delta_type(f.type), "nullable": f.nullable,
-         "metadata": {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical}}
-        for fid, f, physical in zip(fields.ids, fields.schema, fields.physical_names)]}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "type": "struct",
+            "fields": [
+                {
+                    "name": f.name,
+                    "type": delta_type(f.type),
+                    "nullable": f.nullable,
+                    "metadata": {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical},
+                }
+                for fid, f, physical in zip(fields.ids, fields.schema, fields.physical_names)
+            ],
+        },
+        separators=(",", ":"),
+    )
 
 
 def protocol(fields: FieldIds) -> dict[str, Any]:
@@ -83,11 +94,18 @@ def protocol(fields: FieldIds) -> dict[str, Any]:
 def metadata(manifest: Version) -> dict[str, Any]:
     options, index = manifest.mirrors[DELTA], manifest.index
     assert index is not None
-    return {"id": options["table_id"], "format": {"provider": "parquet", "options": {}},
-            "schemaString": _schema(manifest.fields), "partitionColumns": [],
-            "configuration": {"delta.enableDeletionVectors": "true", "delta.columnMapping.mode": "id",
-                              "delta.columnMapping.maxColumnId": str(index.last_field_id),
-                              "delta.checkpointInterval": str(options["checkpoint_interval"])}}
+    return {
+        "id": options["table_id"],
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": _schema(manifest.fields),
+        "partitionColumns": [],
+        "configuration": {
+            "delta.enableDeletionVectors": "true",
+            "delta.columnMapping.mode": "id",
+            "delta.columnMapping.maxColumnId": str(index.last_field_id),
+            "delta.checkpointInterval": str(options["checkpoint_interval"]),
+        },
+    }
 
 
 # --- file actions ---------------------------------------------------------------------------
@@ -96,8 +114,9 @@ _BOUNDED = ("byte", "short", "integer", "long", "float", "double", "string", "da
 truncates to milliseconds, nor decimals)."""
 
 
-def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds], fields: FieldIds,
-                when: int) -> list[dict[str, Any]]:
+def add_actions(
+    src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds], fields: FieldIds, when: int
+) -> list[dict[str, Any]]:
     """``add`` actions of ``files``, with their statistics keyed by physical name. The stats
     cover every row of a file, deleted ones included: with a deletion vector they are "wide"
     (``tightBounds`` false), as the protocol allows."""
@@ -105,8 +124,14 @@ def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds
     for fid, column, physical in zip(fields.ids, fields.schema, fields.physical_names):
         b = bounds[fid]
         exact = delta_type(column.type) in _BOUNDED and b.mins is not None
-        columns.append((physical, b.mins.to_pylist() if exact else None,  # type: ignore[union-attr]
-                        b.maxs.to_pylist() if exact else None, b.nulls))  # type: ignore[union-attr]
+        columns.append(
+            (
+                physical,
+                b.mins.to_pylist() if exact else None,  # type: ignore[union-attr]
+                b.maxs.to_pylist() if exact else None,  # type: ignore[union-attr]
+                b.nulls,
+            )
+        )
     out = []
     for i, f in enumerate(files):
         lows: dict[str, Any] = {}
@@ -119,10 +144,21 @@ def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds
                 value = values[i] if values is not None else None
                 if value is not None and value == value:  # (NaN is no bound)
                     into[physical] = value.isoformat() if isinstance(value, date) else value
-        stats = {"numRecords": f.rows, "tightBounds": f.deletes is None, "minValues": lows, "maxValues": highs,
-                 "nullCount": nulls}
-        action = {"path": f.path, "partitionValues": {}, "size": f.size, "modificationTime": when,
-                  "dataChange": True, "stats": json.dumps(stats, separators=(",", ":"))}
+        stats = {
+            "numRecords": f.rows,
+            "tightBounds": f.deletes is None,
+            "minValues": lows,
+            "maxValues": highs,
+            "nullCount": nulls,
+        }
+        action = {
+            "path": f.path,
+            "partitionValues": {},
+            "size": f.size,
+            "modificationTime": when,
+            "dataChange": True,
+            "stats": json.dumps(stats, separators=(",", ":")),
+        }
         if f.deletes is not None:
             action["deletionVector"] = descriptor(f.deletes, src.tombstones)
         out.append(action)
@@ -130,8 +166,14 @@ def add_actions(src: Source, files: Sequence[DataFile], bounds: dict[int, Bounds
 
 
 def _remove(src: Source, f: DataFile, when: int) -> dict[str, Any]:
-    action = {"path": f.path, "deletionTimestamp": when, "dataChange": True, "extendedFileMetadata": True,
-              "partitionValues": {}, "size": f.size}
+    action = {
+        "path": f.path,
+        "deletionTimestamp": when,
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": {},
+        "size": f.size,
+    }
     if f.deletes is not None:
         action["deletionVector"] = descriptor(f.deletes, src.tombstones)
     return action
@@ -148,10 +190,18 @@ def write_commit(src: Source, change: VersionChange) -> bool:
     another writer mirrored it first."""
     cur, prev, when = change.cur, change.prev, change.cur.timestamp_ms
     write_dv_files(src, change.new_tombstones)
-    actions: list[dict[str, Any]] = [{"commitInfo": {
-        "timestamp": when, "operation": cur.operation.upper(), "operationParameters": {},
-        "engineInfo": "manifest_table", "isBlindAppend": cur.operation == "append",
-        "manifest_table": {"version": cur.version, "commit_id": cur.commit_id}}}]
+    actions: list[dict[str, Any]] = [
+        {
+            "commitInfo": {
+                "timestamp": when,
+                "operation": cur.operation.upper(),
+                "operationParameters": {},
+                "engineInfo": "manifest_table",
+                "isBlindAppend": cur.operation == "append",
+                "manifest_table": {"version": cur.version, "commit_id": cur.commit_id},
+            }
+        }
+    ]
     if protocol(cur.fields) != protocol(prev.fields):
         actions.append({"protocol": protocol(cur.fields)})
     if prev.mirrors.get(DELTA) != cur.mirrors[DELTA] or metadata(cur) != metadata(prev):
@@ -175,14 +225,20 @@ def write_checkpoint(src: Source, cur: Version) -> None:
     rows = [{"protocol": protocol(cur.fields)}, {"metaData": metadata(cur)}]
     for files, segment in _parts(cur):
         write_dv_files(src, tombstones_of(files))
-        rows += [{"add": a} for a in add_actions(src, files, bounds_of(cur, files, segment), cur.fields,
-                                                 cur.timestamp_ms)]
+        rows += [
+            {"add": a} for a in add_actions(src, files, bounds_of(cur, files, segment), cur.fields, cur.timestamp_ms)
+        ]
     table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
-    advance_hint(src.store, LAST_CHECKPOINT, cur.version,
-                 lambda v: json.dumps({"version": v, "size": len(rows)}).encode(), lambda b: json.loads(b)["version"])
+    advance_hint(
+        src.store,
+        LAST_CHECKPOINT,
+        cur.version,
+        lambda v: json.dumps({"version": v, "size": len(rows)}).encode(),
+        lambda b: json.loads(b)["version"],
+    )
 
 
 def _parts(manifest: Version) -> Iterable[tuple[list[DataFile], str | None]]:
@@ -194,21 +250,74 @@ def _parts(manifest: Version) -> Iterable[tuple[list[DataFile], str | None]]:
 
 
 _STRINGS = pa.map_(pa.string(), pa.string())
-_DV = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
-                 ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
-CHECKPOINT_SCHEMA = pa.schema([
-    ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
-    ("add", pa.struct([("path", pa.string()), ("partitionValues", _STRINGS), ("size", pa.int64()),
-                       ("modificationTime", pa.int64()), ("dataChange", pa.bool_()), ("stats", pa.string()),
-                       ("tags", _STRINGS), ("deletionVector", _DV), ("baseRowId", pa.int64()),
-                       ("defaultRowCommitVersion", pa.int64())])),
-    ("remove", pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-                          ("extendedFileMetadata", pa.bool_()), ("partitionValues", _STRINGS),
-                          ("size", pa.int64()), ("deletionVector", _DV)])),
-    ("metaData", pa.struct([("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
-                            ("format", pa.struct([("provider", pa.string()), ("options", _STRINGS)])),
-                            ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())),
-                            ("configuration", _STRINGS), ("createdTime", pa.int64())])),
-    ("protocol", pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
-                            ("readerFeatures", pa.list_(pa.string())), ("writerFeatures", pa.list_(pa.string()))])),
-])
+_DV = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+CHECKPOINT_SCHEMA = pa.schema(
+    [
+        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
+        (
+            "add",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("partitionValues", _STRINGS),
+                    ("size", pa.int64()),
+                    ("modificationTime", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("stats", pa.string()),
+                    ("tags", _STRINGS),
+                    ("deletionVector", _DV),
+                    ("baseRowId", pa.int64()),
+                    ("defaultRowCommitVersion", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "remove",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("deletionTimestamp", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("extendedFileMetadata", pa.bool_()),
+                    ("partitionValues", _STRINGS),
+                    ("size", pa.int64()),
+                    ("deletionVector", _DV),
+                ]
+            ),
+        ),
+        (
+            "metaData",
+            pa.struct(
+                [
+                    ("id", pa.string()),
+                    ("name", pa.string()),
+                    ("description", pa.string()),
+                    ("format", pa.struct([("provider", pa.string()), ("options", _STRINGS)])),
+                    ("schemaString", pa.string()),
+                    ("partitionColumns", pa.list_(pa.string())),
+                    ("configuration", _STRINGS),
+                    ("createdTime", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "protocol",
+            pa.struct(
+                [
+                    ("minReaderVersion", pa.int32()),
+                    ("minWriterVersion", pa.int32()),
+                    ("readerFeatures", pa.list_(pa.string())),
+                    ("writerFeatures", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+    ]
+)

@@ -34,8 +34,7 @@ _METADATA = re.compile(r"metadata/v([0-9]+)\.metadata\.json")
 
 def floor(vlog: VersionLog, latest: Version) -> int | None:
     """The oldest version a mirror that is on still needs (its newest), or None."""
-    versions = [v for v in status(vlog, [n for n in (ICEBERG, DELTA) if n in latest.mirrors]).values()
-                if v is not None]
+    versions = [v for v in status(vlog, [n for n in (ICEBERG, DELTA) if n in latest.mirrors]).values() if v is not None]
     return min(versions, default=None)
 
 
@@ -52,8 +51,9 @@ def _order(key: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else 0, key)
 
 
-def needed(vlog: VersionLog, retained: list[Version], tombstones: Iterable[str],
-           listed: dict[str, list[ObjectInfo]]) -> set[str]:
+def needed(
+    vlog: VersionLog, retained: list[Version], tombstones: Iterable[str], listed: dict[str, list[ObjectInfo]]
+) -> set[str]:
     """Keys of mirror objects the ``retained`` versions (the latest first) need; ``listed``:
     every object under ``metadata/`` and ``_delta_log/``; ``tombstones``: the objects GC keeps."""
     latest, kept = retained[0], sorted(m.version for m in retained)
@@ -78,9 +78,9 @@ def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
                 lists.setdefault(int(snapshot["summary"][iceberg.VERSION_PROPERTY]), snapshot["manifest-list"])
     keys = {iceberg.metadata_key(v) for v in versions}
     for location in {lists[v] for v in versions}:
-        key = location[len(src.location) + 1:]
+        key = location[len(src.location) + 1 :]
         keys.add(key)
-        keys.update(e["manifest_path"][len(src.location) + 1:] for e in read_avro(src.store.get(key)))
+        keys.update(e["manifest_path"][len(src.location) + 1 :] for e in read_avro(src.store.get(key)))
     return keys
 
 

@@ -75,7 +75,7 @@ def read_state(src: Source, version: int) -> IcebergState | None:
     if metadata.get("location") != src.location:
         return None  # the table was moved: its files have new locations, start over
     current = next(s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"])
-    entries = read_avro(src.store.get(current["manifest-list"][len(src.location) + 1:]))
+    entries = read_avro(src.store.get(current["manifest-list"][len(src.location) + 1 :]))
     state = IcebergState(version, metadata, {slot_of(e["manifest_path"]): e for e in entries})
     _remember(src, state)
     return state
@@ -97,8 +97,7 @@ def latest(src: Source) -> int | None:
     try:
         version: int | None = int(src.store.get(HINT).decode().strip())
     except (NotFound, ValueError):
-        found = [int(m.group(1)) for info in src.store.list(METADATA_PREFIX)
-                 if (m := _METADATA.fullmatch(info.key))]
+        found = [int(m.group(1)) for info in src.store.list(METADATA_PREFIX) if (m := _METADATA.fullmatch(info.key))]
         version = max(found, default=None)
     if version is None:
         return None
@@ -107,8 +106,13 @@ def latest(src: Source) -> int | None:
     return version if src.store.head(metadata_key(version)) is not None else None
 
 
-def write_version(src: Source, cur: Version, prev: Version | None, prev_state: IcebergState | None,
-                  new_tombstones: dict[str, dict[int, str]] | None) -> bool:
+def write_version(
+    src: Source,
+    cur: Version,
+    prev: Version | None,
+    prev_state: IcebergState | None,
+    new_tombstones: dict[str, dict[int, str]] | None,
+) -> bool:
     """Mirror ``cur``, incrementally from ``prev`` (the version before it) and its mirror
     ``prev_state``, or whole when ``prev_state`` is None. False when another writer mirrored it
     first. ``new_tombstones``: the tombstones ``cur`` references first (None: work them out)."""
@@ -117,8 +121,9 @@ def write_version(src: Source, cur: Version, prev: Version | None, prev_state: I
     schemas, schema_id = _schemas(prev_meta, fields)
     if prev_state is None:
         prev, new_tombstones = None, tombstones_of(list(cur.files))
-    plan = ManifestPlanner(src, cur, prev, prev_state.manifests if prev_state else {}, schemas[schema_id],
-                           new_tombstones or {}).run()
+    plan = ManifestPlanner(
+        src, cur, prev, prev_state.manifests if prev_state else {}, schemas[schema_id], new_tombstones or {}
+    ).run()
     sid, sequence = snapshot_id(cur), cur.version + 1
     first_row_id = prev_meta["next-row-id"] if prev_meta else 0
     entries, next_row_id = list(plan.reused.values()), first_row_id
@@ -128,13 +133,23 @@ def write_version(src: Source, cur: Version, prev: Version | None, prev_state: I
     parent = prev_meta["current-snapshot-id"] if prev_meta else None
     list_key = f"{METADATA_PREFIX}snap-{sid}-{uuid.uuid4().hex}.avro"
     src.store.put_if_absent(list_key, manifest_list(entries, sid, parent, sequence, first_row_id))
-    snapshot = {"snapshot-id": sid, **({"parent-snapshot-id": parent} if parent is not None else {}),
-                "sequence-number": sequence, "timestamp-ms": cur.timestamp_ms,
-                "manifest-list": f"{src.location}/{list_key}", "schema-id": schema_id,
-                "first-row-id": first_row_id, "added-rows": next_row_id - first_row_id,
-                "summary": {"operation": _operation(cur, plan.new), VERSION_PROPERTY: str(cur.version),
-                            "manifest-table.commit-id": cur.commit_id, "total-records": str(cur.totals.rows),
-                            "total-data-files": str(cur.totals.files)}}
+    snapshot = {
+        "snapshot-id": sid,
+        **({"parent-snapshot-id": parent} if parent is not None else {}),
+        "sequence-number": sequence,
+        "timestamp-ms": cur.timestamp_ms,
+        "manifest-list": f"{src.location}/{list_key}",
+        "schema-id": schema_id,
+        "first-row-id": first_row_id,
+        "added-rows": next_row_id - first_row_id,
+        "summary": {
+            "operation": _operation(cur, plan.new),
+            VERSION_PROPERTY: str(cur.version),
+            "manifest-table.commit-id": cur.commit_id,
+            "total-records": str(cur.totals.rows),
+            "total-data-files": str(cur.totals.files),
+        },
+    }
     metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)
     data = json.dumps(metadata, separators=(",", ":")).encode()
     if not src.create(metadata_key(cur.version), data) and src.store.get(metadata_key(cur.version)) != data:
@@ -150,12 +165,24 @@ def advance(src: Source, version: int) -> None:
 
 
 def _list_entry(src: Source, new: NewManifest, sid: int, sequence: int, first_row_id: int | None) -> dict[str, Any]:
-    return {"manifest_path": f"{src.location}/{new.key}", "manifest_length": new.length, "partition_spec_id": 0,
-            "content": new.content, "sequence_number": sequence,
-            "min_sequence_number": 0 if new.content == DATA else sequence, "added_snapshot_id": sid,
-            "added_files_count": new.files, "existing_files_count": 0, "deleted_files_count": 0,
-            "added_rows_count": new.rows, "existing_rows_count": 0, "deleted_rows_count": 0,
-            "partitions": [], "key_metadata": None, "first_row_id": first_row_id}
+    return {
+        "manifest_path": f"{src.location}/{new.key}",
+        "manifest_length": new.length,
+        "partition_spec_id": 0,
+        "content": new.content,
+        "sequence_number": sequence,
+        "min_sequence_number": 0 if new.content == DATA else sequence,
+        "added_snapshot_id": sid,
+        "added_files_count": new.files,
+        "existing_files_count": 0,
+        "deleted_files_count": 0,
+        "added_rows_count": new.rows,
+        "existing_rows_count": 0,
+        "deleted_rows_count": 0,
+        "partitions": [],
+        "key_metadata": None,
+        "first_row_id": first_row_id,
+    }
 
 
 def _operation(cur: Version, new: list[NewManifest]) -> str:
@@ -179,31 +206,46 @@ def _schemas(prev_meta: dict[str, Any] | None, fields: Any) -> tuple[dict[int, d
     return schemas, schema_id
 
 
-def _metadata(src: Source, cur: Version, prev_meta: dict[str, Any] | None, schemas: dict[int, dict[str, Any]],
-              snapshot: dict[str, Any], next_row_id: int) -> dict[str, Any]:
+def _metadata(
+    src: Source,
+    cur: Version,
+    prev_meta: dict[str, Any] | None,
+    schemas: dict[int, dict[str, Any]],
+    snapshot: dict[str, Any],
+    next_row_id: int,
+) -> dict[str, Any]:
     snapshots = _retained_snapshots(src, prev_meta["snapshots"] if prev_meta else [], cur.version) + [snapshot]
     used = {s["schema-id"] for s in snapshots}
     return {
-        "format-version": 3, "table-uuid": cur.mirrors[ICEBERG]["table_uuid"], "location": src.location,
-        "last-sequence-number": snapshot["sequence-number"], "last-updated-ms": cur.timestamp_ms,
+        "format-version": 3,
+        "table-uuid": cur.mirrors[ICEBERG]["table_uuid"],
+        "location": src.location,
+        "last-sequence-number": snapshot["sequence-number"],
+        "last-updated-ms": cur.timestamp_ms,
         "last-column-id": cur.index.last_field_id,  # type: ignore[union-attr]
         "current-schema-id": snapshot["schema-id"],
         "schemas": [schemas[i] for i in sorted(schemas) if i in used],
-        "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}], "last-partition-id": 999,
-        "default-sort-order-id": 0, "sort-orders": [{"order-id": 0, "fields": []}],
+        "default-spec-id": 0,
+        "partition-specs": [{"spec-id": 0, "fields": []}],
+        "last-partition-id": 999,
+        "default-sort-order-id": 0,
+        "sort-orders": [{"order-id": 0, "fields": []}],
         "properties": {"schema.name-mapping.default": name_mapping(cur.fields), VERSION_PROPERTY: str(cur.version)},
-        "current-snapshot-id": snapshot["snapshot-id"], "next-row-id": next_row_id,
+        "current-snapshot-id": snapshot["snapshot-id"],
+        "next-row-id": next_row_id,
         "refs": {"main": {"snapshot-id": snapshot["snapshot-id"], "type": "branch"}},
         "snapshots": snapshots,
         "snapshot-log": [{"timestamp-ms": s["timestamp-ms"], "snapshot-id": s["snapshot-id"]} for s in snapshots],
-        "metadata-log": [], "statistics": [], "partition-statistics": [],
+        "metadata-log": [],
+        "statistics": [],
+        "partition-statistics": [],
     }
 
 
 def _retained_snapshots(src: Source, snapshots: list[dict[str, Any]], version: int) -> list[dict[str, Any]]:
     """The previous file's snapshots of versions our garbage collection still retains (it
     expires a prefix: a binary search of HEADs finds the oldest), the newest ``MAX_SNAPSHOTS - 1``."""
-    snapshots = snapshots[-(MAX_SNAPSHOTS - 1):] if MAX_SNAPSHOTS > 1 else []
+    snapshots = snapshots[-(MAX_SNAPSHOTS - 1) :] if MAX_SNAPSHOTS > 1 else []
     if not snapshots:
         return []
     versions = [int(s["summary"][VERSION_PROPERTY]) for s in snapshots]

@@ -43,7 +43,7 @@ def slot_of(manifest_path: str) -> str:
 
 
 def _segment_id(key: str) -> str:
-    return key[len(SEGMENT_PREFIX):].removesuffix(".parquet")
+    return key[len(SEGMENT_PREFIX) :].removesuffix(".parquet")
 
 
 def _bucket(path: str, files: int) -> int:
@@ -76,8 +76,15 @@ class ManifestPlanner:
     """Plans (and writes the new manifests of) version ``cur`` given the previous version's
     manifests ``kept`` (slot -> manifest-list entry; empty for a full build)."""
 
-    def __init__(self, src: Source, cur: Version, prev: Version | None, kept: dict[str, dict[str, Any]],
-                 schema_json: dict[str, Any], new_tombstones: dict[str, dict[int, str]]) -> None:
+    def __init__(
+        self,
+        src: Source,
+        cur: Version,
+        prev: Version | None,
+        kept: dict[str, dict[str, Any]],
+        schema_json: dict[str, Any],
+        new_tombstones: dict[str, dict[int, str]],
+    ) -> None:
         self.src, self.cur, self.prev, self.kept = src, cur, prev, kept
         self.fields: FieldIds = cur.fields
         self.schema_json = schema_json
@@ -126,8 +133,11 @@ class ManifestPlanner:
         for bucket, files_changed in buckets.items():
             slot = f"{seg_id}-x{bucket}"
             old = self.plan.reused.pop(slot, None)
-            entries = {} if old is None else {e["data_file"]["referenced_data_file"]: e
-                                              for e in read_avro(self.src.store.get(self._key(old)))}
+            entries = (
+                {}
+                if old is None
+                else {e["data_file"]["referenced_data_file"]: e for e in read_avro(self.src.store.get(self._key(old)))}
+            )
             for path, f in files_changed.items():
                 entries[self._target(path)] = self._new_vector(path, f.deletes)  # type: ignore[arg-type]
             self._write(slot, DELETES, list(entries.values()))
@@ -141,8 +151,7 @@ class ManifestPlanner:
             if f.deletes is not None:
                 buckets.setdefault(_bucket(f.path, count), []).append(f)
         for bucket, with_deletes in sorted(buckets.items()):
-            self._write(f"{seg_id}-x{bucket}", DELETES,
-                        [self._vector(f.path, f.deletes) for f in with_deletes])  # type: ignore[arg-type]
+            self._write(f"{seg_id}-x{bucket}", DELETES, [self._vector(f.path, f.deletes) for f in with_deletes])  # type: ignore[arg-type]
 
     def _reuse_tail(self) -> tuple[bool, bool]:
         """Reuse the tail's manifests if its files (and their vectors) are the previous
@@ -169,14 +178,17 @@ class ManifestPlanner:
         return f"{self.src.location}/{path}"
 
     def _key(self, list_entry: dict[str, Any]) -> str:
-        return list_entry["manifest_path"][len(self.src.location) + 1:]
+        return list_entry["manifest_path"][len(self.src.location) + 1 :]
 
     def _vector(self, path: str, ref: DeletionVector) -> dict[str, Any]:
         """The deletion vector entry of data file ``path``: the previous version's, if it had
         this very vector, else a new one."""
         old = self._old_vectors().get(self._target(path))
-        if (old is not None and old["data_file"]["file_path"] == f"{self.src.location}/{puffin_key(ref.path)}"
-                and old["data_file"]["record_count"] == ref.cardinality):
+        if (
+            old is not None
+            and old["data_file"]["file_path"] == f"{self.src.location}/{puffin_key(ref.path)}"
+            and old["data_file"]["record_count"] == ref.cardinality
+        ):
             return old
         return self._new_vector(path, ref)
 
@@ -188,10 +200,12 @@ class ManifestPlanner:
         """Entries of the previous version's deletion-vector manifests this version drops:
         where the vectors of rewritten segments and of a changed tail come from."""
         if self._pool is None:
-            dropped = [e for slot, e in self.kept.items()
-                       if "-x" in slot and slot not in self.plan.reused]
-            self._pool = {entry["data_file"]["referenced_data_file"]: entry for old in dropped
-                          for entry in read_avro(self.src.store.get(self._key(old)))}
+            dropped = [e for slot, e in self.kept.items() if "-x" in slot and slot not in self.plan.reused]
+            self._pool = {
+                entry["data_file"]["referenced_data_file"]: entry
+                for old in dropped
+                for entry in read_avro(self.src.store.get(self._key(old)))
+            }
         return self._pool
 
     def _puffin(self, tombstone: str) -> int:
@@ -201,8 +215,11 @@ class ManifestPlanner:
             key = puffin_key(tombstone)
             referenced = self.new_tombstones.get(tombstone)
             if referenced is not None:
-                data = puffin_file(self.src.tombstones.object(tombstone), self.src.tombstones.bitmaps(tombstone),
-                                   {offset: self._target(path) for offset, path in referenced.items()})
+                data = puffin_file(
+                    self.src.tombstones.object(tombstone),
+                    self.src.tombstones.bitmaps(tombstone),
+                    {offset: self._target(path) for offset, path in referenced.items()},
+                )
                 if self.src.create(key, data):
                     self.plan.written.append(key)
                     self._puffins[tombstone] = len(data)
@@ -215,10 +232,12 @@ class ManifestPlanner:
         key = f"{METADATA_PREFIX}{slot}-{uuid.uuid4().hex}.avro"
         self.src.store.put_if_absent(key, data)
         self.plan.written.append(key)
-        self.plan.new.append(NewManifest(slot, key, content, len(data), len(entries),
-                                         sum(e["data_file"]["record_count"] for e in entries)))
+        self.plan.new.append(
+            NewManifest(
+                slot, key, content, len(data), len(entries), sum(e["data_file"]["record_count"] for e in entries)
+            )
+        )
 
 
 def _path_of(entry: dict[str, Any]) -> str:
     return entry["data_file"]["referenced_data_file"] or entry["data_file"]["file_path"]
-

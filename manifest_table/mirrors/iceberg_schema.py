@@ -26,9 +26,14 @@ files get the lowest, whichever manifest lists them."""
 
 
 def schema_json(fields: FieldIds, schema_id: int) -> dict[str, Any]:
-    return {"type": "struct", "schema-id": schema_id, "fields": [
-        {"id": fid, "name": f.name, "required": not f.nullable, "type": iceberg_type(f.type)}
-        for fid, f in zip(fields.ids, fields.schema)]}
+    return {
+        "type": "struct",
+        "schema-id": schema_id,
+        "fields": [
+            {"id": fid, "name": f.name, "required": not f.nullable, "type": iceberg_type(f.type)}
+            for fid, f in zip(fields.ids, fields.schema)
+        ],
+    }
 
 
 def name_mapping(fields: FieldIds) -> str:
@@ -37,14 +42,16 @@ def name_mapping(fields: FieldIds) -> str:
     return json.dumps([{"field-id": fid, "names": [name]} for fid, name in zip(fields.ids, fields.physical_names)])
 
 
-def data_entries(files: Sequence[DataFile], bounds: dict[int, Bounds], location: str,
-                 fields: FieldIds) -> list[dict[str, Any]]:
+def data_entries(
+    files: Sequence[DataFile], bounds: dict[int, Bounds], location: str, fields: FieldIds
+) -> list[dict[str, Any]]:
     """The manifest entries of ``files``, whose column ``bounds`` are given (columns.py)."""
     columns = []
     for fid, column in zip(fields.ids, fields.schema):
         b = bounds[fid]
-        columns.append((fid, _encoded(b.mins, column.type, len(files)), _encoded(b.maxs, column.type, len(files)),
-                        b.nulls))
+        columns.append(
+            (fid, _encoded(b.mins, column.type, len(files)), _encoded(b.maxs, column.type, len(files)), b.nulls)
+        )
     out = []
     for i, f in enumerate(files):
         lower, upper, nulls, values = {}, {}, {}, {}
@@ -58,26 +65,55 @@ def data_entries(files: Sequence[DataFile], bounds: dict[int, Bounds], location:
                 lower[fid] = lows[i]
             if highs[i] is not None:
                 upper[fid] = highs[i]
-        out.append(entry({"content": 0, "file_path": f"{location}/{f.path}", "file_format": "PARQUET",
-                          "record_count": f.rows, "file_size_in_bytes": f.size, "value_counts": as_map(values),
-                          "null_value_counts": as_map(nulls), "lower_bounds": as_map(lower),
-                          "upper_bounds": as_map(upper)}, DATA_SEQUENCE))
+        out.append(
+            entry(
+                {
+                    "content": 0,
+                    "file_path": f"{location}/{f.path}",
+                    "file_format": "PARQUET",
+                    "record_count": f.rows,
+                    "file_size_in_bytes": f.size,
+                    "value_counts": as_map(values),
+                    "null_value_counts": as_map(nulls),
+                    "lower_bounds": as_map(lower),
+                    "upper_bounds": as_map(upper),
+                },
+                DATA_SEQUENCE,
+            )
+        )
     return out
 
 
-def dv_entry(path: str, ref: DeletionVector, location: str, puffin: str, puffin_size: int,
-             offset: int) -> dict[str, Any]:
+def dv_entry(
+    path: str, ref: DeletionVector, location: str, puffin: str, puffin_size: int, offset: int
+) -> dict[str, Any]:
     """The entry of data file ``path``'s deletion vector, the blob at ``offset`` of ``puffin``."""
     target = f"{location}/{path}"
     bound = as_map({PATH_FIELD: target.encode()})
-    return entry({"content": 1, "file_path": f"{location}/{puffin}", "file_format": "PUFFIN",
-                  "record_count": ref.cardinality, "file_size_in_bytes": puffin_size, "lower_bounds": bound,
-                  "upper_bounds": bound, "referenced_data_file": target, "content_offset": offset,
-                  "content_size_in_bytes": ref.length + FRAMING})
+    return entry(
+        {
+            "content": 1,
+            "file_path": f"{location}/{puffin}",
+            "file_format": "PUFFIN",
+            "record_count": ref.cardinality,
+            "file_size_in_bytes": puffin_size,
+            "lower_bounds": bound,
+            "upper_bounds": bound,
+            "referenced_data_file": target,
+            "content_offset": offset,
+            "content_size_in_bytes": ref.length + FRAMING,
+        }
+    )
 
 
-_PACKED = {"int": ("<i", pa.int32()), "date": ("<i", pa.int32()), "long": ("<q", pa.int64()),
-           "time": ("<q", pa.int64()), "float": ("<f", None), "double": ("<d", None)}
+_PACKED = {
+    "int": ("<i", pa.int32()),
+    "date": ("<i", pa.int32()),
+    "long": ("<q", pa.int64()),
+    "time": ("<q", pa.int64()),
+    "float": ("<f", None),
+    "double": ("<d", None),
+}
 
 
 def _encoded(values: pa.Array | None, dtype: pa.DataType, count: int) -> list[bytes | None]:

@@ -32,15 +32,26 @@ def puffin_file(tombstone: bytes, bitmaps: list[tuple[int, int]], referenced: di
     ``referenced``: bitmap offset -> the data file location it deletes from."""
     chunks, blobs, position = [MAGIC], [], HEADER
     for offset, length in bitmaps:
-        bitmap = tombstone[offset:offset + length]
+        bitmap = tombstone[offset : offset + length]
         framed = blob(bitmap)
-        blobs.append({"type": "deletion-vector-v1", "fields": [ROW_POSITION_FIELD], "snapshot-id": -1,
-                      "sequence-number": -1, "offset": position, "length": len(framed),
-                      "properties": {"referenced-data-file": referenced.get(offset, f"unreferenced:{offset}"),
-                                     "cardinality": str(len(BitMap.deserialize(bitmap)))}})
+        blobs.append(
+            {
+                "type": "deletion-vector-v1",
+                "fields": [ROW_POSITION_FIELD],
+                "snapshot-id": -1,
+                "sequence-number": -1,
+                "offset": position,
+                "length": len(framed),
+                "properties": {
+                    "referenced-data-file": referenced.get(offset, f"unreferenced:{offset}"),
+                    "cardinality": str(len(BitMap.deserialize(bitmap))),
+                },
+            }
+        )
         chunks.append(framed)
         position += len(framed)
-    payload = json.dumps({"blobs": blobs, "properties": {"created-by": "manifest_table"}},
-                         separators=(",", ":")).encode()
+    payload = json.dumps(
+        {"blobs": blobs, "properties": {"created-by": "manifest_table"}}, separators=(",", ":")
+    ).encode()
     chunks += [MAGIC, payload, struct.pack("<i", len(payload)), bytes(4), MAGIC]
     return b"".join(chunks)

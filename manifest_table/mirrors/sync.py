@@ -36,8 +36,14 @@ def after_commit(vlog: VersionLog, committed: Version) -> None:
             try:
                 sync_one(src, name, committed)
             except Exception as exc:  # never fail a commit that has landed
-                log.warning("%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
-                            vlog.location, committed.version, name, type(exc).__name__, exc)
+                log.warning(
+                    "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+                    vlog.location,
+                    committed.version,
+                    name,
+                    type(exc).__name__,
+                    exc,
+                )
 
 
 def sync(vlog: VersionLog, target: Version) -> dict[str, int | None]:

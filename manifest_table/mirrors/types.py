@@ -82,7 +82,8 @@ def check_mirrored(fields: FieldIds, mirrors: Iterable[str], before: FieldIds | 
             if mapper(column.type) is None:
                 raise MirrorTypeError(
                     f"column {column.name!r} has type {column.type}, which the {_TITLE[name]} mirror cannot "
-                    f"represent (see docs/mirrors.md, \"Types\"); turn the {name} mirror off or change the column")
+                    f'represent (see docs/mirrors.md, "Types"); turn the {name} mirror off or change the column'
+                )
         if name == DELTA and before is not None:
             old = dict(zip(before.ids, before.schema))
             for fid, column in zip(fields.ids, fields.schema):
@@ -90,4 +91,5 @@ def check_mirrored(fields: FieldIds, mirrors: Iterable[str], before: FieldIds | 
                     raise MirrorTypeError(
                         f"cannot change column {column.name!r} from {old[fid].type} to {column.type} while the "
                         "delta mirror is on: Delta readers refuse tables that widen types; turn the mirror off "
-                        "first (docs/mirrors.md)")
+                        "first (docs/mirrors.md)"
+                    )

@@ -30,9 +30,14 @@ def append(staging: Staging, data: Any, schema_mode: str | None = None) -> int:
     elif schema_mode is not None:
         raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
     fields = staging.fields()
-    files = write_data_files(staging.handle.io, batches_of(data, fields.schema), fields.schema,
-                             staging.handle.write_options, field_ids=fields.ids,
-                             physical_names=fields.physical_names)
+    files = write_data_files(
+        staging.handle.io,
+        batches_of(data, fields.schema),
+        fields.schema,
+        staging.handle.write_options,
+        field_ids=fields.ids,
+        physical_names=fields.physical_names,
+    )
     staging.stage_files(files)
     return sum(f.rows for f in files)
 

@@ -76,8 +76,7 @@ def _live_bytes(f: DataFile) -> float:
     return f.size * f.live_rows / f.rows if f.rows else 0.0
 
 
-def plan_compaction(manifest: Version, target_file_size: int,
-                    min_deleted_fraction: float) -> list[CompactionGroup]:
+def plan_compaction(manifest: Version, target_file_size: int, min_deleted_fraction: float) -> list[CompactionGroup]:
     """Groups to rewrite, from the manifest alone (no data is read).
 
     Candidates are files smaller than ``SMALL_FILE_FRACTION * target_file_size`` and files
@@ -106,20 +105,28 @@ def plan_compaction(manifest: Version, target_file_size: int,
         bins[-1].append(f)
         size += _live_bytes(f)
         rows += f.live_rows
-    return [CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size)
-            for b in bins if len(b) > 1 or heavy(b[0])]
+    return [
+        CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size)
+        for b in bins
+        if len(b) > 1 or heavy(b[0])
+    ]
 
 
-def rewrite_group(handle: TableHandle, group: CompactionGroup,
-                  dvs: DeletionVectors) -> tuple[list[DataFile], Rewrite]:
+def rewrite_group(handle: TableHandle, group: CompactionGroup, dvs: DeletionVectors) -> tuple[list[DataFile], Rewrite]:
     """Write the group's live rows, in order, into new data files of ``group.output_rows``
     rows (none when no row is live), and describe how their positions map back to the
     sources. Only ``handle.io`` and ``handle.write_options`` are used, so this runs wherever a
     table handle can be opened."""
     snapshot = Snapshot(group.version, group.schema, group.files, dvs.of, fields=group.fields)
-    outputs = write_data_files(handle.io, Scan(snapshot, handle.io).to_batches(), group.schema, handle.write_options,
-                               field_ids=group.fields.ids, file_rows=group.output_rows,
-                               physical_names=group.fields.physical_names)
+    outputs = write_data_files(
+        handle.io,
+        Scan(snapshot, handle.io).to_batches(),
+        group.schema,
+        handle.write_options,
+        field_ids=group.fields.ids,
+        file_rows=group.output_rows,
+        physical_names=group.fields.physical_names,
+    )
     try:
         return outputs, rewrite_record(handle.io, group, outputs)
     except BaseException:
@@ -138,18 +145,28 @@ def rewrite_record(io: FileIO, group: CompactionGroup, outputs: Sequence[DataFil
         for f in group.files:
             rows = io.read_parquet(f.path, f.size, lambda _, footer: footer.num_rows)
             if rows != f.rows:
-                raise CorruptTableError(f"{f.path}: its Parquet footer has {rows} rows, the manifest's rows "
-                                        f"field says {f.rows}")
-        raise RuntimeError(f"compacting {len(group.files)} files of version {group.version}: the rewrite wrote "
-                           f"{written} rows into {len(outputs)} files, but the manifest counts {group.live_rows} "
-                           "live rows in those sources; nothing was committed")
-    return Rewrite(tuple(RewriteOutput(f.path, f.rows) for f in outputs),
-                   tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files))
+                raise CorruptTableError(
+                    f"{f.path}: its Parquet footer has {rows} rows, the manifest's rows field says {f.rows}"
+                )
+        raise RuntimeError(
+            f"compacting {len(group.files)} files of version {group.version}: the rewrite wrote "
+            f"{written} rows into {len(outputs)} files, but the manifest counts {group.live_rows} "
+            "live rows in those sources; nothing was committed"
+        )
+    return Rewrite(
+        tuple(RewriteOutput(f.path, f.rows) for f in outputs),
+        tuple(RewriteSource(f.path, f.rows, f.deletes) for f in group.files),
+    )
 
 
-def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Pointer,
-                      results: Sequence[tuple[Sequence[DataFile], Rewrite]],
-                      parameters: dict[str, Any], started: float = 0.0) -> CommitInfo:
+def commit_compaction(
+    handle: TableHandle,
+    base_manifest: Version,
+    pointer: Pointer,
+    results: Sequence[tuple[Sequence[DataFile], Rewrite]],
+    parameters: dict[str, Any],
+    started: float = 0.0,
+) -> CommitInfo:
     """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
     version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
     onto the outputs while rebasing; a concurrent commit that removed a source raises
@@ -160,8 +177,15 @@ def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Poin
         changes.removed.update(src.path for src in rewrite.sources)
         changes.rewrites.append(rewrite)
     if not changes.removed:
-        return CommitInfo(base_manifest.version, "compact", base_manifest.timestamp, None,
-                          {"files_removed": 0, "files_added": 0}, dict(parameters), committed=False)
+        return CommitInfo(
+            base_manifest.version,
+            "compact",
+            base_manifest.timestamp,
+            None,
+            {"files_removed": 0, "files_added": 0},
+            dict(parameters),
+            committed=False,
+        )
     sources = [f for f, _ in locate(base_manifest, changes.removed).values()]
     changes.metrics = {
         "files_removed": len(sources),
@@ -174,28 +198,47 @@ def commit_compaction(handle: TableHandle, base_manifest: Version, pointer: Poin
     return commit(handle.log, base_manifest, pointer, changes, handle.commit_options, started)
 
 
-def compact(handle: TableHandle, target_file_size: Size | None = None,
-            min_deleted_fraction: float = 0.2) -> CommitInfo:
+def compact(handle: TableHandle, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
     """Plan, rewrite and commit a compaction of the latest version (see ``Table.compact``)."""
-    target = (handle.write_options.target_file_size if target_file_size is None
-              else check_size("target_file_size", target_file_size))
+    target = (
+        handle.write_options.target_file_size
+        if target_file_size is None
+        else check_size("target_file_size", target_file_size)
+    )
     started = time.monotonic()
     base, pointer = handle.log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)
-    log.info("%s: compacting version %d: %d files in %d groups", handle.uri, base.version,
-             sum(len(g.files) for g in groups), len(groups))
+    log.info(
+        "%s: compacting version %d: %d files in %d groups",
+        handle.uri,
+        base.version,
+        sum(len(g.files) for g in groups),
+        len(groups),
+    )
     dvs = DeletionVectors(handle.store)
     results: list[tuple[list[DataFile], Rewrite]] = []
     try:
         for i, group in enumerate(groups, 1):
             results.append(rewrite_group(handle, group, dvs))
-            log.info("%s: rewrote group %d/%d (%d files, %d live rows)", handle.uri, i, len(groups),
-                     len(group.files), group.live_rows)
+            log.info(
+                "%s: rewrote group %d/%d (%d files, %d live rows)",
+                handle.uri,
+                i,
+                len(groups),
+                len(group.files),
+                group.live_rows,
+            )
     except BaseException:
         handle.store.delete_unreferenced(f.path for outputs, _ in results for f in outputs)
         raise
-    info = commit_compaction(handle, base, pointer, results, {
-        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction}, started)
+    info = commit_compaction(
+        handle,
+        base,
+        pointer,
+        results,
+        {"target_file_size": target, "min_deleted_fraction": min_deleted_fraction},
+        started,
+    )
     if info.committed:
         log.info("%s: compaction committed as version %d: %s", handle.uri, info.version, info.metrics)
     return info

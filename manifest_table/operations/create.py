@@ -34,8 +34,9 @@ from ..mirrors.types import check_mirrored
 from ..storage.retry import RetryingStore
 
 
-def first_version(schema: pa.Schema, format_version: int, properties: dict[str, int] | None,
-                  mirrors: Sequence[str] | None) -> Manifest:
+def first_version(
+    schema: pa.Schema, format_version: int, properties: dict[str, int] | None, mirrors: Sequence[str] | None
+) -> Manifest:
     """The empty version 0 of a new table; ``InvalidArgumentError`` for anything wrong."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
@@ -51,9 +52,18 @@ def first_version(schema: pa.Schema, format_version: int, properties: dict[str, 
     ids = tuple(range(1, len(schema) + 1))
     check_mirrored(plain(schema), wanted)
     index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
-    return Manifest(version=0, parent_version=None, timestamp_ms=int(time.time() * 1000),
-                    commit_id=uuid.uuid4().hex, operation="create", schema=schema, tail=(),
-                    format_version=format_version, index=index, mirrors=merged({}, wanted))
+    return Manifest(
+        version=0,
+        parent_version=None,
+        timestamp_ms=int(time.time() * 1000),
+        commit_id=uuid.uuid4().hex,
+        operation="create",
+        schema=schema,
+        tail=(),
+        format_version=format_version,
+        index=index,
+        mirrors=merged({}, wanted),
+    )
 
 
 def create(handle: TableHandle, empty: Manifest) -> None:
@@ -61,11 +71,13 @@ def create(handle: TableHandle, empty: Manifest) -> None:
     create_log(handle.store, handle.log, empty, TableExistsError(f"a table already exists at {handle.uri}"))
     if empty.mirrors:
         from ..mirrors.sync import after_commit
+
         after_commit(handle.log, Version.of(empty, handle.log.segments))
 
 
-def create_log(store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion,
-               exists: ManifestTableError) -> None:
+def create_log(
+    store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion, exists: ManifestTableError
+) -> None:
     """Steps 2-4 (but mirrors) for the first version of any log: a table's, a database's."""
     if store.head(POINTER_KEY) is not None:
         raise exists
@@ -76,8 +88,9 @@ def create_log(store: RetryingStore, log: PointerLog[Any], first: Manifest | Dat
         pass  # it exists (a reader repaired it first) or will be repaired by the next reader
 
 
-def _create_first_version(store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion,
-                          exists: ManifestTableError) -> None:
+def _create_first_version(
+    store: RetryingStore, log: PointerLog[Any], first: Manifest | DatabaseVersion, exists: ManifestTableError
+) -> None:
     """Step 3."""
     policy = store.policy
     for attempt in range(policy.attempts):

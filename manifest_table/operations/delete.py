@@ -47,16 +47,18 @@ def _check_positions(staging: Staging, positions: Any) -> None:
     """A mapping of path -> bitmap of row positions inside that file: a position past the
     end would make every later scan of the table fail. (Paths are checked by the caller.)"""
     if not isinstance(positions, Mapping):
-        raise InvalidArgumentError(f"positions must be a dict of data file path -> BitMap, "
-                                   f"not {type(positions).__name__}")
+        raise InvalidArgumentError(
+            f"positions must be a dict of data file path -> BitMap, not {type(positions).__name__}"
+        )
     for path in positions:
         caller_key(path, DATA_PREFIX, "delete_positions")
     rows = {path: f.rows for path, f in staging.files_named(positions).items()}
     for path, bitmap in positions.items():
         if not isinstance(bitmap, AbstractBitMap):
-            raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, "
-                                       f"not {type(bitmap).__name__}")
+            raise InvalidArgumentError(f"positions of {path} must be a pyroaring BitMap, not {type(bitmap).__name__}")
         if path in rows and bitmap and bitmap.max() >= rows[path]:
             past = list(islice(bitmap.iter_equal_or_larger(rows[path]), 5))
-            raise InvalidArgumentError(f"positions {past} are past the end of {path}, which has "
-                                       f"{rows[path]} rows (positions 0..{rows[path] - 1})")
+            raise InvalidArgumentError(
+                f"positions {past} are past the end of {path}, which has "
+                f"{rows[path]} rows (positions 0..{rows[path] - 1})"
+            )

@@ -42,8 +42,14 @@ from ..storage import ObjectInfo, ObjectStore
 log = logging.getLogger("manifest_table.maintenance")
 V = TypeVar("V", Version, DatabaseVersion)
 
-CATEGORIES = {MANIFEST_PREFIX: "manifests", SEGMENT_PREFIX: "segments", DATA_PREFIX: "data files",
-              TOMBSTONE_PREFIX: "tombstones", METADATA_PREFIX: "mirrors", DELTA_LOG_PREFIX: "mirrors"}
+CATEGORIES = {
+    MANIFEST_PREFIX: "manifests",
+    SEGMENT_PREFIX: "segments",
+    DATA_PREFIX: "data files",
+    TOMBSTONE_PREFIX: "tombstones",
+    METADATA_PREFIX: "mirrors",
+    DELTA_LOG_PREFIX: "mirrors",
+}
 _SHOWN_KEYS = 20
 
 
@@ -86,8 +92,9 @@ class GCReport:
     ours to delete (a user's file, another table nested under ``data/``)."""
     unknown_keys: list[str] = field(default_factory=list)
 
-    def sort(self, info: ObjectInfo, category: str, needed: set[str], ours: bool, cutoff: datetime,
-             doomed: list[ObjectInfo]) -> None:
+    def sort(
+        self, info: ObjectInfo, category: str, needed: set[str], ours: bool, cutoff: datetime, doomed: list[ObjectInfo]
+    ) -> None:
         """File one listed object under ``category``: referenced, not of our writers' shapes
         (kept as unknown), older than the grace period (appended to ``doomed``), or within it."""
         if info.key in needed:
@@ -111,25 +118,32 @@ class GCReport:
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
         expired = f"{_span(self.versions_expired)} expired" if self.versions_expired else "no version expired"
-        lines = [f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
-                 f"  {_span(self.versions_retained)} retained, {expired}"]
+        lines = [
+            f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
+            f"  {_span(self.versions_retained)} retained, {expired}",
+        ]
         if self.pointer_rolled_forward:
-            lines.append(f"  pointer rolled forward to version {self.versions_retained[-1]} "
-                         "(a writer died before moving it, or the store refused it)")
+            lines.append(
+                f"  pointer rolled forward to version {self.versions_retained[-1]} "
+                "(a writer died before moving it, or the store refused it)"
+            )
         lines.append(f"  {'':<12}{'referenced':>22}{'within grace':>22}{verb:>22}")
         for name in dict.fromkeys(CATEGORIES.values()):
             cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
             lines.append(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells))
         if self.unknown_keys:
-            lines.append(f"  kept {len(self.unknown_keys)} unknown objects (not written by this library): "
-                         + _shown(self.unknown_keys))
+            lines.append(
+                f"  kept {len(self.unknown_keys)} unknown objects (not written by this library): "
+                + _shown(self.unknown_keys)
+            )
         if self.deleted_keys:
             lines.append(f"  {verb}: " + _shown(self.deleted_keys))
         return "\n".join(lines)
 
 
-def check_retention(retain_versions: int | None, retain_for: Duration | None, grace: Duration,
-                    force: bool = False) -> tuple[timedelta | None, timedelta]:
+def check_retention(
+    retain_versions: int | None, retain_for: Duration | None, grace: Duration, force: bool = False
+) -> tuple[timedelta | None, timedelta]:
     """``(retain_for, grace)`` as timedeltas (``"7d"`` is read as the CLI reads it); raise
     ``InvalidArgumentError`` for settings that make no sense, or that could delete what a
     running writer or reader still needs (retention shorter than grace) without ``force``.
@@ -143,14 +157,20 @@ def check_retention(retain_versions: int | None, retain_for: Duration | None, gr
     if (retain_for or timedelta(0)) < grace and not force:
         raise InvalidArgumentError(
             f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
-            "a version GC expires could lose its commit; force it only if no commit takes that long")
+            "a version GC expires could lose its commit; force it only if no commit takes that long"
+        )
     return retain_for, grace
 
 
-def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
-                    retain_for: Duration | None = timedelta(days=7),
-                    grace: Duration = timedelta(hours=24), dry_run: bool = False, force: bool = False,
-                    now: datetime | None = None) -> GCReport:
+def collect_garbage(
+    handle: TableHandle,
+    retain_versions: int | None = None,
+    retain_for: Duration | None = timedelta(days=7),
+    grace: Duration = timedelta(hours=24),
+    dry_run: bool = False,
+    force: bool = False,
+    now: datetime | None = None,
+) -> GCReport:
     """Expire versions no rule retains and delete what no retained version needs (see
     ``Table.gc``). A version is retained if it is the latest, one of the last
     ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
@@ -168,8 +188,9 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
         vlog.advance_pointer(latest, pointer.etag)
     # Readers find the latest version by walking from the stored pointer, which may still be
     # the one read here for a reader that read it just before: what they walk stays this run.
-    retained = _keep_mirrored(vlog, retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for,
-                                                      stored))
+    retained = _keep_mirrored(
+        vlog, retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for, stored)
+    )
 
     listed = list(handle.store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
@@ -178,9 +199,13 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     # An expired manifest too young to delete stays readable, so its objects stay too.
     retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
     floor = young[0][0] if young else by_rule
-    report = GCReport(handle.uri, dry_run, range(floor, latest + 1),
-                      range(expired[0][0], floor) if expired else range(0),
-                      pointer_rolled_forward=latest > stored)
+    report = GCReport(
+        handle.uri,
+        dry_run,
+        range(floor, latest + 1),
+        range(expired[0][0], floor) if expired else range(0),
+        pointer_rolled_forward=latest > stored,
+    )
     for v, info in manifests:
         if v >= by_rule:
             report.referenced["manifests"].add(info)
@@ -202,14 +227,25 @@ def collect_garbage(handle: TableHandle, retain_versions: int | None = None,
     report.delete(handle.store, doomed, _category)
     if not dry_run:
         vlog.forget_before(floor)
-    log.info("%s: GC %s %d objects, retained versions %s, kept %d unknown objects", handle.uri,
-             "would delete" if dry_run else "deleted", len(doomed), _span(report.versions_retained),
-             len(report.unknown_keys))
+    log.info(
+        "%s: GC %s %d objects, retained versions %s, kept %d unknown objects",
+        handle.uri,
+        "would delete" if dry_run else "deleted",
+        len(doomed),
+        _span(report.versions_retained),
+        len(report.unknown_keys),
+    )
     return report
 
 
-def retained_versions(vlog: PointerLog[V], latest: V, now: datetime, retain_versions: int | None,
-                      retain_for: timedelta | None, pointed: int) -> list[V]:
+def retained_versions(
+    vlog: PointerLog[V],
+    latest: V,
+    now: datetime,
+    retain_versions: int | None,
+    retain_for: timedelta | None,
+    pointed: int,
+) -> list[V]:
     """Newest first: the latest manifest, then older ones while a retention rule keeps them
     or they are not older than the version the stored pointer names (``pointed``)."""
     kept = [latest]
@@ -249,8 +285,9 @@ def _keep_mirrored(vlog: VersionLog, retained: list[Version]) -> list[Version]:
     return retained
 
 
-def split_expired(manifests: list[tuple[int, ObjectInfo]], floor: int,
-                   cutoff: datetime) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
+def split_expired(
+    manifests: list[tuple[int, ObjectInfo]], floor: int, cutoff: datetime
+) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
     """The manifests below ``floor`` (sorted by version), split at the first one younger than
     the grace period: those before it can go; it and the rest stay (expired versions must
     remain a prefix)."""
@@ -276,8 +313,11 @@ def referenced_keys(manifests: Iterable[Version]) -> set[str]:
                 entries, listed[summary.path] = segment.table, segment.listed
                 keys.add(summary.path)
                 keys.update(entries.column("path").to_pylist())
-                vectors[summary.path] = [(p, v) for p, v in zip(entries.column("path").to_pylist(),
-                                                                entries.column("dv_path").to_pylist()) if v]
+                vectors[summary.path] = [
+                    (p, v)
+                    for p, v in zip(entries.column("path").to_pylist(), entries.column("dv_path").to_pylist())
+                    if v
+                ]
             keys.update(v for p, v in vectors[summary.path] if p not in index.deletes)  # type: ignore[union-attr]
         if index is not None:
             manifest.check_listed_once([listed[s.path] for s in index.segments])
@@ -302,8 +342,13 @@ def _shown(keys: list[str]) -> str:
 
 def _span(versions: range) -> str:
     """``versions 3..7``, ``version 7`` or ``no version``."""
-    return (f"versions {versions[0]}..{versions[-1]}" if len(versions) > 1
-            else f"version {versions[0]}" if versions else "no version")
+    return (
+        f"versions {versions[0]}..{versions[-1]}"
+        if len(versions) > 1
+        else f"version {versions[0]}"
+        if versions
+        else "no version"
+    )
 
 
 def _amount(tally: Tally) -> str:

@@ -41,9 +41,9 @@ def update_schema(handle: TableHandle) -> SchemaUpdate:
     started = time.monotonic()
 
     def commit_change(change: SchemaChange) -> CommitInfo:
-        changes = Changes(operation="update_schema", schema=change,
-                          parameters={"schema_changes": list(change.steps)})
+        changes = Changes(operation="update_schema", schema=change, parameters={"schema_changes": list(change.steps)})
         return commit(handle.log, base, pointer, changes, handle.commit_options, started)
+
     return SchemaUpdate(base, commit_change)
 
 
@@ -51,12 +51,15 @@ class SchemaUpdate:
     """The changes of one ``with table.update_schema() as s:`` block, checked as they are
     made (a bad one raises at once); the block commits them as one version on a clean exit."""
 
-    def __init__(self, base: Manifest, commit: Callable[[SchemaChange], Any] | None = None,
-                 staged: SchemaChange | None = None) -> None:
+    def __init__(
+        self, base: Manifest, commit: Callable[[SchemaChange], Any] | None = None, staged: SchemaChange | None = None
+    ) -> None:
         """``staged``: a change already staged on ``base`` (by a transaction) to continue."""
         if base.index is None:
-            raise UpgradeRequiredError("schema evolution needs format version 2 (field ids); this table is "
-                                       "format version 1: run table.upgrade() first")
+            raise UpgradeRequiredError(
+                "schema evolution needs format version 2 (field ids); this table is "
+                "format version 1: run table.upgrade() first"
+            )
         self._base = base
         self._commit = commit
         current = staged.fields if staged is not None else base.fields
@@ -76,8 +79,10 @@ class SchemaUpdate:
         if self._find(name) is not None:
             raise SchemaEvolutionError(f"cannot add column {name!r}: the table already has a column of that name")
         if not nullable and self._base.live_rows:
-            raise SchemaEvolutionError(f"cannot add non-nullable column {name!r} to a table with rows: they "
-                                       "would have no value for it (add it nullable)")
+            raise SchemaEvolutionError(
+                f"cannot add non-nullable column {name!r} to a table with rows: they "
+                "would have no value for it (add it nullable)"
+            )
         check_schema(pa.schema([pa.field(name, type, nullable)]))
         self._last += 1
         self._columns.append((self._last, pa.field(name, type, nullable)))
@@ -110,9 +115,11 @@ class SchemaUpdate:
         i = self._index(name)
         fid, f = self._columns[i]
         if not isinstance(new_type, pa.DataType) or not widens(f.type, new_type):
-            raise SchemaEvolutionError(f"cannot change column {name!r} from {f.type} to {new_type}: only widening "
-                                       "int8 -> int16 -> int32 -> int64, float32 -> float64 and decimal precision "
-                                       "(same scale) is allowed")
+            raise SchemaEvolutionError(
+                f"cannot change column {name!r} from {f.type} to {new_type}: only widening "
+                "int8 -> int16 -> int32 -> int64, float32 -> float64 and decimal precision "
+                "(same scale) is allowed"
+            )
         self._columns[i] = (fid, f.with_type(new_type))
         self._steps.append(f"widen {name} {f.type} -> {new_type}")
         return self
@@ -141,8 +148,9 @@ class SchemaUpdate:
     def __enter__(self) -> SchemaUpdate:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         change = self.change()
         if exc_type is None and change is not None and self._commit is not None:
             self.result = self._commit(change)
@@ -154,8 +162,9 @@ class SchemaUpdate:
     def _index(self, name: str) -> int:
         i = self._find(name)
         if i is None:
-            raise SchemaEvolutionError(f"the table has no column {name!r}; its columns: "
-                                       f"{[f.name for _, f in self._columns]}")
+            raise SchemaEvolutionError(
+                f"the table has no column {name!r}; its columns: {[f.name for _, f in self._columns]}"
+            )
         return i
 
 
@@ -167,8 +176,10 @@ def new_columns(data: Any, schema: pa.Schema) -> list[pa.Field]:
     fields = [f.with_type(plain_type(f.type)) for f in schema_of(data) if f.name not in schema.names]
     untyped = [f.name for f in fields if (found := refusal(f.type)) and pa.types.is_null(found[0])]
     if untyped:
-        raise SchemaMismatchError(f"new columns {untyped} hold only nulls (or empty lists), so their type is "
-                                  "unknown: add them first with update_schema().add_column(name, type)")
+        raise SchemaMismatchError(
+            f"new columns {untyped} hold only nulls (or empty lists), so their type is "
+            "unknown: add them first with update_schema().add_column(name, type)"
+        )
     return fields
 
 

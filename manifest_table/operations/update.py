@@ -42,15 +42,17 @@ def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) ->
             raise InvalidArgumentError(f"{name} must be a dict of column name -> new value, not {given!r}")
     expressions, plain = dict(assignments or {}), dict(values or {})
     if not expressions and not plain:
-        raise InvalidArgumentError("update needs set= (expressions) or values= (plain values) naming at least "
-                                   "one column")
+        raise InvalidArgumentError(
+            "update needs set= (expressions) or values= (plain values) naming at least one column"
+        )
     both = sorted(expressions.keys() & plain.keys(), key=str)
     if both:
         raise InvalidArgumentError(f"columns {both} are in both set and values; assign each column once")
     unknown = [name for name in [*expressions, *plain] if name not in schema.names]
     if unknown:
-        raise InvalidArgumentError(f"update names unknown columns {unknown}{did_you_mean(unknown, schema.names)}; "
-                                   f"the table has {schema.names}")
+        raise InvalidArgumentError(
+            f"update names unknown columns {unknown}{did_you_mean(unknown, schema.names)}; the table has {schema.names}"
+        )
     terms = {name: _expression(name, value, schema) for name, value in expressions.items()}
     for name, value in plain.items():
         if isinstance(value, Term | Expr | Column):
@@ -65,8 +67,10 @@ def _expression(name: str, value: Any, schema: pa.Schema) -> Term:
     try:
         return parse_term(value).bind(schema)
     except InvalidFilterError as exc:
-        raise InvalidFilterError(f"set[{name!r}] = {value!r} is not an expression over the table's columns "
-                                 f"({exc}); to store the text itself, pass values={{{name!r}: {value!r}}}") from None
+        raise InvalidFilterError(
+            f"set[{name!r}] = {value!r} is not an expression over the table's columns "
+            f"({exc}); to store the text itself, pass values={{{name!r}: {value!r}}}"
+        ) from None
 
 
 def update(staging: Staging, assignments: Any, where: str | Expr | None, values: Any = None) -> int:
@@ -85,8 +89,14 @@ def update(staging: Staging, assignments: Any, where: str | Expr | None, values:
     append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()))
     updated = staging.stage_deletes(positions.items())
     staging.serialize_against(expr)
-    staging.record("update", ("updates", {"set": {name: str(term) for name, term in terms.items()},
-                                          "where": None if expr is None else str(expr)}), rows_updated=updated)
+    staging.record(
+        "update",
+        (
+            "updates",
+            {"set": {name: str(term) for name, term in terms.items()}, "where": None if expr is None else str(expr)},
+        ),
+        rows_updated=updated,
+    )
     return updated
 
 
@@ -94,8 +104,9 @@ def assigned(rows: pa.Table, terms: dict[str, Term], schema: pa.Schema) -> pa.Ta
     """``rows`` with the assigned columns computed from the old values (all at once, as SQL
     does: ``set={"a": "b", "b": "a"}`` swaps) and cast safely into the columns' types."""
     try:
-        computed = project(rows, {name: terms[name].to_arrow() if name in terms else pc.field(name)
-                                  for name in schema.names})
+        computed = project(
+            rows, {name: terms[name].to_arrow() if name in terms else pc.field(name) for name in schema.names}
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         shown = ", ".join(f"{name} = {term}" for name, term in terms.items())
         raise InvalidArgumentError(f"update cannot compute {shown}: {exc}") from None
@@ -103,8 +114,13 @@ def assigned(rows: pa.Table, terms: dict[str, Term], schema: pa.Schema) -> pa.Ta
     for field in schema:
         column = computed.column(field.name)
         if column.type != field.type:
-            column = cast_safely(column, field.type, assignable, InvalidArgumentError,
-                                 f"update cannot store {terms[field.name]} (of type {column.type}) in column "
-                                 f"{field.name!r} of type {field.type}")
+            column = cast_safely(
+                column,
+                field.type,
+                assignable,
+                InvalidArgumentError,
+                f"update cannot store {terms[field.name]} (of type {column.type}) in column "
+                f"{field.name!r} of type {field.type}",
+            )
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)

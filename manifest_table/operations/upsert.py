@@ -72,16 +72,24 @@ class MergeRules:
     """The columns a matched update sets (None: every column)."""
 
     @classmethod
-    def of(cls, schema: pa.Schema, on: Any, when_matched: str = "update", when_not_matched: str = "insert",
-           when_not_matched_by_source: str = "ignore", columns: Any = None) -> MergeRules:
+    def of(
+        cls,
+        schema: pa.Schema,
+        on: Any,
+        when_matched: str = "update",
+        when_not_matched: str = "insert",
+        when_not_matched_by_source: str = "ignore",
+        columns: Any = None,
+    ) -> MergeRules:
         check_choice("when_matched", when_matched, WHEN_MATCHED)
         check_choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
         check_choice("when_not_matched_by_source", when_not_matched_by_source, WHEN_NOT_MATCHED_BY_SOURCE)
         keys = check_keys(on, schema)
         chosen = check_columns(columns, schema.names)
         if chosen is not None and when_matched != "update":
-            raise InvalidArgumentError(f"columns names what a matched update sets; it needs when_matched='update', "
-                                       f"not {when_matched!r}")
+            raise InvalidArgumentError(
+                f"columns names what a matched update sets; it needs when_matched='update', not {when_matched!r}"
+            )
         if chosen is not None and not [c for c in chosen if c not in keys]:
             raise InvalidArgumentError(f"columns must name at least one column besides the keys {keys}")
         return cls(keys, when_matched, when_not_matched, when_not_matched_by_source, chosen)
@@ -98,15 +106,20 @@ class MergeRules:
         held = set(schema_of(data).names)
         missing = [n for n in dict.fromkeys([*self.keys, *self.columns]) if n not in held]
         if missing:
-            raise SchemaMismatchError(f"the source lacks columns {missing}: with columns={self.columns} it needs "
-                                      f"the keys {self.keys} and those columns")
+            raise SchemaMismatchError(
+                f"the source lacks columns {missing}: with columns={self.columns} it needs "
+                f"the keys {self.keys} and those columns"
+            )
         return pa.schema([f for f in schema if f.name in held])
 
     def parameters(self) -> dict[str, Any]:
         """The manifest's record; the newer options only when set, so a plain upsert records
         what earlier releases did."""
-        recorded: dict[str, Any] = {"on": self.keys, "when_matched": self.when_matched,
-                                    "when_not_matched": self.when_not_matched}
+        recorded: dict[str, Any] = {
+            "on": self.keys,
+            "when_matched": self.when_matched,
+            "when_not_matched": self.when_not_matched,
+        }
         if self.reads_every_file:
             recorded["when_not_matched_by_source"] = self.when_not_matched_by_source
         if self.columns is not None:
@@ -126,8 +139,11 @@ class Matches:
     """Per file, the matched target rows (the columns read) with the source row of each."""
 
     def source_rows(self) -> np.ndarray:
-        return (np.concatenate([m.column(_SOURCE_ROW).to_numpy() for m in self.matched]) if self.matched
-                else np.zeros(0, np.int64))
+        return (
+            np.concatenate([m.column(_SOURCE_ROW).to_numpy() for m in self.matched])
+            if self.matched
+            else np.zeros(0, np.int64)
+        )
 
 
 def check_keys(on: Any, schema: pa.Schema) -> list[str]:
@@ -137,12 +153,20 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
         raise InvalidArgumentError("on must name at least one key column")
     for name in keys:
         t = schema.field(name).type
-        if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-                or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-                or pa.types.is_decimal(t)):
-            raise InvalidArgumentError(f"key column {name!r} has type {t}; keys must be integers, strings, "
-                                       "booleans, dates, timestamps or decimals (floats: NaN and -0.0 make "
-                                       "equality inexact)")
+        if not (
+            pa.types.is_integer(t)
+            or pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_boolean(t)
+            or pa.types.is_date(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_decimal(t)
+        ):
+            raise InvalidArgumentError(
+                f"key column {name!r} has type {t}; keys must be integers, strings, "
+                "booleans, dates, timestamps or decimals (floats: NaN and -0.0 make "
+                "equality inexact)"
+            )
     return keys
 
 
@@ -180,8 +204,10 @@ def _join(staging: Staging, rules: MergeRules, probe: pa.Table, where: Expr | No
         return found
     keys = rules.keys
     partial = rules.columns is not None
-    scan = staging.scan(columns=schema.names if partial else keys,
-                        where=None if rules.reads_every_file else PruneOnly(where))  # type: ignore[arg-type]
+    scan = staging.scan(
+        columns=schema.names if partial else keys,
+        where=None if rules.reads_every_file else PruneOnly(where),  # type: ignore[arg-type]
+    )
     for file, rows in scan.matching_rows():
         # Only keys and positions go through the join: Arrow's hash join refuses list and
         # struct payload columns, which a partial update takes afterwards by row index.
@@ -190,8 +216,11 @@ def _join(staging: Staging, rules: MergeRules, probe: pa.Table, where: Expr | No
         if matched.num_rows:
             chosen = {"update": found.replaced, "delete": found.removed, "ignore": found.kept}[rules.when_matched]
             chosen[file.path] = _positions(matched)
-            found.matched.append(rows.take(matched.column(_TARGET_ROW)).append_column(
-                _SOURCE_ROW, matched.column(_SOURCE_ROW)) if partial else matched)
+            found.matched.append(
+                rows.take(matched.column(_TARGET_ROW)).append_column(_SOURCE_ROW, matched.column(_SOURCE_ROW))
+                if partial
+                else matched
+            )
         if rules.reads_every_file:
             missing = target.join(probe, keys=keys, join_type="left anti")  # a null key matches nothing
             if missing.num_rows:
@@ -211,9 +240,12 @@ def _new_versions(found: Matches, source: pa.Table, rules: MergeRules, schema: p
     versions = []
     for matched in found.matched:
         taken = source.take(matched.column(_SOURCE_ROW))
-        versions.append(pa.Table.from_arrays(
-            [taken.column(f.name) if f.name in rules.columns else matched.column(f.name) for f in schema],
-            schema=schema))
+        versions.append(
+            pa.Table.from_arrays(
+                [taken.column(f.name) if f.name in rules.columns else matched.column(f.name) for f in schema],
+                schema=schema,
+            )
+        )
     return pa.concat_tables(versions) if versions else schema.empty_table()
 
 
@@ -224,14 +256,21 @@ def _with_nulls(rows: pa.Table, schema: pa.Schema) -> pa.Table:
         return rows
     missing = [f.name for f in schema if f.name not in rows.schema.names and not f.nullable]
     if missing and rows.num_rows:
-        raise SchemaMismatchError(f"the source lacks the non-nullable columns {missing}, which inserted rows "
-                                  "need")
-    return pa.Table.from_arrays([rows.column(f.name) if f.name in rows.schema.names else pa.nulls(rows.num_rows,
-                                 f.type) for f in schema], schema=schema)
+        raise SchemaMismatchError(f"the source lacks the non-nullable columns {missing}, which inserted rows need")
+    return pa.Table.from_arrays(
+        [rows.column(f.name) if f.name in rows.schema.names else pa.nulls(rows.num_rows, f.type) for f in schema],
+        schema=schema,
+    )
 
 
-def stage_replacements(staging: Staging, replaced: dict[str, BitMap], removed: dict[str, BitMap],
-                       where: Expr | None, rules: MergeRules, rows_written: int) -> UpsertCounts:
+def stage_replacements(
+    staging: Staging,
+    replaced: dict[str, BitMap],
+    removed: dict[str, BitMap],
+    where: Expr | None,
+    rules: MergeRules,
+    rows_written: int,
+) -> UpsertCounts:
     """Step 4 once the new rows are staged (here, or written by Spark): delete the replaced
     and removed positions, serialize against the key filter (every row when rows missing
     from the source are deleted), record the counts."""
@@ -275,5 +314,7 @@ def _check_unique(keyed: pa.Table, keys: list[str]) -> None:
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
     if repeated.num_rows:
         shown = repeated.select(keys).slice(0, 5).to_pylist()
-        raise DuplicateKeyError(f"the source holds {repeated.num_rows} key(s) more than once, e.g. {shown}; "
-                                f"each key of {keys} may appear once (nothing was written)")
+        raise DuplicateKeyError(
+            f"the source holds {repeated.num_rows} key(s) more than once, e.g. {shown}; "
+            f"each key of {keys} may appear once (nothing was written)"
+        )

@@ -13,8 +13,9 @@ from typing import Any
 # so every Spark run printed it (issue 23). What we run on Spark is tested with pandas 3: only that
 # message is silenced, installed before any session exists since every Spark entry point imports this
 # package (Python workers too, which unpickle our data source from it).
-warnings.filterwarnings("ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0",
-                        category=FutureWarning)
+warnings.filterwarnings(
+    "ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0", category=FutureWarning
+)
 
 from .native_read import read  # noqa: E402
 from .native_write import write  # noqa: E402

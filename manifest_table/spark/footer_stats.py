@@ -26,8 +26,9 @@ from ..format.stats import MAX_STRING_STAT, has_stats, leaf_columns, merge_stats
 from ..storage import FileIO
 
 
-def data_file_from_footer(io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None,
-                          physical_names: Sequence[str] | None = None) -> DataFile:
+def data_file_from_footer(
+    io: FileIO, key: str, schema: pa.Schema, as_key: str | None = None, physical_names: Sequence[str] | None = None
+) -> DataFile:
     """The manifest entry of the Parquet file at ``key`` (recorded under ``as_key``, its
     final name, when given). The file must have the table's columns, under their
     ``physical_names`` (default: the schema's names; ``_check_columns``)."""
@@ -63,11 +64,17 @@ def _check_columns(key: str, meta: pq.FileMetaData, schema: pa.Schema, names: Se
     found = meta.schema.to_arrow_schema()
     if found.names != list(names):
         raise SchemaMismatchError(f"{key} has columns {found.names}, the table's files have {list(names)}")
-    problems = [f"column {t.name!r} is {f.type}, the table has {t.type}" for f, t in zip(found, schema)
-                if not f.type.equals(t.type)]
+    problems = [
+        f"column {t.name!r} is {f.type}, the table has {t.type}"
+        for f, t in zip(found, schema)
+        if not f.type.equals(t.type)
+    ]
     leaves = leaf_columns(schema)
-    problems += [f"column {t.name!r} is not nullable but holds nulls" for f, t in zip(found, schema)
-                 if f.nullable and not t.nullable and not _no_nulls(meta, leaves.get(t.name))]
+    problems += [
+        f"column {t.name!r} is not nullable but holds nulls"
+        for f, t in zip(found, schema)
+        if f.nullable and not t.nullable and not _no_nulls(meta, leaves.get(t.name))
+    ]
     if problems:
         raise SchemaMismatchError(f"{key} does not fit the table: {'; '.join(problems)}")
 

@@ -17,11 +17,16 @@ from ..expressions import Comparison, Expr, In, IsNull, Like, Not
 from .schema import same_in_spark
 
 _COMPARISONS: dict[type, str] = {
-    sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
-    sds.LessThan: "<", sds.LessThanOrEqual: "<=",
+    sds.EqualTo: "=",
+    sds.GreaterThan: ">",
+    sds.GreaterThanOrEqual: ">=",
+    sds.LessThan: "<",
+    sds.LessThanOrEqual: "<=",
 }
 _LIKE_PATTERNS: dict[type, str] = {
-    sds.StringStartsWith: "{}%", sds.StringEndsWith: "%{}", sds.StringContains: "%{}%",
+    sds.StringStartsWith: "{}%",
+    sds.StringEndsWith: "%{}",
+    sds.StringContains: "%{}%",
 }
 
 

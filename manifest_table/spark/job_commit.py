@@ -26,8 +26,7 @@ class TableCommit:
     """Where a Spark job's files go and how they are committed. Built on the driver before
     the job runs, so a DataFrame that does not fit the table fails before any task starts."""
 
-    def __init__(self, location: TableLocation, frame: StructType, overwrite: bool,
-                 where: Expr | None = None) -> None:
+    def __init__(self, location: TableLocation, frame: StructType, overwrite: bool, where: Expr | None = None) -> None:
         self.location = location
         self.overwrite = overwrite
         self.where = where
@@ -62,8 +61,13 @@ class TableCommit:
             info = tx.commit()
         if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
             table.store.delete_unreferenced(f.path for f in files)
-        log.info("%s: %s version %d (%s)", table.uri, "committed" if info.committed else "unchanged at",
-                 info.version, info.metrics)
+        log.info(
+            "%s: %s version %d (%s)",
+            table.uri,
+            "committed" if info.committed else "unchanged at",
+            info.version,
+            info.metrics,
+        )
         return info
 
     def abort(self, paths: Iterable[str]) -> None:
@@ -96,5 +100,6 @@ class TableCommit:
         if not table.schema.equals(self.table_schema):
             raise SchemaMismatchError(
                 f"the table at {table.uri} was created concurrently with schema {table.schema}, "
-                f"which differs from the written files' {self.table_schema}; nothing was committed")
+                f"which differs from the written files' {self.table_schema}; nothing was committed"
+            )
         return table

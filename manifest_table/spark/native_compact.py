@@ -40,31 +40,40 @@ _OUTPUT = "_mt_output"
 _PLACE = "_mt_place"
 
 
-def rewrite_groups(spark: Any, location: TableLocation, groups: Sequence[CompactionGroup],
-                   options: WriteOptions) -> list[tuple[list[DataFile], Rewrite]]:
+def rewrite_groups(
+    spark: Any, location: TableLocation, groups: Sequence[CompactionGroup], options: WriteOptions
+) -> list[tuple[list[DataFile], Rewrite]]:
     """Each group's output files, in order (none when none of its rows is live), and its ``Rewrite``."""
     if not groups:
         return []
     schema = groups[0].schema
     files = [f for g in groups for f in g.files]
     before = [start for g in groups for start in itertools.accumulate((f.live_rows for f in g.files[:-1]), initial=0)]
-    places = spark.createDataFrame(pa.table({
-        "_mt_name": [file_name(f) for f in files],
-        "_mt_group": [i << 32 for i, g in enumerate(groups) for _ in g.files],
-        _PLACE: [j for g in groups for j in range(len(g.files))],
-        "_mt_before": pa.array(before, pa.float64()),
-        "_mt_scale": [f.live_rows / f.rows if f.rows else 0.0 for f in files],
-        "_mt_per_output": pa.array([g.output_rows for g in groups for _ in g.files], pa.float64()),
-    }))
-    rows = live_rows(spark, location, groups[0].fields, files, DeletionVectors(location.store()).of,
-                     with_positions=True)
+    places = spark.createDataFrame(
+        pa.table(
+            {
+                "_mt_name": [file_name(f) for f in files],
+                "_mt_group": [i << 32 for i, g in enumerate(groups) for _ in g.files],
+                _PLACE: [j for g in groups for j in range(len(g.files))],
+                "_mt_before": pa.array(before, pa.float64()),
+                "_mt_scale": [f.live_rows / f.rows if f.rows else 0.0 for f in files],
+                "_mt_per_output": pa.array([g.output_rows for g in groups for _ in g.files], pa.float64()),
+            }
+        )
+    )
+    rows = live_rows(
+        spark, location, groups[0].fields, files, DeletionVectors(location.store()).of, with_positions=True
+    )
     tagged = rows.join(F.broadcast(places), rows[FILE_COLUMN] == places["_mt_name"])
     place_in_group = F.col("_mt_before") + F.col(ROW_COLUMN) * F.col("_mt_scale")
     output = F.col("_mt_group") + F.floor(place_in_group / F.col("_mt_per_output")).cast("long")
     outputs = sum(-(-g.live_rows // g.output_rows) for g in groups)
-    ordered = (tagged.withColumn(_OUTPUT, output).repartition(max(1, outputs), _OUTPUT)
-               .sortWithinPartitions(_OUTPUT, _PLACE, ROW_COLUMN)
-               .select(*[quoted(name) for name in schema.names], _OUTPUT))
+    ordered = (
+        tagged.withColumn(_OUTPUT, output)
+        .repartition(max(1, outputs), _OUTPUT)
+        .sortWithinPartitions(_OUTPUT, _PLACE, ROW_COLUMN)
+        .select(*[quoted(name) for name in schema.names], _OUTPUT)
+    )
     written = write_staged(ordered, location, groups[0].fields, options, partition_by=_OUTPUT)
     try:
         by_output = {int(directory.removeprefix(f"{_OUTPUT}=")): file for directory, file in written}

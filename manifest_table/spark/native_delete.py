@@ -27,8 +27,9 @@ from .options import TableLocation
 from .to_spark import narrowing, quoted
 
 
-def matching_positions(spark: Any, location: TableLocation, snapshot: Snapshot, files: Sequence[DataFile],
-                       where: Expr) -> dict[str, BitMap]:
+def matching_positions(
+    spark: Any, location: TableLocation, snapshot: Snapshot, files: Sequence[DataFile], where: Expr
+) -> dict[str, BitMap]:
     """Per data file of ``files`` (keyed by path), the positions of live rows matching the
     bound filter ``where``. Files with no match are left out."""
     if not files:

@@ -21,8 +21,10 @@ from .options import TableLocation
 log = logging.getLogger("manifest_table.spark")
 
 _S3A_SETTINGS = {
-    "endpoint_url": "fs.s3a.endpoint", "region": "fs.s3a.endpoint.region",
-    "access_key_id": "fs.s3a.access.key", "secret_access_key": "fs.s3a.secret.key",
+    "endpoint_url": "fs.s3a.endpoint",
+    "region": "fs.s3a.endpoint.region",
+    "access_key_id": "fs.s3a.access.key",
+    "secret_access_key": "fs.s3a.secret.key",
     "session_token": "fs.s3a.session.token",
 }
 """Our S3 storage options -> the s3a settings that mean the same (docs/spark.md)."""
@@ -71,17 +73,24 @@ def native_reachable(spark: Any, location: TableLocation) -> bool:
         return False
     scheme = urlparse(location.uri).scheme
     if scheme in _NOT_WIRED:
-        report_fallback(location, scheme, f"Spark's own Parquet path is not wired for {scheme}:// tables "
-                        f"(it would need {_NOT_WIRED[scheme]} on Spark's classpath, and this library to pass "
-                        "it the table's storage options)")
+        report_fallback(
+            location,
+            scheme,
+            f"Spark's own Parquet path is not wired for {scheme}:// tables "
+            f"(it would need {_NOT_WIRED[scheme]} on Spark's classpath, and this library to pass "
+            "it the table's storage options)",
+        )
         return False
     if scheme not in ("s3", "s3a"):
         return len(scheme) <= 1 or scheme == "file"  # a path, a Windows drive or file://
     try:
         # Resolving a file source relation checks that the path exists, which needs a
         # FileSystem for the scheme; the pointer always exists. No data is read.
-        probe = spark.read.options(**hadoop_options(location)).format("text") \
+        probe = (
+            spark.read.options(**hadoop_options(location))
+            .format("text")
             .load(hadoop_path(location, "_latest_manifest"))
+        )
         probe.schema  # noqa: B018 - over Spark Connect, analysis (and the check) happens here
         return True
     except Exception as exc:
@@ -94,5 +103,8 @@ def report_fallback(location: TableLocation, kind: str, reason: str) -> None:
     """Log, once per ``kind`` of reason, that the Python data source is used instead."""
     if kind not in _reported:
         _reported.add(kind)
-        log.warning("%s: %s; using the manifest_table Python data source instead of Spark's "
-                    "own Parquet path (docs/spark.md)", location.uri, reason)
+        log.warning(
+            "%s: %s; using the manifest_table Python data source instead of Spark's own Parquet path (docs/spark.md)",
+            location.uri,
+            reason,
+        )

@@ -43,8 +43,14 @@ ROW_COLUMN = "_mt_row"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def read(spark: Any, uri: str, *, version: int | None = None, as_of: str | None = None,
-         storage_options: dict[str, str] | None = None) -> DataFrame:
+def read(
+    spark: Any,
+    uri: str,
+    *,
+    version: int | None = None,
+    as_of: str | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> DataFrame:
     """The live rows of ``version`` (or of the version current at ``as_of``, or the latest),
     read by Spark's own Parquet reader. Where Spark cannot read the table natively, the
     same rows come from the ``manifest_table`` Python data source (logged once)."""
@@ -77,8 +83,15 @@ def data_source_read(spark: Any, location: TableLocation, version: int) -> DataF
     return reader.options(**(location.storage_options or {})).load(location.uri)
 
 
-def live_rows(spark: Any, location: TableLocation, fields: FieldIds, files: Sequence[DataFile],
-              deleted: Callable[[DataFile], BitMap], *, with_positions: bool = False) -> DataFrame:
+def live_rows(
+    spark: Any,
+    location: TableLocation,
+    fields: FieldIds,
+    files: Sequence[DataFile],
+    deleted: Callable[[DataFile], BitMap],
+    *,
+    with_positions: bool = False,
+) -> DataFrame:
     """The live rows of ``files`` (which must be natively readable), with the columns of
     ``fields`` (the version's schema and field ids) and, if ``with_positions``,
     ``FILE_COLUMN`` and ``ROW_COLUMN``."""
@@ -87,8 +100,9 @@ def live_rows(spark: Any, location: TableLocation, fields: FieldIds, files: Sequ
     if not files:
         empty = spark.createDataFrame([], spark_schema(schema))
         if with_positions:
-            empty = empty.select("*", F.lit(None).cast("string").alias(FILE_COLUMN),
-                                 F.lit(None).cast("long").alias(ROW_COLUMN))
+            empty = empty.select(
+                "*", F.lit(None).cast("string").alias(FILE_COLUMN), F.lit(None).cast("long").alias(ROW_COLUMN)
+            )
         return empty
     parts = []
     plans = by_column_plan(FileIO(location.store()), fields, files)
@@ -99,8 +113,9 @@ def live_rows(spark: Any, location: TableLocation, fields: FieldIds, files: Sequ
     if dirty:
         rows = _parquet(spark, location, schema, plans, dirty, with_positions=True)
         gone = F.broadcast(_deleted_rows(spark, dirty, deleted))
-        kept = rows.join(gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"])
-                         & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti")
+        kept = rows.join(
+            gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"]) & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti"
+        )
         parts.append(kept if with_positions else kept.drop(FILE_COLUMN, ROW_COLUMN))
     return reduce(DataFrame.unionByName, parts)
 
@@ -110,8 +125,14 @@ def file_name(file: DataFile) -> str:
     return file.path.rsplit("/", 1)[-1]
 
 
-def _parquet(spark: Any, location: TableLocation, schema: pa.Schema, plans: dict[ColumnPlan, list[DataFile]],
-             files: Sequence[DataFile], with_positions: bool) -> DataFrame:
+def _parquet(
+    spark: Any,
+    location: TableLocation,
+    schema: pa.Schema,
+    plans: dict[ColumnPlan, list[DataFile]],
+    files: Sequence[DataFile],
+    with_positions: bool,
+) -> DataFrame:
     """``files`` read as the table's columns: one Parquet read per column plan (one for all
     until the schema changes), each projecting its files' columns onto the table's."""
     chosen = {f.path for f in files}
@@ -123,13 +144,19 @@ def _parquet(spark: Any, location: TableLocation, schema: pa.Schema, plans: dict
     return reduce(DataFrame.unionByName, parts)
 
 
-def _read_plan(spark: Any, location: TableLocation, schema: pa.Schema, plan: ColumnPlan, paths: list[str],
-               with_positions: bool) -> DataFrame:
+def _read_plan(
+    spark: Any, location: TableLocation, schema: pa.Schema, plan: ColumnPlan, paths: list[str], with_positions: bool
+) -> DataFrame:
     """Files of one column plan: their columns read by their own names and types, renamed,
     cast where the table widened them, NULL where they lack one."""
     target = spark_schema(schema)
-    stored = pa.schema([pa.field(source, file_type or schema.field(name).type)
-                        for name, source, file_type in plan if source is not None])
+    stored = pa.schema(
+        [
+            pa.field(source, file_type or schema.field(name).type)
+            for name, source, file_type in plan
+            if source is not None
+        ]
+    )
     frame = spark.read.schema(spark_schema(stored)).options(**hadoop_options(location)).parquet(*paths)
     columns = []
     for (name, source, file_type), field in zip(plan, target.fields):

@@ -53,9 +53,15 @@ takes hundreds of milliseconds to schedule and collect (and would need the RDD A
 Python worker). Object stores' latency is what the threads overlap."""
 
 
-def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | None = None,
-          storage_options: dict[str, str] | None = None,
-          write_options: WriteOptions | None = None) -> CommitInfo | None:
+def write(
+    df: DataFrame,
+    uri: str,
+    mode: str = "append",
+    *,
+    where: str | Expr | None = None,
+    storage_options: dict[str, str] | None = None,
+    write_options: WriteOptions | None = None,
+) -> CommitInfo | None:
     """Append ``df`` to the table at ``uri`` (created when missing) or, with
     ``mode="overwrite"``, replace every row (or the rows matching ``where``) with it, in one
     commit. Returns the commit, or None when the write went through the Python data source
@@ -68,8 +74,12 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
     target = TableCommit(location, df.schema, mode == "overwrite", to_expr(where))
     spark = df.sparkSession
     if not native_writable(target.table_schema):
-        report_fallback(location, "write-types", "Spark's Parquet writer cannot write this table's schema "
-                        "one to one (NOT NULL, nested, unsigned, non-UTC or non-microsecond columns)")
+        report_fallback(
+            location,
+            "write-types",
+            "Spark's Parquet writer cannot write this table's schema "
+            "one to one (NOT NULL, nested, unsigned, non-UTC or non-microsecond columns)",
+        )
         _data_source_write(df, location, mode, where)
         return None
     if not native_reachable(spark, location):
@@ -85,8 +95,9 @@ def write(df: DataFrame, uri: str, mode: str = "append", *, where: str | Expr | 
         raise
 
 
-def write_staged(frame: DataFrame, location: TableLocation, fields: FieldIds, options: WriteOptions,
-                 partition_by: str | None = None) -> list[tuple[str, DataFile]]:
+def write_staged(
+    frame: DataFrame, location: TableLocation, fields: FieldIds, options: WriteOptions, partition_by: str | None = None
+) -> list[tuple[str, DataFile]]:
     """Steps 2 and 3: Spark writes ``frame`` (already conformed to ``fields.schema``), the
     driver gathers and renames its files. Returns each file with the staging subdirectory it
     was written to (``<partition_by>=<value>``, or "" without ``partition_by``). Files
@@ -101,29 +112,37 @@ def write_staged(frame: DataFrame, location: TableLocation, fields: FieldIds, op
     moved: list[str] = []
     try:
         # "error", not its synonym "errorifexists", which Spark Connect's client rejects
-        writer = (frame.write.mode("error").options(**hadoop_options(location))
-                  .option("compression", options.compression)
-                  .option("maxRecordsPerFile", MAX_FILE_ROWS)
-                  .option("parquet.block.size", options.row_group_size)
-                  .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))
+        writer = (
+            frame.write.mode("error")
+            .options(**hadoop_options(location))
+            .option("compression", options.compression)
+            .option("maxRecordsPerFile", MAX_FILE_ROWS)
+            .option("parquet.block.size", options.row_group_size)
+            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        )
         if partition_by is not None:
             writer = writer.partitionBy(partition_by)
         with _microsecond_timestamps(frame.sparkSession):
             writer.parquet(hadoop_path(location, staging))
         selector = pafs.FileSelector(f"{root}/{staging}", recursive=True)
-        produced = [info.path[len(root) + 1:] for info in fs.get_file_info(selector)
-                    if info.is_file and info.base_name.endswith(".parquet")
-                    and not info.base_name.startswith(("_", "."))]
+        produced = [
+            info.path[len(root) + 1 :]
+            for info in fs.get_file_info(selector)
+            if info.is_file and info.base_name.endswith(".parquet") and not info.base_name.startswith(("_", "."))
+        ]
         io = FileIO(store)
         with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
-            files = list(pool.map(lambda key: data_file_from_footer(io, key, schema, new_data_key(),
-                                                                    fields.physical_names), produced))
+            files = list(
+                pool.map(
+                    lambda key: data_file_from_footer(io, key, schema, new_data_key(), fields.physical_names), produced
+                )
+            )
         found = []
         for key, file in zip(produced, files):
             if file.rows:
                 fs.move(f"{root}/{key}", f"{root}/{file.path}")
                 moved.append(file.path)
-                found.append((key[len(staging) + 1:].rpartition("/")[0], file))
+                found.append((key[len(staging) + 1 :].rpartition("/")[0], file))
         return found
     except BaseException:
         store.delete_unreferenced(moved)

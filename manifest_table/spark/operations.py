@@ -38,8 +38,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def delete(spark: Any, uri: str, where: str | Expr, *,
-           storage_options: dict[str, str] | None = None) -> CommitInfo:
+def delete(spark: Any, uri: str, where: str | Expr, *, storage_options: dict[str, str] | None = None) -> CommitInfo:
     """Delete the rows matching ``where``: Spark finds the matching live row positions of each
     candidate file (``native_delete``; executors running ``Scan`` where Spark cannot read the
     table), the driver commits one tombstone set. Returns the commit (with
@@ -56,22 +55,28 @@ def delete(spark: Any, uri: str, where: str | Expr, *,
             found = matching_positions(spark, location, scan.snapshot, scan.plan_files(), bound)
         else:
             task = partial(_matching_positions, location, scan.version, scan.snapshot.fields, bound)
-            groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism,
-                                 DEFAULT_MAX_PARTITION_BYTES)
+            groups = group_files(scan.plan_files(), spark.sparkContext.defaultParallelism, DEFAULT_MAX_PARTITION_BYTES)
             found = {path: BitMap.deserialize(blob) for path, blob in run_tasks(spark, groups, task)}
         tx.delete_positions(found)
         return tx.commit()
 
 
-def _matching_positions(location: TableLocation, version: int, fields: Any, where: Expr,
-                        files: Sequence[DataFile]) -> Iterator[tuple[str, bytes]]:
+def _matching_positions(
+    location: TableLocation, version: int, fields: Any, where: Expr, files: Sequence[DataFile]
+) -> Iterator[tuple[str, bytes]]:
     scan = scan_files(location, version, fields, files, [], where)
     for file, positions in scan.matching_positions():
         yield file.path, positions.serialize()
 
 
-def compact(spark: Any, uri: str, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2,
-            *, storage_options: dict[str, str] | None = None) -> CommitInfo:
+def compact(
+    spark: Any,
+    uri: str,
+    target_file_size: Size | None = None,
+    min_deleted_fraction: float = 0.2,
+    *,
+    storage_options: dict[str, str] | None = None,
+) -> CommitInfo:
     """``Table.compact`` with the rewriting spread out: the driver plans the groups from the
     manifest, Spark rewrites each group into its output files, the driver commits all outputs once.
     The guarantees are ``Table.compact``'s: a delete committed meanwhile is remapped onto the
@@ -79,24 +84,34 @@ def compact(spark: Any, uri: str, target_file_size: Size | None = None, min_dele
     outputs are removed. If the Spark job fails, nothing is committed."""
     location = TableLocation.of(uri, storage_options)
     table = location.open()
-    target = (table.write_options.target_file_size if target_file_size is None
-              else check_size("target_file_size", target_file_size))
+    target = (
+        table.write_options.target_file_size
+        if target_file_size is None
+        else check_size("target_file_size", target_file_size)
+    )
     base, pointer = table.log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
-    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of,
-                        fields=base.fields)
+    snapshot = Snapshot(
+        base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of, fields=base.fields
+    )
     if not groups:
         results = []
     elif native_writable(base.schema) and native_readable_snapshot(spark, location, snapshot):
         results = rewrite_groups(spark, location, groups, table.write_options)
     else:
         results = run_tasks(spark, groups, partial(_rewrite, location, table.write_options))
-    return commit_compaction(table, base, pointer, results, {
-        "target_file_size": target, "min_deleted_fraction": min_deleted_fraction, "engine": "spark"})
+    return commit_compaction(
+        table,
+        base,
+        pointer,
+        results,
+        {"target_file_size": target, "min_deleted_fraction": min_deleted_fraction, "engine": "spark"},
+    )
 
 
-def _rewrite(location: TableLocation, options: WriteOptions,
-             group: CompactionGroup) -> Iterator[tuple[list[DataFile], Rewrite]]:
+def _rewrite(
+    location: TableLocation, options: WriteOptions, group: CompactionGroup
+) -> Iterator[tuple[list[DataFile], Rewrite]]:
     table = location.open(options)
     yield rewrite_group(table, group, DeletionVectors(table.store))
 

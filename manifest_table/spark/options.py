@@ -19,17 +19,39 @@ from ..handle import retrying
 from ..storage import ObjectStore, store_for_uri
 from ..table import Table, open_table
 
-STORAGE_KEYS = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token",  # S3
-                "project", "token",  # GCS (and endpoint_url)
-                "account_name", "account_key", "connection_string")  # Azure (and endpoint_url)
+STORAGE_KEYS = (
+    "endpoint_url",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "session_token",  # S3
+    "project",
+    "token",  # GCS (and endpoint_url)
+    "account_name",
+    "account_key",
+    "connection_string",
+)  # Azure (and endpoint_url)
 """Storage options passed to ``open_table(uri, storage_options=...)`` (docs/python-api.md);
 unset ones come from the provider's standard chain of whichever process (driver or executor)
 opens the store."""
 
-KNOWN_OPTIONS = frozenset({
-    "path", "version", "as_of", "pushdown", "min_partitions", "max_partition_bytes",
-    "target_file_size", "row_group_size", "compression", "where", "app_id", "checkpointlocation",
-    *STORAGE_KEYS})
+KNOWN_OPTIONS = frozenset(
+    {
+        "path",
+        "version",
+        "as_of",
+        "pushdown",
+        "min_partitions",
+        "max_partition_bytes",
+        "target_file_size",
+        "row_group_size",
+        "compression",
+        "where",
+        "app_id",
+        "checkpointlocation",
+        *STORAGE_KEYS,
+    }
+)
 """Every option the data source understands, in the lower case Spark hands them over in."""
 
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
@@ -88,8 +110,10 @@ def _check_not_in_database(uri: str, storage_options: dict[str, str] | None) -> 
         open_database(parent, storage_options=storage_options)
     except (DatabaseNotFoundError, InvalidArgumentError):
         return
-    raise TableNotFoundError(f"no table {name!r} in database {parent}: create it first "
-                             "(Database.create_table, or manifest-table create DB_URI/TABLE)")
+    raise TableNotFoundError(
+        f"no table {name!r} in database {parent}: create it first "
+        "(Database.create_table, or manifest-table create DB_URI/TABLE)"
+    )
 
 
 @dataclass(frozen=True)
@@ -113,7 +137,8 @@ class SourceOptions:
         unknown = sorted(set(options) - KNOWN_OPTIONS)
         if unknown:
             raise InvalidArgumentError(
-                f"unknown manifest_table option(s) {unknown}; known options: {sorted(KNOWN_OPTIONS)}")
+                f"unknown manifest_table option(s) {unknown}; known options: {sorted(KNOWN_OPTIONS)}"
+            )
         uri = options.get("path")
         if not uri:
             raise InvalidArgumentError("no table URI: use .load(uri), .save(uri) or .start(uri)")
@@ -122,7 +147,8 @@ class SourceOptions:
         write = WriteOptions(
             target_file_size=_int(options, "target_file_size", defaults.target_file_size, minimum=1),
             row_group_size=_int(options, "row_group_size", defaults.row_group_size, minimum=1),
-            compression=options.get("compression", defaults.compression))
+            compression=options.get("compression", defaults.compression),
+        )
         version = options.get("version")
         return cls(
             location=TableLocation.of(str(uri), storage or None),
@@ -134,7 +160,8 @@ class SourceOptions:
             max_partition_bytes=_int(options, "max_partition_bytes", DEFAULT_MAX_PARTITION_BYTES, minimum=1),
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"),
-            where=to_expr(options["where"]) if options.get("where") else None)
+            where=to_expr(options["where"]) if options.get("where") else None,
+        )
 
     @property
     def parallelism(self) -> int:

@@ -28,10 +28,16 @@ from ..errors import SchemaMismatchError
 from ..format.column_types import rebuilt
 
 _WIDER_FOR_SPARK = {
-    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
-    pa.uint64(): pa.decimal128(20, 0), pa.float16(): pa.float32(), pa.date64(): pa.date32(),
-    pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
-    pa.time32("s"): pa.time64("us"), pa.time32("ms"): pa.time64("us"),
+    pa.uint8(): pa.int16(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.uint64(): pa.decimal128(20, 0),
+    pa.float16(): pa.float32(),
+    pa.date64(): pa.date32(),
+    pa.string_view(): pa.string(),
+    pa.binary_view(): pa.binary(),
+    pa.time32("s"): pa.time64("us"),
+    pa.time32("ms"): pa.time64("us"),
 }
 
 _WIDENINGS = {
@@ -51,7 +57,8 @@ def spark_schema(schema: pa.Schema) -> StructType:
             spark_type = from_arrow_type(_for_spark(field.type))
         except PySparkTypeError:
             raise SchemaMismatchError(
-                f"column {field.name!r} has type {field.type}, which Spark cannot represent") from None
+                f"column {field.name!r} has type {field.type}, which Spark cannot represent"
+            ) from None
         fields.append(StructField(field.name, spark_type, field.nullable))
     return StructType(fields)
 
@@ -72,9 +79,15 @@ def same_in_spark(arrow_type: pa.DataType) -> bool:
     Spark pushes down means the same thing evaluated on the stored data. Floats are out:
     Spark orders NaN above everything and makes NaN = NaN true, Arrow does neither."""
     t = pa.types
-    return (t.is_integer(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
-            or t.is_boolean(arrow_type) or t.is_date32(arrow_type) or t.is_decimal(arrow_type)
-            or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns"))
+    return (
+        t.is_integer(arrow_type)
+        or t.is_string(arrow_type)
+        or t.is_large_string(arrow_type)
+        or t.is_boolean(arrow_type)
+        or t.is_date32(arrow_type)
+        or t.is_decimal(arrow_type)
+        or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns")
+    )
 
 
 def check_write_schema(frame: StructType, table: pa.Schema, uri: str) -> None:
@@ -118,10 +131,19 @@ def native_readable(arrow_type: pa.DataType) -> bool:
         return native_readable(arrow_type.value_type)
     if t.is_struct(arrow_type):
         return all(native_readable(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
-    return (t.is_integer(arrow_type) or t.is_float32(arrow_type) or t.is_float64(arrow_type)
-            or t.is_boolean(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
-            or t.is_binary(arrow_type) or t.is_large_binary(arrow_type) or t.is_date(arrow_type)
-            or t.is_decimal128(arrow_type) or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns"))
+    return (
+        t.is_integer(arrow_type)
+        or t.is_float32(arrow_type)
+        or t.is_float64(arrow_type)
+        or t.is_boolean(arrow_type)
+        or t.is_string(arrow_type)
+        or t.is_large_string(arrow_type)
+        or t.is_binary(arrow_type)
+        or t.is_large_binary(arrow_type)
+        or t.is_date(arrow_type)
+        or t.is_decimal128(arrow_type)
+        or (t.is_timestamp(arrow_type) and arrow_type.unit != "ns")
+    )
 
 
 def native_writable(schema: pa.Schema) -> bool:
@@ -130,9 +152,18 @@ def native_writable(schema: pa.Schema) -> bool:
     one to one, all nullable (Spark's file sources read every column as nullable, so a
     compaction could not keep NOT NULL). Other tables are written through the data source."""
     t = pa.types
-    return all(f.nullable and (
-        t.is_signed_integer(f.type) or t.is_float32(f.type) or t.is_float64(f.type)
-        or t.is_boolean(f.type) or t.is_string(f.type) or t.is_binary(f.type) or t.is_date32(f.type)
-        or t.is_decimal128(f.type)
-        or (t.is_timestamp(f.type) and f.type.unit == "us" and f.type.tz in (None, "UTC")))
-        for f in schema)
+    return all(
+        f.nullable
+        and (
+            t.is_signed_integer(f.type)
+            or t.is_float32(f.type)
+            or t.is_float64(f.type)
+            or t.is_boolean(f.type)
+            or t.is_string(f.type)
+            or t.is_binary(f.type)
+            or t.is_date32(f.type)
+            or t.is_decimal128(f.type)
+            or (t.is_timestamp(f.type) and f.type.unit == "us" and f.type.tz in (None, "UTC"))
+        )
+        for f in schema
+    )

@@ -103,8 +103,9 @@ class TableReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
-        scan = scan_files(self._options.location, self._version, self._fields,
-                          partition.files, self._columns, self._where)
+        scan = scan_files(
+            self._options.location, self._version, self._fields, partition.files, self._columns, self._where
+        )
         for batch in scan.to_batches():
             # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
             yield batch.cast(self._output, safe=False)
@@ -125,8 +126,14 @@ class FilteringTableReader(TableReader):
         self._where = reduce(And, accepted) if accepted else None
 
 
-def scan_files(location: TableLocation, version: int, fields: FieldIds, files: Iterable[DataFile],
-               columns: list[str] | None, where: Expr | None) -> Scan:
+def scan_files(
+    location: TableLocation,
+    version: int,
+    fields: FieldIds,
+    files: Iterable[DataFile],
+    columns: list[str] | None,
+    where: Expr | None,
+) -> Scan:
     """A scan of just ``files`` of one version (``fields``: its schema and field ids), as
     run on an executor."""
     store = location.store()
@@ -142,5 +149,6 @@ def _read_columns(schema: StructType, table: pa.Schema) -> list[str]:
     if wrong:
         raise SchemaMismatchError(
             f"the read schema does not match the table for columns {wrong}; "
-            f"the table's schema is {spark_schema(table).simpleString()}")
+            f"the table's schema is {spark_schema(table).simpleString()}"
+        )
     return schema.fieldNames()

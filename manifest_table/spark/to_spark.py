@@ -19,8 +19,14 @@ from pyspark.sql import functions as F
 from ..expressions import And, Comparison, Expr, In, IsNull, Not, Or
 from .schema import same_in_spark
 
-_OPERATORS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-              ">": operator.gt, ">=": operator.ge}
+_OPERATORS = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 def quoted(name: str) -> Column:
@@ -77,8 +83,11 @@ def _fits(value: object, arrow_type: pa.DataType) -> bool:
             return False
         return True
     if pa.types.is_decimal(arrow_type):
-        return isinstance(value, Decimal) and -int(value.as_tuple().exponent) <= arrow_type.scale \
+        return (
+            isinstance(value, Decimal)
+            and -int(value.as_tuple().exponent) <= arrow_type.scale
             and len(value.as_tuple().digits) <= arrow_type.precision
+        )
     if pa.types.is_floating(arrow_type):
         return type(value) is float
     return True
@@ -87,5 +96,8 @@ def _fits(value: object, arrow_type: pa.DataType) -> bool:
 def _translatable(arrow_type: pa.DataType) -> bool:
     """Naive timestamps are left out (a naive literal would be read in the session's zone),
     and ``uint64`` (its literals may not fit Spark's long)."""
-    return (same_in_spark(arrow_type) and arrow_type != pa.uint64()
-            and not (pa.types.is_timestamp(arrow_type) and arrow_type.tz is None))
+    return (
+        same_in_spark(arrow_type)
+        and arrow_type != pa.uint64()
+        and not (pa.types.is_timestamp(arrow_type) and arrow_type.tz is None)
+    )

@@ -51,15 +51,26 @@ from .schema import check_write_schema, native_writable
 from .to_spark import narrowing, quoted
 
 
-def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, when_matched: str = "update",
-           when_not_matched: str = "insert", when_not_matched_by_source: str = "ignore",
-           columns: Sequence[str] | None = None, storage_options: dict[str, str] | None = None) -> CommitInfo:
+def upsert(
+    spark: Any,
+    uri: str,
+    source_df: DataFrame,
+    on: Sequence[str],
+    *,
+    when_matched: str = "update",
+    when_not_matched: str = "insert",
+    when_not_matched_by_source: str = "ignore",
+    columns: Sequence[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> CommitInfo:
     """``Table.upsert`` of ``source_df`` into the table at ``uri``, with the join and the
     writing done by Spark and one commit on the driver. Returns the commit (with
     ``committed=False`` when nothing changed). ``columns`` is ``NotSupportedError``."""
     if columns is not None:
-        raise NotSupportedError("Spark's upsert does not support columns= (a partial update): pass every column "
-                                "in the source, or use Table.upsert(..., columns=...) on the driver")
+        raise NotSupportedError(
+            "Spark's upsert does not support columns= (a partial update): pass every column "
+            "in the source, or use Table.upsert(..., columns=...) on the driver"
+        )
     location = TableLocation.of(uri, storage_options)
     table = location.open()
     with table.transaction() as tx:
@@ -68,10 +79,19 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
         check_write_schema(source_df.schema, schema, table.uri)
         snapshot = tx.scan().snapshot
         if not (native_writable(schema) and native_readable_snapshot(spark, location, snapshot)):
-            report_fallback(location, "upsert", "Spark cannot read or write this table natively; the source "
-                            "is collected to the driver for the Python upsert")
-            tx.upsert(source_df.toArrow(), rules.keys, when_matched=when_matched, when_not_matched=when_not_matched,
-                      when_not_matched_by_source=when_not_matched_by_source)
+            report_fallback(
+                location,
+                "upsert",
+                "Spark cannot read or write this table natively; the source "
+                "is collected to the driver for the Python upsert",
+            )
+            tx.upsert(
+                source_df.toArrow(),
+                rules.keys,
+                when_matched=when_matched,
+                when_not_matched=when_not_matched,
+                when_not_matched_by_source=when_not_matched_by_source,
+            )
             return tx.commit()
         source = conform(source_df, schema).persist()
         try:
@@ -81,8 +101,14 @@ def upsert(spark: Any, uri: str, source_df: DataFrame, on: Sequence[str], *, whe
         return tx.commit()
 
 
-def _merge(spark: Any, location: TableLocation, tx: Transaction, source: DataFrame, rules: MergeRules,
-           write_options: WriteOptions) -> None:
+def _merge(
+    spark: Any,
+    location: TableLocation,
+    tx: Transaction,
+    source: DataFrame,
+    rules: MergeRules,
+    write_options: WriteOptions,
+) -> None:
     """Steps 1-4 on a natively readable and writable table."""
     keys, schema, snapshot = rules.keys, tx.scan().schema, tx.scan().snapshot
     where = _key_filter(source, keys, schema)
@@ -99,8 +125,16 @@ def _merge(spark: Any, location: TableLocation, tx: Transaction, source: DataFra
         parts.append(matched.select(*columns))
     if rules.when_not_matched == "insert":
         parts.append(source.join(candidates.select(*[quoted(k) for k in keys]), keys, "left_anti").select(*columns))
-    written = [f for _, f in write_staged(functools.reduce(DataFrame.unionByName, parts), location,
-                                          snapshot.fields, write_options)] if parts else []
+    written = (
+        [
+            f
+            for _, f in write_staged(
+                functools.reduce(DataFrame.unionByName, parts), location, snapshot.fields, write_options
+            )
+        ]
+        if parts
+        else []
+    )
     tx.add_files(written)
     matched_positions = _positions(matched, files)
     removed = matched_positions if rules.when_matched == "delete" else {}
@@ -109,8 +143,14 @@ def _merge(spark: Any, location: TableLocation, tx: Transaction, source: DataFra
     if rules.reads_every_file:
         missing = _positions(target.join(source.select(*[quoted(k) for k in keys]), keys, "left_anti"), files)
         removed = {p: removed.get(p, BitMap()) | missing.get(p, BitMap()) for p in removed.keys() | missing.keys()}
-    stage_replacements(tx.staging, matched_positions if rules.when_matched == "update" else {}, removed, where,
-                       rules, sum(f.rows for f in written))
+    stage_replacements(
+        tx.staging,
+        matched_positions if rules.when_matched == "update" else {},
+        removed,
+        where,
+        rules,
+        sum(f.rows for f in written),
+    )
 
 
 def _key_filter(source: DataFrame, keys: list[str], schema: pa.Schema) -> Expr | None:
@@ -120,15 +160,23 @@ def _key_filter(source: DataFrame, keys: list[str], schema: pa.Schema) -> Expr |
     repeated = keyed.groupBy(*[quoted(k) for k in keys]).count().where(F.col("count") > 1)
     shown = [row.asDict() for row in repeated.drop("count").limit(5).collect()]
     if shown:
-        raise DuplicateKeyError(f"the source holds keys more than once, e.g. {shown}; each key of {keys} "
-                                "may appear once (nothing was written)")
+        raise DuplicateKeyError(
+            f"the source holds keys more than once, e.g. {shown}; each key of {keys} "
+            "may appear once (nothing was written)"
+        )
     few = keyed.select(*[quoted(k) for k in keys]).distinct().limit(IN_LIMIT + 1).toArrow()
     if few.num_rows <= IN_LIMIT:
         return key_filter(few, keys, schema)
-    bounds = keyed.agg(*[F.min(quoted(k)).alias(f"lo{i}") for i, k in enumerate(keys)],
-                       *[F.max(quoted(k)).alias(f"hi{i}") for i, k in enumerate(keys)]).toArrow()
-    ends = pa.table({k: pa.concat_arrays([bounds[f"lo{i}"].combine_chunks(), bounds[f"hi{i}"].combine_chunks()])
-                     for i, k in enumerate(keys)})
+    bounds = keyed.agg(
+        *[F.min(quoted(k)).alias(f"lo{i}") for i, k in enumerate(keys)],
+        *[F.max(quoted(k)).alias(f"hi{i}") for i, k in enumerate(keys)],
+    ).toArrow()
+    ends = pa.table(
+        {
+            k: pa.concat_arrays([bounds[f"lo{i}"].combine_chunks(), bounds[f"hi{i}"].combine_chunks()])
+            for i, k in enumerate(keys)
+        }
+    )
     return key_filter(ends, keys, schema, in_limit=1)  # each column's range
 
 

@@ -39,8 +39,9 @@ class WrittenFiles(WriterCommitMessage):
     files: list[DataFile]
 
 
-def write_task(location: TableLocation, fields: FieldIds, options: WriteOptions,
-               batches: Iterator[pa.RecordBatch]) -> WrittenFiles:
+def write_task(
+    location: TableLocation, fields: FieldIds, options: WriteOptions, batches: Iterator[pa.RecordBatch]
+) -> WrittenFiles:
     """Executor side: write one task's batches, conformed to the table schema, as data files.
     On failure the files written so far are removed before the error propagates."""
     first = next(batches, None)
@@ -49,8 +50,16 @@ def write_task(location: TableLocation, fields: FieldIds, options: WriteOptions,
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_data_files(io, batches_of(stream, fields.schema), fields.schema, options,
-                                             field_ids=fields.ids, physical_names=fields.physical_names))
+        return WrittenFiles(
+            write_data_files(
+                io,
+                batches_of(stream, fields.schema),
+                fields.schema,
+                options,
+                field_ids=fields.ids,
+                physical_names=fields.physical_names,
+            )
+        )
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -66,11 +75,11 @@ class _TableWrite:
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._target.fields,
-                          self._options.write, iterator)
+        return write_task(self._options.location, self._target.fields, self._options.write, iterator)
 
-    def _commit(self, messages: Iterable[WriterCommitMessage | None],
-                app_transaction: tuple[str, int] | None = None) -> CommitInfo:
+    def _commit(
+        self, messages: Iterable[WriterCommitMessage | None], app_transaction: tuple[str, int] | None = None
+    ) -> CommitInfo:
         return self._target.commit(_files(messages), app_transaction)
 
     def _abort(self, messages: Iterable[WriterCommitMessage | None]) -> None:
@@ -119,8 +128,10 @@ def streaming_app_id(options: SourceOptions) -> str:
         return options.app_id
     location = options.checkpoint_location
     if not location:
-        raise InvalidArgumentError("the manifest_table streaming sink needs option checkpointLocation "
-                                   "(or app_id) to commit each micro-batch exactly once")
+        raise InvalidArgumentError(
+            "the manifest_table streaming sink needs option checkpointLocation "
+            "(or app_id) to commit each micro-batch exactly once"
+        )
     path = urlparse(location).path if location.startswith("file:") else location
     try:
         with open(os.path.join(path, "metadata"), encoding="utf-8") as f:

@@ -33,13 +33,16 @@ def store_for_uri(uri: str | os.PathLike[str], storage_options: dict[str, str] |
     if parsed.scheme == "az":
         return _cloud_store("azure", "AzureStore")(text, storage_options)
     if storage_options:
-        raise InvalidArgumentError(f"storage options {sorted(storage_options)} apply only to s3://, gs:// "
-                                   "and az:// URIs")
+        raise InvalidArgumentError(
+            f"storage options {sorted(storage_options)} apply only to s3://, gs:// and az:// URIs"
+        )
     if parsed.scheme == "file":
         return LocalStore(_file_uri_path(text))
     if parsed.scheme and len(parsed.scheme) > 1:  # one letter is a Windows drive
-        raise InvalidArgumentError(f"unsupported URI scheme {parsed.scheme!r} in {text!r}: "
-                                   "use a local path, file://, s3://, gs:// or az://, or pass store=")
+        raise InvalidArgumentError(
+            f"unsupported URI scheme {parsed.scheme!r} in {text!r}: "
+            "use a local path, file://, s3://, gs:// or az://, or pass store="
+        )
     return LocalStore(text)
 
 
@@ -59,8 +62,10 @@ def _file_uri_path(uri: str) -> str:
     ``..`` segments, which a URI must not need."""
     parsed = urlparse(uri)
     if parsed.netloc not in ("", "localhost"):
-        raise InvalidArgumentError(f"{uri!r} names the host {parsed.netloc!r}, not a directory: a file URI "
-                                   f"is file:///absolute/path (three slashes), or pass a plain path")
+        raise InvalidArgumentError(
+            f"{uri!r} names the host {parsed.netloc!r}, not a directory: a file URI "
+            f"is file:///absolute/path (three slashes), or pass a plain path"
+        )
     if not parsed.path.startswith("/") or parsed.params or parsed.query or parsed.fragment:
         raise InvalidArgumentError(f"{uri!r} is not a file:///absolute/path URI")
     if {".", ".."} & set(parsed.path.split("/")):

@@ -52,26 +52,35 @@ class AzureAccount:
     sas_token: str | None = None
 
     @classmethod
-    def resolve(cls, account_name: str | None = None, account_key: str | None = None,
-                connection_string: str | None = None, endpoint_url: str | None = None) -> AzureAccount:
+    def resolve(
+        cls,
+        account_name: str | None = None,
+        account_key: str | None = None,
+        connection_string: str | None = None,
+        endpoint_url: str | None = None,
+    ) -> AzureAccount:
         """From the storage options; without any, from ``$AZURE_STORAGE_CONNECTION_STRING``,
         else ``$AZURE_STORAGE_ACCOUNT`` and ``$AZURE_STORAGE_KEY`` (the Azure CLI's names)."""
         if connection_string:
             if account_name or account_key or endpoint_url:
-                raise InvalidArgumentError("give Azure a connection_string or account_name/account_key/endpoint_url, "
-                                           "not both")
+                raise InvalidArgumentError(
+                    "give Azure a connection_string or account_name/account_key/endpoint_url, not both"
+                )
             return cls._parse(connection_string)
         if account_name:
-            return cls(account_name, (endpoint_url or f"https://{account_name}.blob.core.windows.net").rstrip("/"),
-                       account_key)
+            return cls(
+                account_name, (endpoint_url or f"https://{account_name}.blob.core.windows.net").rstrip("/"), account_key
+            )
         if account_key or endpoint_url:
             raise InvalidArgumentError("the Azure options account_key and endpoint_url need account_name")
         if os.environ.get("AZURE_STORAGE_CONNECTION_STRING"):
             return cls._parse(os.environ["AZURE_STORAGE_CONNECTION_STRING"])
         if os.environ.get("AZURE_STORAGE_ACCOUNT"):
             return cls.resolve(os.environ["AZURE_STORAGE_ACCOUNT"], os.environ.get("AZURE_STORAGE_KEY"))
-        raise InvalidArgumentError("Azure needs a storage account: give account_name or connection_string "
-                                   "(or set AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT)")
+        raise InvalidArgumentError(
+            "Azure needs a storage account: give account_name or connection_string "
+            "(or set AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT)"
+        )
 
     @classmethod
     def _parse(cls, connection_string: str) -> AzureAccount:
@@ -93,13 +102,19 @@ class AzureAccount:
         if url.path.strip("/") == self.name:
             authority, dfs = url.netloc, url.netloc
         elif url.netloc.startswith(self.name + ".") and url.path.strip("/") == "":
-            authority = url.netloc[len(self.name):]
+            authority = url.netloc[len(self.name) :]
             dfs = authority.replace(".blob.", ".dfs.", 1)
         else:
-            raise InvalidArgumentError(f"Azure endpoint {self.blob_url!r} is neither https://{self.name}.blob.<suffix> "
-                                       f"nor <scheme>://<host>/{self.name}")
-        return {"blob_storage_authority": authority, "blob_storage_scheme": url.scheme,
-                "dfs_storage_authority": dfs, "dfs_storage_scheme": url.scheme}
+            raise InvalidArgumentError(
+                f"Azure endpoint {self.blob_url!r} is neither https://{self.name}.blob.<suffix> "
+                f"nor <scheme>://<host>/{self.name}"
+            )
+        return {
+            "blob_storage_authority": authority,
+            "blob_storage_scheme": url.scheme,
+            "dfs_storage_authority": dfs,
+            "dfs_storage_scheme": url.scheme,
+        }
 
 
 class AzureStore(CloudStore):
@@ -131,12 +146,20 @@ class AzureStore(CloudStore):
         return DefaultAzureCredential()
 
     def _new_client(self) -> ContainerClient:
-        return ContainerClient(self.account.blob_url, self.bucket, credential=self._credential(),
-                               connection_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
+        return ContainerClient(
+            self.account.blob_url,
+            self.bucket,
+            credential=self._credential(),
+            connection_timeout=CONNECT_TIMEOUT,
+            read_timeout=READ_TIMEOUT,
+        )
 
     def _new_filesystem(self) -> pafs.AzureFileSystem:
-        secret = {"account_key": self.account.key} if self.account.key else (
-            {"sas_token": self.account.sas_token} if self.account.sas_token else {})
+        secret = (
+            {"account_key": self.account.key}
+            if self.account.key
+            else ({"sas_token": self.account.sas_token} if self.account.sas_token else {})
+        )
         return pafs.AzureFileSystem(account_name=self.account.name, **secret, **self.account.arrow_endpoint())
 
     # --- ObjectStore ------------------------------------------------------------------------
@@ -149,6 +172,7 @@ class AzureStore(CloudStore):
         def download() -> tuple[bytes, str]:
             downloader = self.client.download_blob(self._root + key)
             return downloader.readall(), downloader.properties.etag
+
         return self._call("get", key, download)
 
     def head(self, key: str) -> ObjectInfo | None:
@@ -162,14 +186,15 @@ class AzureStore(CloudStore):
         return self._put("put_if_absent", key, data, overwrite=False)
 
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        return self._put("put_if_match", key, data, overwrite=True, etag=etag,
-                         match_condition=MatchConditions.IfNotModified)
+        return self._put(
+            "put_if_match", key, data, overwrite=True, etag=etag, match_condition=MatchConditions.IfNotModified
+        )
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         # Azure lists blob names in lexicographic order; pages stream.
         try:
             for props in self.client.list_blobs(name_starts_with=self._root + prefix):
-                yield _info(props.name[len(self._root):], props)
+                yield _info(props.name[len(self._root) :], props)
         except AzureError as e:
             raise self._error("list", prefix + "*", e) from e
 
@@ -195,7 +220,8 @@ class AzureStore(CloudStore):
         retried: list[bool] = []
         try:
             result = self.client.get_blob_client(self._root + key).upload_blob(
-                bytes(data), retry_hook=lambda **_: retried.append(True), **condition)
+                bytes(data), retry_hook=lambda **_: retried.append(True), **condition
+            )
         except ResourceNotFoundError as e:
             if getattr(e, "error_code", None) == "BlobNotFound" and "etag" in condition:
                 raise NotFound(key) from None

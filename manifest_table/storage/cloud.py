@@ -56,8 +56,9 @@ def resolve_options(options: dict[str, str] | None, aliases: dict[str, str], ser
     resolved: dict[str, str] = {}
     unknown = sorted(k for k in (options or {}) if k not in aliases)
     if unknown:
-        raise InvalidArgumentError(f"unknown {service} storage option(s) {', '.join(unknown)}; "
-                                   f"expected one of {', '.join(aliases)}")
+        raise InvalidArgumentError(
+            f"unknown {service} storage option(s) {', '.join(unknown)}; expected one of {', '.join(aliases)}"
+        )
     for key, value in (options or {}).items():
         name = aliases[key]
         if resolved.get(name, value) != value:
@@ -119,5 +120,6 @@ class CloudStore(ObjectStore):
 
     def _error(self, op: str, key: str, cause: BaseException, note: str = "") -> StoreError:
         detail = f" ({note})" if note else ""
-        return StoreError(f"{self.service} {op} of {self.scheme}://{self.bucket}/{self._root}{key} "
-                          f"failed{detail}: {cause}")
+        return StoreError(
+            f"{self.service} {op} of {self.scheme}://{self.bucket}/{self._root}{key} failed{detail}: {cause}"
+        )

@@ -52,8 +52,14 @@ class FileIO:
         fs, root = plane
         return _READS.call(lambda: self._ranged(fs, f"{root}/{key}", key, size, read))
 
-    def _ranged(self, fs: pafs.FileSystem, path: str, key: str, size: int,
-                read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T]) -> T:
+    def _ranged(
+        self,
+        fs: pafs.FileSystem,
+        path: str,
+        key: str,
+        size: int,
+        read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T],
+    ) -> T:
         fragment = _PARQUET.make_fragment(path, filesystem=fs, file_size=size)
         try:
             footer = _footer(key, size, fragment)

@@ -62,8 +62,16 @@ class GcsStore(CloudStore):
     scheme = "gs"
     service = "GCS"
 
-    def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
-                 project: str | None = None, token: str | None = None, client: Any = None) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        project: str | None = None,
+        token: str | None = None,
+        client: Any = None,
+    ) -> None:
         super().__init__(bucket, prefix, client)
         self._endpoint_url = endpoint_url
         self._project = project
@@ -73,8 +81,9 @@ class GcsStore(CloudStore):
             try:
                 self._credentials()
             except (OSError, ValueError, GoogleAuthError) as e:
-                raise InvalidArgumentError(f"GCS token {token!r} is neither {ANONYMOUS!r} nor a service account "
-                                           f"key file: {e}") from None
+                raise InvalidArgumentError(
+                    f"GCS token {token!r} is neither {ANONYMOUS!r} nor a service account key file: {e}"
+                ) from None
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: dict[str, str] | None = None) -> GcsStore:
@@ -105,8 +114,11 @@ class GcsStore(CloudStore):
 
     def _new_client(self) -> storage.Client:
         endpoint = self._endpoint()
-        return storage.Client(project=self._project, credentials=self._credentials(),
-                              client_options={"api_endpoint": endpoint} if endpoint else None)
+        return storage.Client(
+            project=self._project,
+            credentials=self._credentials(),
+            client_options={"api_endpoint": endpoint} if endpoint else None,
+        )
 
     def _new_filesystem(self) -> pafs.GcsFileSystem:
         endpoint = urlsplit(self._endpoint() or "")
@@ -122,9 +134,13 @@ class GcsStore(CloudStore):
             token = {"access_token": credentials.token, "credential_token_expiration": expiry}
             self._fs_expires = expiry
         return pafs.GcsFileSystem(
-            anonymous=self._anonymous(), **token,
-            scheme=endpoint.scheme or None, endpoint_override=endpoint.netloc or None,
-            project_id=self._project, retry_time_limit=_ARROW_RETRY_LIMIT)
+            anonymous=self._anonymous(),
+            **token,
+            scheme=endpoint.scheme or None,
+            endpoint_override=endpoint.netloc or None,
+            project_id=self._project,
+            retry_time_limit=_ARROW_RETRY_LIMIT,
+        )
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """The data plane; rebuilt with a fresh access token when the last one nears expiry."""
@@ -146,8 +162,9 @@ class GcsStore(CloudStore):
 
     def head(self, key: str) -> ObjectInfo | None:
         try:
-            blob = self._call("head", key, lambda: self.client.bucket(self.bucket).get_blob(
-                self._root + key, timeout=_TIMEOUT))
+            blob = self._call(
+                "head", key, lambda: self.client.bucket(self.bucket).get_blob(self._root + key, timeout=_TIMEOUT)
+            )
         except NotFound:
             return None
         return None if blob is None else _info(key, blob)
@@ -170,9 +187,13 @@ class GcsStore(CloudStore):
         # GCS lists names in lexicographic (UTF-8 byte) order, which is Python's str order;
         # pages stream. A 404 here is a missing bucket: an error, not an empty listing.
         try:
-            for blob in self.client.list_blobs(self.bucket, prefix=self._root + prefix, timeout=_TIMEOUT,
-                                               fields="items(name,size,generation,updated),nextPageToken"):
-                yield _info(blob.name[len(self._root):], blob)
+            for blob in self.client.list_blobs(
+                self.bucket,
+                prefix=self._root + prefix,
+                timeout=_TIMEOUT,
+                fields="items(name,size,generation,updated),nextPageToken",
+            ):
+                yield _info(blob.name[len(self._root) :], blob)
         except _ERRORS as e:
             raise self._error("list", prefix + "*", e) from e
 
@@ -226,8 +247,9 @@ class _WatchedRetry:
 
     def _note(self, error: Exception) -> None:
         if self._rate_limited_key is not None and _status(error) == 429:
-            raise RateLimited(f"{self._rate_limited_key}: GCS refused a write, more than about one a second "
-                              f"to this object ({error})") from error
+            raise RateLimited(
+                f"{self._rate_limited_key}: GCS refused a write, more than about one a second to this object ({error})"
+            ) from error
         self.retried = True
 
 

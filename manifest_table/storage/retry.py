@@ -49,7 +49,7 @@ class RetryPolicy:
         raise AssertionError("unreachable")
 
     def wait(self, attempt: int) -> None:
-        time.sleep(random.uniform(0, min(self.cap, self.base * 2 ** attempt)))
+        time.sleep(random.uniform(0, min(self.cap, self.base * 2**attempt)))
 
 
 class RetryingStore(ObjectStore):
@@ -57,8 +57,9 @@ class RetryingStore(ObjectStore):
     ever created under fresh unique names, so a create that finds its key taken after a
     failed attempt was our own attempt landing. Other attributes are the inner store's."""
 
-    def __init__(self, inner: ObjectStore, unique_prefixes: tuple[str, ...] = (),
-                 policy: RetryPolicy = RetryPolicy()) -> None:
+    def __init__(
+        self, inner: ObjectStore, unique_prefixes: tuple[str, ...] = (), policy: RetryPolicy = RetryPolicy()
+    ) -> None:
         self.inner = inner
         self.unique_prefixes = unique_prefixes
         self.policy = policy

@@ -173,9 +173,7 @@ class S3Store(CloudStore):
 
     def _put(self, op: str, key: str, data: bytes, **condition: str) -> str:
         try:
-            response = self.client.put_object(
-                Bucket=self.bucket, Key=self._root + key, Body=bytes(data), **condition
-            )
+            response = self.client.put_object(Bucket=self.bucket, Key=self._root + key, Body=bytes(data), **condition)
         except ClientError as e:
             code = _code(e)
             if code in _LOST_RACE_CODES or _status(e) == 412:
