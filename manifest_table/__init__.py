@@ -6,8 +6,9 @@ See README.md and docs/ for the format and the commit protocol."""
 from .commit import CommitInfo
 from .data.scan import Scan
 from .database import Database, DatabaseSnapshot, DatabaseTable, DatabaseTransaction, create_database, open_database
+from .entry_points import create_table, open_table, write_table
 from .expressions import col
-from .table import Table, create_table, open_table, write_table
+from .table import Table
 from .transaction import Transaction
 
 __all__ = [

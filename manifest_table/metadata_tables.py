@@ -7,16 +7,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
+from .commit import CommitInfo
 from .format.entries import DataFile
 from .format.stats import has_stats
 from .log.version import Version
 
-if TYPE_CHECKING:
-    from .table import Table
+
+class Inspected(Protocol):
+    """What ``Inspector`` reads of a table (``table.Table``, which makes one as ``inspect``)."""
+
+    def manifest(self, version: int | None = None) -> Version: ...
+
+    def history(self, limit: int | None = None) -> list[CommitInfo]: ...
+
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -62,7 +69,7 @@ version's root itself (``kind`` ``"tail"``; a format v1 manifest lists every fil
 class Inspector:
     """``table.inspect.history()``, ``.files(version)``, ``.segments(version)``."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Inspected) -> None:
         self._table = table
 
     def history(self) -> pa.Table:

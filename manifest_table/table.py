@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Never
+from typing import Any
 
 import pyarrow as pa
 
 from .arguments import (
     Duration,
-    Seconds,
     Size,
-    check_choice,
     check_int,
     check_location,
     check_time,
@@ -22,21 +20,18 @@ from .arguments import (
 )
 from .commit import CommitInfo, CommitOptions
 from .data.file_sets import VersionFiles
-from .data.ingest import arrow_input
 from .data.scan import Scan, Snapshot
 from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
-from .errors import InvalidArgumentError, TableExistsError, TableNotFoundError
+from .errors import InvalidArgumentError
 from .expressions import Expr, to_expr
-from .format.manifest import FORMAT_VERSION
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .log.version import Version
 from .metadata_tables import Inspector
 from .operations.compaction import compact
-from .operations.create import create, first_version
 from .operations.garbage_collection import GCReport, collect_garbage
-from .operations.schema_change import SchemaUpdate, new_columns, update_schema
+from .operations.schema_change import SchemaUpdate, update_schema
 from .operations.set_mirrors import set_mirrors
 from .operations.upgrade import upgrade
 from .storage import ObjectStore, store_for_uri
@@ -248,121 +243,7 @@ class Table(TableHandle):
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 
-def create_table(
-    uri: str | os.PathLike[str],
-    schema: pa.Schema,
-    *,
-    store: ObjectStore | None = None,
-    storage_options: dict[str, str] | None = None,
-    format_version: int = FORMAT_VERSION,
-    properties: dict[str, int] | None = None,
-    mirrors: Sequence[str] | None = None,
-    target_file_size: Size | None = None,
-    row_group_size: Size | None = None,
-    compression: str | None = None,
-    deadline: Seconds | None = None,
-    max_attempts: int | None = None,
-    free_retries: int | None = None,
-    backoff_base: Seconds | None = None,
-    backoff_cap: Seconds | None = None,
-    recheck_after: Seconds | None = None,
-    **unknown: Never,
-) -> Table:
-    """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
-    ``properties`` tune format v2's metadata layout (``format.root.Properties``);
-    ``format_version=1`` makes a table that older releases can read. ``mirrors``
-    (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
-    The other keywords are the handle's options, as for ``open_table``."""
-    empty = first_version(schema, format_version, properties, mirrors)
-    table = _table(uri, store, storage_options, _options(locals(), unknown))
-    create(table, empty)
-    return table
-
-
-def open_table(
-    uri: str | os.PathLike[str],
-    *,
-    store: ObjectStore | None = None,
-    storage_options: dict[str, str] | None = None,
-    target_file_size: Size | None = None,
-    row_group_size: Size | None = None,
-    compression: str | None = None,
-    deadline: Seconds | None = None,
-    max_attempts: int | None = None,
-    free_retries: int | None = None,
-    backoff_base: Seconds | None = None,
-    backoff_cap: Seconds | None = None,
-    recheck_after: Seconds | None = None,
-    **unknown: Never,
-) -> Table:
-    """Open an existing table. Raises ``TableNotFoundError`` if there is none. A table of a
-    database is opened as ``<database uri>/<table name>`` (docs/databases.md). The options
-    (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
-    ``row_group_size`` in bytes or as ``"128MiB"``; ``compression``, default ``zstd``) and of
-    ``commit.CommitOptions`` (``deadline``, ``recheck_after``, ``backoff_*`` in seconds, as a
-    ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md."""
-    options = _options(locals(), unknown)
-    table = _table(uri, store, storage_options, options)
-    try:
-        table.log.open()  # fail now, not at the first read
-    except TableNotFoundError:
-        parent, _, name = table.uri.rstrip("/").rpartition("/")
-        if store is not None or not parent or not name:
-            raise
-        from .database.database import table_of_database
-
-        found = table_of_database(parent, name, storage_options, options)
-        if found is None:
-            raise
-        return found
-    return table
-
-
-WRITE_MODES = ("error", "append", "overwrite")
-_CREATION_OPTIONS = ("format_version", "properties", "mirrors")
-
-
-def write_table(
-    uri: str | os.PathLike[str],
-    data: Any,
-    *,
-    mode: str = "error",
-    schema_mode: str | None = None,
-    storage_options: dict[str, str] | None = None,
-    **table_options: Any,
-) -> Table:
-    """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
-    data's schema when there is none (version 0, then the rows as version 1). ``mode``:
-    ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
-    or ``"overwrite"`` (replace every row). ``schema_mode="merge"`` adds the data's new
-    columns. ``table_options`` are ``create_table``'s; ``format_version``, ``properties`` and
-    ``mirrors`` apply only when the table is created. Returns the table."""
-    check_choice("mode", mode, WRITE_MODES)
-    data = arrow_input(data)  # one stream for the schema and the rows
-    creation = {k: table_options.pop(k) for k in _CREATION_OPTIONS if k in table_options}
-    try:
-        table = open_table(uri, storage_options=storage_options, **table_options)
-        if mode == "error":
-            raise TableExistsError(
-                f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
-                "or mode='overwrite' to write to it)"
-            )
-    except TableNotFoundError:
-        schema = pa.schema(new_columns(data, pa.schema([])))
-        try:
-            table = create_table(uri, schema, storage_options=storage_options, **creation, **table_options)
-        except TableExistsError:  # another writer created it meanwhile
-            if mode == "error":
-                raise
-            table = open_table(uri, storage_options=storage_options, **table_options)
-    if mode == "overwrite":
-        table.overwrite(data, schema_mode=schema_mode)
-    else:
-        table.append(data, schema_mode=schema_mode)
-    return table
-
-
-def _options(given: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
+def options_of(given: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
     """The handle's options among a call's keywords (``locals()``), None (a default) left out."""
     return {k: v for k, v in given.items() if k in _OPTION_KEYS and v is not None} | unknown
 
@@ -370,7 +251,7 @@ def _options(given: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
 _OPTION_KEYS = frozenset(WriteOptions.__dataclass_fields__) | frozenset(CommitOptions.__dataclass_fields__)
 
 
-def _table(
+def table_at(
     uri: str | os.PathLike[str],
     store: ObjectStore | None,
     storage_options: dict[str, str] | None,

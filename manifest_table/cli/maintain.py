@@ -9,10 +9,11 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from ..database import DatabaseTable
+from ..database import Database, DatabaseTable
 from ..errors import InvalidArgumentError
 from ..maintenance.job import JobOptions, describe_compaction, describe_plan, find_tables, run_job
 from ..operations.compaction import plan_compaction
+from ..table import Table
 from ..wording import count
 from .options import checked, duration, fraction, open_from, retention, size, storage_options
 from .progress import activity
@@ -43,7 +44,10 @@ def upgrade(args: argparse.Namespace) -> None:
 
 def gc(args: argparse.Namespace) -> None:
     table = open_from(args)
-    target = table.database if isinstance(table, DatabaseTable) else table  # a database collects its tables
+    target: Database | Table = table
+    if isinstance(table, DatabaseTable):  # a database collects its tables
+        assert isinstance(table.database, Database)  # the facade that opened the table
+        target = table.database
     with activity(f"collecting garbage in {target.uri}"):
         report = target.gc(
             retain_versions=args.retain_versions,

@@ -9,8 +9,9 @@ from datetime import timedelta
 from typing import TypeVar
 
 from ..arguments import parse_duration, parse_size
+from ..entry_points import open_table
 from ..errors import InvalidArgumentError
-from ..table import Table, open_table
+from ..table import Table
 from .inputs import CsvDialect
 
 T = TypeVar("T")

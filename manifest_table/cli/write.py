@@ -10,10 +10,11 @@ import pyarrow as pa
 
 from ..commit import CommitInfo
 from ..database import open_database
+from ..entry_points import create_table
 from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
-from ..table import Table, create_table
+from ..table import Table
 from ..wording import count
 from .inputs import INPUT_FORMATS, read_input
 from .jsonl import to_timestamp

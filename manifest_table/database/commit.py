@@ -15,20 +15,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from ..commit.table_commit import TableProposal
 from ..errors import CommitConflictError
 from ..format.database import DatabaseVersion, TableChange, TableRef, at_version, encode_root, new_root_key
 from ..format.manifest import Manifest
+from ..log.segments import SegmentReader
 from ..log.version import Version
 from .log import DatabaseLog
-from .table_log import DatabaseTableLog
+
+
+class TableOfDatabase(Protocol):
+    """What a part needs of its table's log (``table_log.DatabaseTableLog``, which builds parts)."""
+
+    name: str
+    table_id: str
+    database: DatabaseLog
+    segments: SegmentReader
+
+    def at(self, db: DatabaseVersion) -> Version | None: ...
 
 
 class TablePart:
     """One table a database commit writes or creates (``created``: its first state)."""
 
-    def __init__(self, log: DatabaseTableLog, proposal: TableProposal | None, created: Manifest | None = None) -> None:
+    def __init__(self, log: TableOfDatabase, proposal: TableProposal | None, created: Manifest | None = None) -> None:
         self.log, self.proposal, self.created = log, proposal, created
         self.name, self.table_id = log.name, log.table_id
         self.root: str | None = None

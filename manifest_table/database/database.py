@@ -11,38 +11,24 @@ from typing import Any
 import pyarrow as pa
 
 from ..arguments import check_int, check_time, check_version
-from ..commit import CommitInfo, CommitOptions
-from ..data.write import WriteOptions
+from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
-from ..format.database import DatabaseVersion, check_table_name, table_prefix
-from ..format.keys import TABLES_PREFIX
-from ..format.manifest import FORMAT_VERSION, Manifest
+from ..format.database import DatabaseVersion, check_table_name
+from ..format.manifest import FORMAT_VERSION
 from ..format.pointer import Pointer
 from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
-from ..storage.prefixed import PrefixedStore
-from ..storage.retry import RetryingStore
 from ..table import handle_args
 from .garbage_collection import collect_database_garbage
-from .log import DatabaseLog
-from .table import DatabaseTable
+from .handle import DatabaseHandle
+from .table import DatabaseTable, table_of
 from .transaction import DatabaseTransaction, database_commit_info
 
 
-class Database:
+class Database(DatabaseHandle):
     """A handle on a database location. Like a ``Table`` it holds no snapshot: every read of
     the latest version starts from the pointer (``snapshot()`` pins one)."""
-
-    def __init__(
-        self, uri: str, store: ObjectStore, write_options: WriteOptions, commit_options: CommitOptions
-    ) -> None:
-        self.uri = uri
-        self.raw_store = store
-        """The store as given: each table's handle reads its own folder of it."""
-        self.store = RetryingStore(store, (TABLES_PREFIX,))
-        self.log = DatabaseLog(self.store, uri)
-        self.write_options, self.commit_options = write_options, commit_options
 
     def __repr__(self) -> str:
         return f"Database({self.uri!r})"
@@ -149,21 +135,7 @@ class Database:
         ref = db.tables.get(name)
         if ref is None:
             raise TableNotFoundError(f"no table {name!r} in database {self.uri} at version {db.version}")
-        return self.table_handle(name, ref.id, (db, Pointer(db.version, "")) if pinned else None, seen=db)
-
-    def table_handle(
-        self,
-        name: str,
-        table_id: str,
-        pinned: tuple[DatabaseVersion, Pointer] | None = None,
-        created: Manifest | None = None,
-        seen: DatabaseVersion | None = None,
-    ) -> DatabaseTable:
-        store = PrefixedStore(self.raw_store, table_prefix(table_id))
-        table = DatabaseTable(self, name, table_id, store, pinned, created)
-        if seen is not None:
-            table.log.at(seen)
-        return table
+        return table_of(self, name, ref.id, (db, Pointer(db.version, "")) if pinned else None, seen=db)
 
 
 class DatabaseSnapshot:

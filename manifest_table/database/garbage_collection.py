@@ -12,7 +12,6 @@ operations/garbage_collection.py over the database's versions.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from ..arguments import check_bool
 from ..format.database import DatabaseVersion, table_prefix
@@ -28,14 +27,12 @@ from ..operations.garbage_collection import (
     retained_versions,
     split_expired,
 )
-
-if TYPE_CHECKING:
-    from .database import Database
-    from .table import DatabaseTable
+from .handle import DatabaseHandle
+from .table import DatabaseTable, table_of
 
 
 def collect_database_garbage(
-    db: Database,
+    db: DatabaseHandle,
     retain_versions: int | None = None,
     retain_for: timedelta | None = timedelta(days=7),
     grace: timedelta = timedelta(hours=24),
@@ -83,7 +80,7 @@ def collect_database_garbage(
     return report
 
 
-def _needed(db: Database, retained: list[DatabaseVersion]) -> set[str]:
+def _needed(db: DatabaseHandle, retained: list[DatabaseVersion]) -> set[str]:
     """Every key (database-relative) the retained versions need: each table's roots and what
     its manifests reference (one handle per table, so its segments are read once)."""
     roots: set[str] = set()
@@ -92,7 +89,7 @@ def _needed(db: Database, retained: list[DatabaseVersion]) -> set[str]:
         for name, ref in version.tables.items():
             if ref.root not in roots:
                 roots.add(ref.root)
-                table, versions = by_table.setdefault(ref.id, (db.table_handle(name, ref.id), []))
+                table, versions = by_table.setdefault(ref.id, (table_of(db, name, ref.id), []))
                 versions.append(table.log.at(version))  # type: ignore[arg-type]  # it holds the table
     needed = set(roots)
     for table_id, (_, versions) in by_table.items():

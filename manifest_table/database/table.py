@@ -5,24 +5,23 @@ commits. Garbage collection and mirrors belong to the database."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from ..errors import InvalidArgumentError
-from ..format.database import DatabaseVersion
+from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
 from ..storage import ObjectStore
+from ..storage.prefixed import PrefixedStore
 from ..table import Table
+from .handle import DatabaseHandle
 from .table_log import DatabaseTableLog
-
-if TYPE_CHECKING:
-    from .database import Database
 
 
 class DatabaseTable(Table):
     def __init__(
         self,
-        db: Database,
+        db: DatabaseHandle,
         name: str,
         table_id: str,
         store: ObjectStore,
@@ -45,3 +44,20 @@ class DatabaseTable(Table):
 
     def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> NoReturn:
         raise InvalidArgumentError("mirrors are not supported for a database's tables yet")
+
+
+def table_of(
+    db: DatabaseHandle,
+    name: str,
+    table_id: str,
+    pinned: tuple[DatabaseVersion, Pointer] | None = None,
+    created: Manifest | None = None,
+    seen: DatabaseVersion | None = None,
+) -> DatabaseTable:
+    """The table ``table_id`` of ``db``, named ``name``, reading its own folder of the store
+    (``pinned``: to one database version; ``seen``: a version already read, to decode it once)."""
+    store = PrefixedStore(db.raw_store, table_prefix(table_id))
+    table = DatabaseTable(db, name, table_id, store, pinned, created)
+    if seen is not None:
+        table.log.at(seen)
+    return table

@@ -17,6 +17,7 @@ from ..format.pointer import Pointer
 from ..log.version import Version
 from ..log.version_log import VersionLog
 from ..storage import ObjectStore
+from .commit import DatabaseProposal, TablePart
 from .log import DatabaseLog
 
 
@@ -120,8 +121,6 @@ class DatabaseTableLog(VersionLog):
         self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
     ) -> Version:
         """A commit of this table alone: a database commit of one table (commit.py)."""
-        from .commit import DatabaseProposal, TablePart
-
         db_base = self.database.manifest(base.version)
         committed = commit_loop(
             self.database,

@@ -4,7 +4,7 @@ created, dropped and renamed, committed as one database version (or not at all).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -18,10 +18,9 @@ from ..format.manifest import FORMAT_VERSION, Manifest
 from ..operations.create import first_version
 from ..transaction import CommitsOnExit, Transaction
 from .commit import DatabaseProposal, TablePart
+from .handle import DatabaseHandle
+from .table import table_of
 from .table_log import DatabaseTableLog
-
-if TYPE_CHECKING:
-    from .database import Database
 
 
 class TableTransaction(Transaction):
@@ -43,7 +42,7 @@ class DatabaseTransaction(CommitsOnExit):
     the database at ``tx.version`` plus this transaction's own changes; a clean exit commits
     them all as one database version, an exception commits nothing."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: DatabaseHandle) -> None:
         self._db = db
         self.started = time.monotonic()
         self.base, self.pointer = db.log.latest()
@@ -71,7 +70,7 @@ class DatabaseTransaction(CommitsOnExit):
             table_id, created = self.base.tables[name].id, None
         else:
             raise TableNotFoundError(f"no table {name!r} in database {self._db.uri} at version {self.version}")
-        handle = self._db.table_handle(name, table_id, (self.base, self.pointer), created)
+        handle = table_of(self._db, name, table_id, (self.base, self.pointer), created)
         found = self._tables[name] = TableTransaction(handle)
         return found
 

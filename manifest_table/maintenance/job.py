@@ -24,13 +24,14 @@ from ..arguments import check_duration, check_size
 from ..commit import CommitInfo
 from ..database import Database, DatabaseTable, open_database
 from ..database.database import table_of_database
+from ..entry_points import open_table
 from ..errors import CommitConflictError, DatabaseNotFoundError, ManifestTableError, TableNotFoundError
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
 from ..operations.compaction import CompactionGroup, plan_compaction
 from ..operations.garbage_collection import check_retention
 from ..storage import store_for_uri
-from ..table import Table, open_table
+from ..table import Table
 from ..wording import count
 
 log = logging.getLogger("manifest_table.maintenance.job")
@@ -116,6 +117,7 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
         if isinstance(table, DatabaseTable):  # "<database>/<table>": its compaction, the database's gc
             if options.compact:
                 outcome.lines.append(_compact(table, options, outcome, compact))
+            assert isinstance(table.database, Database)  # the facade that opened the table
             outcome.lines.append(_database_gc(table.database, options))
             return outcome
         if options.compact:

@@ -11,11 +11,12 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from ..commit import CommitInfo
+from ..entry_points import create_table
 from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
-from ..table import Table, create_table
+from ..table import Table
 from .options import TableLocation
 from .schema import check_write_schema, exchange_schema
 

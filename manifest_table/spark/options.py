@@ -12,12 +12,13 @@ from dataclasses import asdict, dataclass
 from ..arguments import check_location
 from ..data.write import WriteOptions
 from ..database import DatabaseTable, open_database
+from ..entry_points import open_table
 from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..expressions import Expr, to_expr
 from ..format.database import table_prefix
 from ..handle import retrying
 from ..storage import ObjectStore, store_for_uri
-from ..table import Table, open_table
+from ..table import Table
 
 STORAGE_KEYS = (
     "endpoint_url",
