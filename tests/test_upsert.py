@@ -246,6 +246,22 @@ def test_matched_rows_can_be_deleted(table: mt.Table):
     assert 3 not in ids and 4 not in ids and 600 not in ids and len(ids) == 98
 
 
+def test_a_source_of_keys_alone_deletes_or_keeps_matches(table: mt.Table):
+    """When no source row is written, the source needs only the keys (as deltalake's
+    when_matched_delete); a source that would write rows still needs every column."""
+    keys = pa.table({"id": [3, 4, 600]})
+    info = table.upsert(keys, on=["id"], when_matched="delete", when_not_matched="ignore")
+    assert info.metrics["rows_removed"] == 2
+    version = table.version
+    assert table.upsert(keys, on=["id"], when_matched="ignore", when_not_matched="ignore").committed is False
+    assert {3, 4}.isdisjoint(table.to_arrow().column("id").to_pylist())
+    with pytest.raises(SchemaMismatchError, match="region"):
+        table.upsert(keys, on=["id"], when_matched="delete")  # inserts whole rows: every column
+    with pytest.raises(SchemaMismatchError, match=r"lacks columns \['id'\]: it needs the keys \['id'\]"):
+        table.upsert(pa.table({"v": [1.0]}), on=["id"], when_matched="delete", when_not_matched="ignore")
+    assert table.version == version
+
+
 def test_a_partial_update_keeps_the_other_columns(table: mt.Table):
     source = pa.table({"id": [5, 700], "v": [2.5, 3.5]})
     info = table.upsert(source, on=["id"], columns=["v"])

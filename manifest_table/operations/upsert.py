@@ -99,16 +99,19 @@ class MergeRules:
         return self.when_not_matched_by_source == "delete"
 
     def source_schema(self, data: Any, schema: pa.Schema) -> pa.Schema:
-        """The table's columns the source must hold: every one, or (with ``columns``) the ones
-        it holds, which must include the keys and ``columns``."""
-        if self.columns is None:
+        """The table's columns the source must hold: every one when its rows are written whole;
+        else the ones it holds, which must include the keys and ``columns`` (a partial update),
+        or just the keys when no source row is written (matches deleted or kept, the rest
+        ignored), as deltalake's ``when_matched_delete`` needs only the keys."""
+        if self.columns is None and (self.when_matched == "update" or self.when_not_matched == "insert"):
             return schema
         held = set(schema_of(data).names)
-        missing = [n for n in dict.fromkeys([*self.keys, *self.columns]) if n not in held]
+        missing = [n for n in dict.fromkeys([*self.keys, *(self.columns or [])]) if n not in held]
         if missing:
+            needs = f"with columns={self.columns} it needs the keys {self.keys} and those columns"
             raise SchemaMismatchError(
-                f"the source lacks columns {missing}: with columns={self.columns} it needs "
-                f"the keys {self.keys} and those columns"
+                f"the source lacks columns {missing}: "
+                + (needs if self.columns is not None else f"it needs the keys {self.keys}")
             )
         return pa.schema([f for f in schema if f.name in held])
 
