@@ -17,16 +17,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ..expressions import And, Comparison, Expr, In, IsNull, Not, Or
+from ..expressions.literals import OPERATORS
 from .schema import same_in_spark
-
-_OPERATORS = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 
 def quoted(name: str) -> Column:
@@ -63,7 +55,7 @@ def exact(where: Expr, schema: pa.Schema) -> Column | None:
         return None
     column = quoted(where.column)
     if isinstance(where, Comparison):
-        return _OPERATORS[where.op](column, F.lit(where.value))
+        return OPERATORS[where.op](column, F.lit(where.value))
     matched = column.isin([F.lit(v) for v in where.values])
     return ~matched if where.negated else matched
 
