@@ -57,6 +57,18 @@ def test_gc_keeps_what_is_younger_than_the_grace_period(tmp_path: Path) -> None:
     assert t.to_arrow().column("id").to_pylist() == [1]
 
 
+def test_database_maintenance_takes_duration_and_size_strings(tmp_path: Path) -> None:
+    """As ``Table.gc`` and ``Table.compact`` do: one parser for Python and the CLI."""
+    db = mt.create_database(str(tmp_path / "db"))
+    t = db.create_table("t", SCHEMA)
+    for i in range(3):
+        t.append(pa.table({"id": [i]}, schema=SCHEMA))
+    assert db.compact(target_file_size="128MiB")["t"].metrics["files_removed"] == 3
+    report = db.gc(retain_versions=1, retain_for=None, grace="0s", force=True, now=LATER)
+    assert report.versions_expired and t.to_arrow().column("id").to_pylist() == [0, 1, 2]
+    assert db.gc(retain_for="7d", grace="1d").versions_retained
+
+
 def content_after_gc(db: mt.Database, name: str, version: int) -> list[int]:
     return sorted(db.snapshot(version=version).table(name).to_arrow().column("id").to_pylist())
 

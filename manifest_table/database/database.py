@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arguments import check_int, check_time, check_version
+from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name
@@ -94,7 +94,7 @@ class Database(DatabaseHandle):
             return tx.commit()
 
     # --- maintenance --------------------------------------------------------------------
-    def compact(self, target_file_size: int | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
+    def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
         """``Table.compact`` of every table of the latest version (one commit per table that
         has work); a table dropped meanwhile is skipped."""
         db = self.log.manifest(self.log.read_pointer().version)
@@ -109,8 +109,8 @@ class Database(DatabaseHandle):
     def gc(
         self,
         retain_versions: int | None = None,
-        retain_for: timedelta | None = timedelta(days=7),
-        grace: timedelta = timedelta(hours=24),
+        retain_for: Duration | None = timedelta(days=7),
+        grace: Duration = timedelta(hours=24),
         dry_run: bool = False,
         force: bool = False,
         now: datetime | None = None,

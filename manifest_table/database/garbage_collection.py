@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ..arguments import check_bool
+from ..arguments import Duration, check_bool
 from ..format.database import DatabaseVersion, table_prefix
-from ..format.keys import MANIFEST_PREFIX, TABLES_PREFIX, is_database_writer_key
-from ..format.manifest import version_of_key
+from ..format.keys import TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
 from ..operations.garbage_collection import (
     CATEGORIES,
     GCReport,
     check_retention,
     log,
+    plan_versions,
     referenced_keys,
-    retained_versions,
-    split_expired,
 )
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
@@ -34,43 +32,22 @@ from .table import DatabaseTable, table_of
 def collect_database_garbage(
     db: DatabaseHandle,
     retain_versions: int | None = None,
-    retain_for: timedelta | None = timedelta(days=7),
-    grace: timedelta = timedelta(hours=24),
+    retain_for: Duration | None = timedelta(days=7),
+    grace: Duration = timedelta(hours=24),
     dry_run: bool = False,
     force: bool = False,
     now: datetime | None = None,
 ) -> GCReport:
     """``Table.gc`` for every table of ``db`` at once, over the database's versions."""
-    check_retention(retain_versions, retain_for, grace, force)
+    retain_for, grace = check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
     now = now or datetime.now(UTC)  # before the pointer: see collect_garbage
     cutoff = now - grace
     dlog = db.log
-    pointer = dlog.pointer()
-    latest, stored = dlog.probe_forward(pointer.version), pointer.stored_version
-    if latest > stored and not dry_run:
-        dlog.advance_pointer(latest, pointer.etag)
-    retained = retained_versions(dlog, dlog.manifest(latest), now, retain_versions, retain_for, stored)
-    listed = list(db.store.list(MANIFEST_PREFIX))
-    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
-    by_rule = retained[-1].version
-    expired, young = split_expired(manifests, by_rule, cutoff)
-    retained += [m for m in (dlog.find(v) for v, _ in young) if m is not None]
-    floor = young[0][0] if young else by_rule
-    report = GCReport(
-        db.uri,
-        dry_run,
-        range(floor, latest + 1),
-        range(expired[0][0], floor) if expired else range(0),
-        pointer_rolled_forward=latest > pointer.version,
+    report, retained, doomed, floor = plan_versions(
+        dlog, db.store, db.uri, now, cutoff, retain_versions, retain_for, dry_run
     )
-    for v, info in manifests:
-        if v >= by_rule:
-            report.referenced["manifests"].add(info)
-    for _, info in young:
-        report.in_grace["manifests"].add(info)
     needed = _needed(db, retained)
-    doomed = [info for _, info in expired]
     for info in db.store.list(TABLES_PREFIX):
         report.sort(info, _category(info.key), needed, is_database_writer_key(info.key), cutoff, doomed)
     report.delete(db.store, doomed, _category)  # expired versions first, oldest first

@@ -182,40 +182,17 @@ def collect_garbage(
     now = now or datetime.now(UTC)
     cutoff = now - grace
     vlog: VersionLog = handle.log
-    pointer = vlog.pointer()
-    latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
-    if latest > stored and not dry_run:
-        vlog.advance_pointer(latest, pointer.etag)
-    # Readers find the latest version by walking from the stored pointer, which may still be
-    # the one read here for a reader that read it just before: what they walk stays this run.
-    retained = _keep_mirrored(
-        vlog, retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for, stored)
-    )
-
-    listed = list(handle.store.list(MANIFEST_PREFIX))
-    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
-    by_rule = retained[-1].version
-    expired, young = split_expired(manifests, by_rule, cutoff)
-    # An expired manifest too young to delete stays readable, so its objects stay too.
-    retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
-    floor = young[0][0] if young else by_rule
-    report = GCReport(
+    report, retained, doomed, floor = plan_versions(
+        vlog,
+        handle.store,
         handle.uri,
+        now,
+        cutoff,
+        retain_versions,
+        retain_for,
         dry_run,
-        range(floor, latest + 1),
-        range(expired[0][0], floor) if expired else range(0),
-        pointer_rolled_forward=latest > stored,
+        keep=lambda kept: _keep_mirrored(vlog, kept),
     )
-    for v, info in manifests:
-        if v >= by_rule:
-            report.referenced["manifests"].add(info)
-    for _, info in young:
-        report.in_grace["manifests"].add(info)
-    for info in listed:
-        if version_of_key(info.key) is None:
-            report.unknown["manifests"].add(info)
-            report.unknown_keys.append(info.key)
-    doomed = [info for _, info in expired]
     needed = referenced_keys(retained)
     mirrored = _mirror_objects(vlog, retained, needed)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
@@ -236,6 +213,55 @@ def collect_garbage(
         len(report.unknown_keys),
     )
     return report
+
+
+def plan_versions(
+    vlog: PointerLog[V],
+    store: ObjectStore,
+    uri: str,
+    now: datetime,
+    cutoff: datetime,
+    retain_versions: int | None,
+    retain_for: timedelta | None,
+    dry_run: bool,
+    keep: Callable[[list[V]], list[V]] = lambda kept: kept,
+) -> tuple[GCReport, list[V], list[ObjectInfo], int]:
+    """The half of a GC run that is the same for a table's log and a database's: roll a
+    lagging pointer forward, choose the retained versions (``keep`` may extend them), and
+    report the manifests. Returns the report, the versions whose objects stay (with expired
+    ones too young to delete), the expired manifests to delete (oldest first) and the oldest
+    version left."""
+    pointer = vlog.pointer()
+    latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
+    if latest > stored and not dry_run:
+        vlog.advance_pointer(latest, pointer.etag)
+    # Readers find the latest version by walking from the stored pointer, which may still be
+    # the one read here for a reader that read it just before: what they walk stays this run.
+    retained = keep(retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for, stored))
+    listed = list(store.list(MANIFEST_PREFIX))
+    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
+    by_rule = retained[-1].version
+    expired, young = split_expired(manifests, by_rule, cutoff)
+    # An expired manifest too young to delete stays readable, so its objects stay too.
+    retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
+    floor = young[0][0] if young else by_rule
+    report = GCReport(
+        uri,
+        dry_run,
+        range(floor, latest + 1),
+        range(expired[0][0], floor) if expired else range(0),
+        pointer_rolled_forward=latest > stored,
+    )
+    for v, info in manifests:
+        if v >= by_rule:
+            report.referenced["manifests"].add(info)
+    for _, info in young:
+        report.in_grace["manifests"].add(info)
+    for info in listed:
+        if version_of_key(info.key) is None:
+            report.unknown["manifests"].add(info)
+            report.unknown_keys.append(info.key)
+    return report, retained, [info for _, info in expired], floor
 
 
 def retained_versions(
