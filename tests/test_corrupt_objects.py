@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -22,11 +22,11 @@ from manifest_table.errors import CommitFailedError, CorruptTableError, InvalidA
 from manifest_table.format.manifest import DataFile, manifest_key
 from manifest_table.format.pointer import POINTER_KEY
 from manifest_table.operations.garbage_collection import collect_garbage
-from manifest_table.storage import LocalStore, MemoryStore, ObjectInfo, ObjectStore
+from manifest_table.storage import LocalStore, MemoryStore, ObjectStore
+from manifest_table.storage.prefixed import PrefixedStore
 from manifest_table.storage.s3 import S3Store
 from tests.conftest import make_store
-from tests.crafted import (DELETED, ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,
-                           small_table)
+from tests.crafted import DELETED, ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer, small_table
 
 HOSTILE = [None, -1, 0, 2**64, -(2**63), 1.5, float("nan"), True, "", "x", "../x", [], {}, [1], {"a": 1}]
 
@@ -175,7 +175,7 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
                "tombstones/readme.md", "manifest/v1.json", "manifest/v00000000000000000001.json.bak"]
     for key in foreign:
         store.put_if_absent(key, b"not ours")
-    nested = create_table(f"{tmp_path}/nested", SCHEMA, store=_Nested(store, "data/nested/"))
+    nested = create_table(f"{tmp_path}/nested", SCHEMA, store=PrefixedStore(store, "data/nested/"))  # nested in data/
     nested.append(rows(range(3)))
     orphan = put_object(t, "data/", ".parquet", b"orphan of a failed commit")
     staging = f"data/_spark-{uuid.uuid4().hex}/part-00000-c000.zstd.parquet"  # a Spark driver died
@@ -183,7 +183,7 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
     kept_before = {info.key: store.get(info.key) for info in store.list() if info.key not in (orphan, staging)}
 
     report = collect_garbage(t, retain_versions=1, retain_for=None, force=True,
-                             now=datetime.now(timezone.utc) + timedelta(days=30))
+                             now=datetime.now(UTC) + timedelta(days=30))
     assert orphan in report.deleted_keys and store.head(orphan) is None
     assert staging in report.deleted_keys and store.head(staging) is None
     nested_keys = [k for k in kept_before if k.startswith("data/nested/")]
@@ -196,34 +196,6 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
     assert all(k not in report.deleted_keys for k in foreign + nested_keys)
     assert nested.scan().count() == 3 and t.scan().count() == ROWS - DELETED
     assert "unknown objects" in str(report)
-
-
-class _Nested(ObjectStore):
-    """Another table stored under ``prefix`` of the same store (a table nested in ``data/``)."""
-
-    def __init__(self, inner: ObjectStore, prefix: str) -> None:
-        self.inner, self.prefix = inner, prefix
-
-    def get(self, key: str) -> bytes:
-        return self.inner.get(self.prefix + key)
-
-    def get_with_etag(self, key: str) -> tuple[bytes, str]:
-        return self.inner.get_with_etag(self.prefix + key)
-
-    def head(self, key: str) -> ObjectInfo | None:
-        return self.inner.head(self.prefix + key)
-
-    def put_if_absent(self, key: str, data: bytes) -> str:
-        return self.inner.put_if_absent(self.prefix + key, data)
-
-    def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        return self.inner.put_if_match(self.prefix + key, data, etag)
-
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        return (replace(i, key=i.key[len(self.prefix):]) for i in self.inner.list(self.prefix + prefix))
-
-    def delete(self, key: str) -> None:
-        self.inner.delete(self.prefix + key)
 
 
 # --- the pointer ---------------------------------------------------------------------------
