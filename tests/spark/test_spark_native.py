@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import zipfile
 from decimal import Decimal
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, Sch
                                    VersionNotFoundError)
 from manifest_table.format.stats import table_stats
 from manifest_table.spark import compact, delete, read, upsert, write
-from manifest_table.spark import native_location
+from manifest_table.spark import live_row, native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
 from tests.spark.fixtures import failing_at_marker, sorted_rows
@@ -87,7 +88,16 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
     return t
 
 
-def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table):
+@pytest.fixture(params=["jvm", "anti-join"])
+def deletes_by(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a native read drops deleted rows: the JVM function, and the anti-join it
+    falls back to (live_row.py)."""
+    if request.param == "anti-join":
+        monkeypatch.setenv(live_row.SWITCH, "0")
+    return request.param
+
+
+def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table, deletes_by):
     for version in (0, 4, 5, 7):  # empty, no deletes, deletes, deletes and a clean new file
         expected = sorted_rows(table.scan(version=version).to_arrow())
         assert sorted_rows(read(spark, table.uri, version=version)) == expected, version
@@ -104,14 +114,14 @@ def test_native_read_equals_the_python_api_and_the_data_source_for_every_version
     (["id", "x"], "id > 90 AND name IS NOT NULL"),
     (["id", "tags"], "amount <= 3.5 OR id = 104"),
 ])
-def test_native_read_projections_and_filters(spark, table, columns, where):
+def test_native_read_projections_and_filters(spark, table, columns, where, deletes_by):
     df = read(spark, table.uri).filter(where).select(*columns)
     key = columns[0]
     expected = table.scan(columns=columns, where=where).to_arrow()
     assert sorted(map(str, sorted_rows(df, key))) == sorted(map(str, sorted_rows(expected, key)))
 
 
-def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
+def test_native_read_filters_only_files_with_deletes(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(rows(0, 10))
     t.append(rows(10, 20))
@@ -120,11 +130,35 @@ def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
         return df._jdf.queryExecution().executedPlan().toString()
 
     clean = plan(read(spark, t.uri))
-    assert "FileScan parquet" in clean and "Join" not in clean
+    assert "FileScan parquet" in clean and "Join" not in clean and live_row.FUNCTION not in clean
     t.delete("id = 4")
     dirty = plan(read(spark, t.uri))
-    assert "BroadcastHashJoin" in dirty and "LeftAnti" in dirty and "Union" in dirty
+    assert live_row.FUNCTION in dirty and "Union" in dirty and "Join" not in dirty
     assert sorted(r.id for r in read(spark, t.uri).select("id").collect()) == [i for i in range(20) if i != 4]
+    monkeypatch.setenv(live_row.SWITCH, "0")
+    joined = plan(read(spark, t.uri))
+    assert "BroadcastHashJoin" in joined and "LeftAnti" in joined and live_row.FUNCTION not in joined
+
+
+def test_native_read_drops_runs_and_positions_past_65535(spark, tmp_path: Path, deletes_by):
+    """Bitmaps with run containers (a clustered delete) and positions in a second roaring
+    container reach the JVM function intact; a projection and a pushed filter on top keep
+    the right rows."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"id": pa.array(range(70_000), pa.int64()), "v": [f"v{i % 10}" for i in range(70_000)]}))
+    t.delete("(id >= 60000 AND id < 66000) OR id IN (3, 65535, 65536, 69999)")
+    df = read(spark, t.uri)
+    assert df.count() == t.scan().to_arrow().num_rows == 70_000 - 6_002
+    picked = df.filter("v = 'v6' AND id > 59990").select("id").toArrow().column("id").to_pylist()
+    assert sorted(picked) == [i for i in range(59991, 70_000) if i % 10 == 6 and not 60000 <= i < 66000]
+
+
+def test_the_jvm_function_is_built_from_its_source_and_registered(spark):
+    jar = live_row.built_jar()
+    assert jar is not None and jar == live_row.built_jar()  # cached: built once per Spark version
+    with zipfile.ZipFile(jar) as built:
+        assert "manifest_table/spark/LiveRow.class" in built.namelist()
+    assert live_row.available(spark) and spark.catalog.functionExists(live_row.FUNCTION)
 
 
 def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
