@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
-from ..arguments import check_location
+from ..arguments import check_location, check_time, parse_size
 from ..data.write import WriteOptions
 from ..database import DatabaseTable, open_database
 from ..entry_points import open_table
@@ -36,6 +37,15 @@ STORAGE_KEYS = (
 unset ones come from the provider's standard chain of whichever process (driver or executor)
 opens the store."""
 
+STREAM_OPTIONS = (
+    "startingVersion",
+    "startingTimestamp",
+    "maxFilesPerTrigger",
+    "maxBytesPerTrigger",
+    "skipChangeCommits",
+)
+"""Options of streaming reads (spark.readStream), named as Delta's are."""
+
 KNOWN_OPTIONS = frozenset(
     {
         "path",
@@ -51,6 +61,7 @@ KNOWN_OPTIONS = frozenset(
         "app_id",
         "checkpointlocation",
         *STORAGE_KEYS,
+        *(name.lower() for name in STREAM_OPTIONS),
     }
 )
 """Every option the data source understands, in the lower case Spark hands them over in."""
@@ -118,6 +129,53 @@ def _check_not_in_database(uri: str, storage_options: dict[str, str] | None) -> 
 
 
 @dataclass(frozen=True)
+class StreamOptions:
+    """Where a streaming read starts, how much each micro-batch reads, and what it does with
+    commits that delete or update rows (docs/spark.md, "Streaming source")."""
+
+    starting_version: int | str | None = None
+    """A version, ``"latest"``, or None: the latest version's rows first."""
+    starting_timestamp: datetime | None = None
+    max_files: int | None = None
+    max_bytes: int | None = None
+    skip_change_commits: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamOptions:
+        given = options.get("startingversion")
+        timestamp = options.get("startingtimestamp")
+        if given is not None and timestamp is not None:
+            raise InvalidArgumentError("give startingVersion or startingTimestamp, not both")
+        version: int | str | None = given
+        if given is not None:
+            latest = str(given).strip().lower() == "latest"
+            version = "latest" if latest else _int(options, "startingversion", 0)
+        try:
+            when = check_time(timestamp) if timestamp is not None else None
+        except InvalidArgumentError:
+            raise InvalidArgumentError(f"option startingTimestamp is not an ISO 8601 time: {timestamp!r}") from None
+        max_bytes = options.get("maxbytespertrigger")
+        return cls(
+            starting_version=version,
+            starting_timestamp=when,
+            max_files=_int(options, "maxfilespertrigger", 0, minimum=1) or None,
+            max_bytes=parse_size(str(max_bytes)) if max_bytes is not None else None,
+            skip_change_commits=_bool(options, "skipchangecommits"),
+        )
+
+    def given(self) -> list[str]:
+        """The streaming options set (a batch read refuses them)."""
+        values = (
+            self.starting_version,
+            self.starting_timestamp,
+            self.max_files,
+            self.max_bytes,
+            self.skip_change_commits or None,
+        )
+        return [name for name, value in zip(STREAM_OPTIONS, values) if value is not None]
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     location: TableLocation
     version: int | None = None
@@ -132,6 +190,7 @@ class SourceOptions:
     checkpoint_location: str | None = None
     where: Expr | None = None
     """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
+    stream: StreamOptions = StreamOptions()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -162,6 +221,7 @@ class SourceOptions:
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"),
             where=to_expr(options["where"]) if options.get("where") else None,
+            stream=StreamOptions.parse(options),
         )
 
     @property

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
     Filter,
@@ -26,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from ..data.scan import Scan, Snapshot
 from ..data.tombstones import DeletionVectors
-from ..errors import InvalidArgumentError, SchemaMismatchError
+from ..errors import InvalidArgumentError, NotSupportedError, SchemaMismatchError
 from ..expressions import And, Expr
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
@@ -58,10 +59,29 @@ class ManifestTableDataSource(DataSource):
         opts = SourceOptions.parse(self.options)
         if opts.where is not None:
             raise InvalidArgumentError("option where applies to overwrite writes; filter a read with .filter()")
+        if opts.stream.given():
+            raise InvalidArgumentError(f"options {opts.stream.given()} apply to streaming reads (spark.readStream)")
         pinned = getattr(self, "pinned_version", None)  # unset when the user gave the schema
         if pinned is not None:
             opts = replace(opts, version=pinned, as_of=None)
         return FilteringTableReader(opts, schema) if opts.pushdown else TableReader(opts, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = SourceOptions.parse(self.options)
+        batch_only = [
+            name
+            for name, value in (("version", opts.version), ("as_of", opts.as_of), ("where", opts.where))
+            if value is not None
+        ]
+        if batch_only:
+            raise InvalidArgumentError(
+                f"options {batch_only} do not apply to streaming reads: start with startingVersion or startingTimestamp"
+            )
+        try:
+            from .stream_source import TableStreamReader
+        except ImportError as exc:  # pyspark.sql.streaming.datasource (admission control) came with 4.2
+            raise NotSupportedError(f"the streaming source needs pyspark >= 4.2 ({exc})") from None
+        return TableStreamReader(opts, schema, getattr(self, "pinned_version", None))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .writer import BatchWriter  # the writer imports what only writes need
@@ -91,7 +111,7 @@ class TableReader(DataSourceReader):
         self._version = snapshot.version
         self._table_schema = snapshot.schema
         self._fields = snapshot.fields
-        self._columns = _read_columns(schema, self._table_schema)
+        self._columns = read_columns(schema, self._table_schema)
         self._output = exchange_schema(schema)
         self._where: Expr | None = None
 
@@ -106,9 +126,7 @@ class TableReader(DataSourceReader):
         scan = scan_files(
             self._options.location, self._version, self._fields, partition.files, self._columns, self._where
         )
-        for batch in scan.to_batches():
-            # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
-            yield batch.cast(self._output, safe=False)
+        return for_spark(scan, self._output)
 
 
 class FilteringTableReader(TableReader):
@@ -141,7 +159,14 @@ def scan_files(
     return Scan(snapshot, FileIO(store), columns, where)
 
 
-def _read_columns(schema: StructType, table: pa.Schema) -> list[str]:
+def for_spark(scan: Scan, output: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The batches of ``scan`` in Spark's types (``output``: microsecond UTC timestamps, no
+    unsigned integers, ...)."""
+    for batch in scan.to_batches():
+        yield batch.cast(output, safe=False)
+
+
+def read_columns(schema: StructType, table: pa.Schema) -> list[str]:
     """The columns Spark asked for: the table's, or a subset a user-given schema names (a
     projection), whose types must then be the table's as Spark sees them."""
     ours = {f.name: f.dataType for f in spark_schema(table).fields}

@@ -1,0 +1,226 @@
+"""Planning a streaming read: which rows of which commits each micro-batch reads.
+
+A stream is a sequence of *units*, each the rows of one data file as one version lists it:
+first, unless the query names where to start, the live files of the version current when it
+started (its snapshot), then, commit after commit, what ``units_of`` takes from each
+commit's file changes (log/commit_files.py): for the append stream, the files a commit added.
+A *position* (Spark's offset) is the next unit to read: ``(version, index)``, ``snapshot``
+telling a snapshot's units from a commit's. A version whose units are all read is written as
+``(version + 1, 0)``, so every position has one form and Spark's comparison of offsets (their
+JSON) is exact.
+
+Everything here is decided by immutable manifests, so planning the same ``(start, end)`` again
+after a restart gives the same units: with Spark's checkpoint of offsets and an idempotent
+sink, that is exactly-once. The planner does no Spark work; a change feed plans with another
+``units_of`` (the rows a commit deleted or replaced) over the same positions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from ..errors import ChangeCommitError, SchemaMismatchError, VersionExpiredError, VersionNotFoundError
+from ..format.entries import DataFile
+from ..format.field_ids import FieldIds
+from ..handle import TableHandle
+from ..log.commit_files import CommitFiles, commit_files
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Position:
+    """The next unit a stream reads (Spark's offset)."""
+
+    version: int
+    index: int = 0
+    snapshot: bool = False
+
+    def to_offset(self) -> dict[str, int | bool]:
+        return {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+
+    @classmethod
+    def of_offset(cls, offset: dict[str, int | bool]) -> Position:
+        return cls(int(offset["version"]), int(offset["index"]), bool(offset["snapshot"]))
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.version, self.index)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The live rows of ``file`` as ``version`` lists it (its deletes at that version)."""
+
+    version: int
+    file: DataFile
+
+    @property
+    def size(self) -> int:
+        return self.file.size
+
+
+@dataclass(frozen=True)
+class Limit:
+    """At most this many files or bytes per micro-batch; at least one unit is always read."""
+
+    max_files: int | None = None
+    max_bytes: int | None = None
+
+    def admits(self, files: int, size: int, unit: Unit) -> bool:
+        if files == 0:
+            return True
+        if self.max_files is not None and files + 1 > self.max_files:
+            return False
+        return self.max_bytes is None or size + unit.size <= self.max_bytes
+
+
+UnitsOf = Callable[[CommitFiles], Sequence[Unit]]
+
+
+def appended_rows(skip_change_commits: bool) -> UnitsOf:
+    """The append stream: a commit's added files; a compaction adds no rows; a commit that
+    deleted or replaced rows fails the stream, or with ``skip_change_commits`` is skipped whole
+    (as Delta's option of that name does: rows it added are skipped too)."""
+
+    def units_of(commit: CommitFiles) -> Sequence[Unit]:
+        if commit.rewrite:
+            return ()
+        if not commit.appends_only:
+            if skip_change_commits:
+                return ()
+            changed = sum(1 for f in commit.removed if f.live_rows) + len(commit.deleted_in)
+            raise ChangeCommitError(
+                f"version {commit.version} ({commit.operation}) deleted or replaced rows of {changed} data "
+                "file(s); a streaming read emits appended rows only: set the option skipChangeCommits to "
+                "true to skip commits that delete or update rows (rows they add are skipped too), or start "
+                "a new query after it with startingVersion"
+            )
+        return tuple(Unit(commit.version, f) for f in commit.added if f.live_rows > 0)
+
+    return units_of
+
+
+class StreamPlanner:
+    """Positions and units of one table's stream, read under ``fields`` (the schema the
+    query was started with, the schema of version ``fields_version``)."""
+
+    def __init__(self, table: TableHandle, fields: FieldIds, fields_version: int, units_of: UnitsOf) -> None:
+        self.table, self.fields, self.fields_version, self.units_of = table, fields, fields_version, units_of
+        self._commits: dict[int, Sequence[Unit]] = {}
+
+    def initial(self, starting_version: int | str | None, starting_timestamp: datetime | None) -> Position:
+        """Where a new query starts: the latest version's snapshot; or the commits from
+        ``starting_version`` (``"latest"``: only commits made from now on); or from the first
+        version committed at or after ``starting_timestamp``."""
+        latest = self.table.log.read_pointer().version
+        if starting_timestamp is not None:
+            return Position(self._first_at_or_after(starting_timestamp))
+        if starting_version == "latest":
+            return Position(latest + 1)
+        if starting_version is None:
+            return Position(latest, 0, snapshot=True)
+        version = int(starting_version)
+        if version > latest:
+            raise VersionNotFoundError(
+                f"startingVersion {version} does not exist in {self.table.uri} (latest is {latest})"
+            )
+        self._units(version)  # its manifest and its parent's must still exist
+        return Position(version)
+
+    def latest(self, start: Position, limit: Limit | None, last: int | None = None) -> Position:
+        """The end of the next micro-batch from ``start``: everything committed up to
+        ``last`` (default: the latest version), or as much as ``limit`` admits."""
+        if last is None:
+            last = self.table.log.read_pointer().version
+        end, files, size = start, 0, 0
+        for after, unit in self._walk(start, last):
+            if unit is not None:
+                if limit is not None and not limit.admits(files, size, unit):
+                    break
+                files, size = files + 1, size + unit.size
+            end = after
+        return end
+
+    def units(self, start: Position, end: Position) -> list[Unit]:
+        """The units from ``start`` up to (not including) ``end``."""
+        if end.order <= start.order:
+            return []
+        last = end.version if end.index else end.version - 1
+        out = []
+        for after, unit in self._walk(start, last):
+            if after.order > end.order:
+                break
+            if unit is not None:
+                out.append(unit)
+        return out
+
+    def forget_before(self, version: int) -> None:
+        """Drop what was planned for versions before ``version`` (Spark committed them)."""
+        for v in [v for v in self._commits if v < version]:
+            del self._commits[v]
+
+    def _walk(self, start: Position, last: int) -> Iterator[tuple[Position, Unit | None]]:
+        """Each unit from ``start`` on, with the position after it; a version without units
+        yields ``None`` with the position after the version."""
+        version, index = start.version, start.index
+        if start.snapshot:
+            units = self._snapshot(version)
+            for i in range(index, len(units)):
+                yield self._after(version, i + 1, len(units), snapshot=True), units[i]
+            if index >= len(units):
+                yield Position(version + 1), None
+            version, index = version + 1, 0
+        for v in range(version, last + 1):
+            units = self._units(v)
+            for i in range(index if v == version else 0, len(units)):
+                yield self._after(v, i + 1, len(units)), units[i]
+            if not units:
+                yield Position(v + 1), None
+
+    @staticmethod
+    def _after(version: int, index: int, count: int, snapshot: bool = False) -> Position:
+        return Position(version + 1) if index >= count else Position(version, index, snapshot)
+
+    def _snapshot(self, version: int) -> Sequence[Unit]:
+        manifest = self._expired_is_fatal(version, lambda: self.table.log.manifest(version))
+        return tuple(Unit(version, f) for f in manifest.files if f.live_rows > 0)
+
+    def _units(self, version: int) -> Sequence[Unit]:
+        found = self._commits.get(version)
+        if found is None:
+            commit = self._expired_is_fatal(version, lambda: commit_files(self.table.log, version))
+            if version > self.fields_version and not _same_schema(commit.fields, self.fields):
+                raise SchemaMismatchError(
+                    f"the schema of {self.table.uri} changed at version {version}, after the streaming "
+                    f"query started (with the schema of version {self.fields_version}); restart the "
+                    "query to read on with the new schema"
+                )
+            found = self._commits[version] = self.units_of(commit)
+        return found
+
+    def _expired_is_fatal(self, version: int, plan: Callable[[], _T]) -> _T:
+        try:
+            return plan()
+        except VersionExpiredError as exc:
+            raise VersionExpiredError(
+                f"the streaming read of {self.table.uri} needs version {version} (and, for a commit's "
+                f"changes, its parent), which garbage collection has removed ({exc}); start a new query "
+                "(a new checkpoint) with startingVersion at a retained version, or retain versions "
+                "longer than the query may lag"
+            ) from exc
+
+    def _first_at_or_after(self, when: datetime) -> int:
+        try:
+            current = self.table.log.as_of(when)
+        except VersionExpiredError:
+            raise
+        except VersionNotFoundError:
+            return 0  # before the table existed: from its first version
+        return current.version if current.timestamp_ms >= when.timestamp() * 1000 else current.version + 1
+
+
+def _same_schema(a: FieldIds, b: FieldIds) -> bool:
+    return a.ids == b.ids and a.schema.equals(b.schema)

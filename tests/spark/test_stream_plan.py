@@ -1,0 +1,141 @@
+"""Planning the streaming source's micro-batches (manifest_table/spark/stream_plan.py), without
+Spark: the units of successive batches, under any rate limit, are exactly the files that
+append-only commits added, each once and in commit order; planning a batch again gives the same
+units; where a stream starts; and the typed errors for change commits, schema changes and
+versions garbage collection removed."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import manifest_table as mt
+from manifest_table.errors import ChangeCommitError, SchemaMismatchError, VersionExpiredError, VersionNotFoundError
+from manifest_table.log.commit_files import commit_files
+from manifest_table.spark.stream_plan import Limit, Position, StreamPlanner, appended_rows
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def rows(start: int, stop: int) -> pa.Table:
+    return pa.table({"id": list(range(start, stop)), "v": [f"v{i}" for i in range(start, stop)]}, schema=SCHEMA)
+
+
+def planner(table: mt.Table, skip: bool = True) -> StreamPlanner:
+    latest = table.manifest()
+    return StreamPlanner(table, latest.fields, latest.version, appended_rows(skip))
+
+
+def batches(p: StreamPlanner, start: Position, limit: Limit | None) -> list[list[str]]:
+    """Every micro-batch until caught up: the paths of its units. Each batch is planned twice
+    (as after a restart) and must come out the same."""
+    out = []
+    while True:
+        end = p.latest(start, limit)
+        if end == start:
+            return out
+        assert end.order > start.order
+        units = p.units(start, end)
+        assert units == p.units(start, end)
+        if limit is not None and limit.max_files is not None:
+            assert 1 <= len(units) <= limit.max_files
+        out.append([u.file.path for u in units])
+        start = end
+
+
+def test_batches_under_any_limit_read_each_appended_file_once_in_commit_order(tmp_path: Path):
+    rng = random.Random(7)
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, target_file_size=2_000)
+    next_id, appended, seen = 0, [], set()
+    for _ in range(14):
+        kind = rng.choice(["append", "append", "append", "delete", "compact", "upsert"])
+        before = t.version
+        if kind == "append":
+            count = rng.choice([1, 40, 300])
+            t.append(rows(next_id, next_id + count))
+            next_id += count
+        elif kind == "delete":
+            t.delete(f"id = {rng.randrange(max(next_id, 1))}")
+        elif kind == "compact":
+            t.compact(min_deleted_fraction=0.01)
+        else:
+            t.upsert(rows(next_id - 1, next_id + 2), ["id"])
+            next_id += 2
+        for v in range(before + 1, t.version + 1):
+            commit = commit_files(t.log, v)
+            seen.add("rewrite" if commit.rewrite else "append" if commit.appends_only else "change")
+            if commit.appends_only and not commit.rewrite:
+                appended += [f.path for f in commit.added if f.live_rows]
+    assert seen == {"append", "rewrite", "change"}
+    sizes = sorted(f.size for f in t.manifest().files)
+    for limit in (None, Limit(max_files=1), Limit(max_files=3), Limit(max_bytes=sizes[0]), Limit(2, 3 * sizes[-1])):
+        got = batches(planner(t), Position(1), limit)
+        assert [path for batch in got for path in batch] == appended, limit
+
+
+def test_the_snapshot_comes_first_then_later_commits(tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.append(rows(10, 20))
+    t.delete("id = 3")
+    p = planner(t)
+    start = p.initial(None, None)
+    assert start == Position(3, 0, snapshot=True)
+    snapshot = [f.path for f in t.manifest().files]
+    t.append(rows(20, 30))
+    added = [f.path for f in commit_files(t.log, 4).added]
+    assert batches(p, start, Limit(max_files=1)) == [[snapshot[0]], [snapshot[1]], added]
+    assert Position.of_offset(Position(4, 1, True).to_offset()) == Position(4, 1, True)
+
+
+def test_where_a_stream_starts(tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    infos = [t.append(rows(10 * k, 10 * k + 10)) for k in range(3)]  # versions 1, 2, 3
+    p = planner(t)
+    assert p.initial(2, None) == Position(2)
+    assert p.initial("latest", None) == Position(4)
+    assert p.initial(None, infos[1].timestamp) == Position(2)  # committed at that instant
+    assert p.initial(None, infos[1].timestamp + timedelta(microseconds=1)) == Position(3)
+    assert p.initial(None, infos[0].timestamp - timedelta(days=1)) == Position(0)
+    assert p.initial(None, infos[2].timestamp + timedelta(days=1)) == Position(4)
+    with pytest.raises(VersionNotFoundError, match="startingVersion 9 does not exist"):
+        p.initial(9, None)
+
+
+def test_a_change_commit_fails_the_stream_unless_skipped(tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.update({"v": "'four'"}, "id = 4")  # version 2: deletes a row and adds its new image
+    t.append(rows(10, 20))
+    with pytest.raises(ChangeCommitError, match=r"version 2 \(update\).*skipChangeCommits"):
+        planner(t, skip=False).latest(Position(1), None)
+    p = planner(t, skip=True)
+    assert [u.version for u in p.units(Position(1), p.latest(Position(1), None))] == [1, 3]
+
+
+def test_a_schema_change_after_the_query_started_fails_it(tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    p = planner(t)  # the query's schema: version 1's
+    with t.update_schema() as update:
+        update.add_column("w", pa.int32())
+    with pytest.raises(SchemaMismatchError, match="changed at version 2.*restart the query"):
+        p.latest(Position(2), None)
+    restarted = planner(t)  # a restarted query reads on under the new schema
+    assert restarted.latest(Position(2), None) == Position(3)
+
+
+def test_a_version_garbage_collection_removed_fails_with_what_to_do(tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    for k in range(4):
+        t.append(rows(10 * k, 10 * k + 10))
+    t.gc(retain_versions=2, retain_for=None, grace=timedelta(0))  # versions 3 and 4 remain
+    with pytest.raises(VersionExpiredError, match="needs version 3.*startingVersion at a retained version"):
+        planner(t).initial(3, None)  # version 3's changes need version 2
+    assert planner(t).initial(4, None) == Position(4)
+    with pytest.raises(VersionExpiredError, match="needs version 1"):
+        planner(t).latest(Position(1), None)
