@@ -149,7 +149,7 @@ class StreamOptions:
         version: int | str | None = given
         if given is not None:
             latest = str(given).strip().lower() == "latest"
-            version = "latest" if latest else _int(options, "startingversion", 0)
+            version = "latest" if latest else _int(options, "startingversion", 0, name="startingVersion")
         try:
             when = check_time(timestamp) if timestamp is not None else None
         except InvalidArgumentError:
@@ -158,7 +158,7 @@ class StreamOptions:
         return cls(
             starting_version=version,
             starting_timestamp=when,
-            max_files=_int(options, "maxfilespertrigger", 0, minimum=1) or None,
+            max_files=_int(options, "maxfilespertrigger", 0, minimum=1, name="maxFilesPerTrigger") or None,
             max_bytes=parse_size(str(max_bytes)) if max_bytes is not None else None,
             skip_change_commits=_bool(options, "skipchangecommits"),
         )
@@ -231,16 +231,17 @@ class SourceOptions:
         return self.min_partitions or os.cpu_count() or 1
 
 
-def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
+def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0, name: str | None = None) -> int:
+    """The integer option ``key`` (lower case, as Spark hands it over), named ``name`` in errors."""
     text = options.get(key)
     if text is None:
         return default
     try:
         value = int(text)
     except ValueError:
-        raise InvalidArgumentError(f"option {key} must be an integer, not {text!r}") from None
+        raise InvalidArgumentError(f"option {name or key} must be an integer, not {text!r}") from None
     if value < minimum:
-        raise InvalidArgumentError(f"option {key} must be at least {minimum}, got {value}")
+        raise InvalidArgumentError(f"option {name or key} must be at least {minimum}, got {value}")
     return value
 
 

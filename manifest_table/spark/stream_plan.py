@@ -9,6 +9,12 @@ telling a snapshot's units from a commit's. A version whose units are all read i
 ``(version + 1, 0)``, so every position has one form and Spark's comparison of offsets (their
 JSON) is exact.
 
+A query's first position must come out the same every time Spark asks for it: Spark keeps
+only the *end* of each micro-batch in its checkpoint and asks for the initial offset again to
+replay a first batch that did not finish. So "from the latest version" is not a version but a
+marker, ``LATEST`` (its snapshot) or ``AFTER_LATEST`` (only later commits), resolved when the
+first batch is planned and recovered from that batch's end when it is planned again.
+
 Everything here is decided by immutable manifests, so planning the same ``(start, end)`` again
 after a restart gives the same units: with Spark's checkpoint of offsets and an idempotent
 sink, that is exactly-once. The planner does no Spark work; a change feed plans with another
@@ -18,10 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TypeVar
 
-from ..errors import ChangeCommitError, SchemaMismatchError, VersionExpiredError, VersionNotFoundError
+from ..errors import (
+    ChangeCommitError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    VersionExpiredError,
+    VersionNotFoundError,
+)
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..handle import TableHandle
@@ -48,6 +60,17 @@ class Position:
     @property
     def order(self) -> tuple[int, int]:
         return (self.version, self.index)
+
+    @property
+    def marker(self) -> bool:
+        """``LATEST`` or ``AFTER_LATEST``: a start resolved when first planned."""
+        return self.version < 0
+
+
+LATEST = Position(-1, 0, snapshot=True)
+"""The start of a query that reads the latest version's snapshot first."""
+AFTER_LATEST = Position(-1, 0)
+"""The start of a query that reads only commits after the latest version."""
 
 
 @dataclass(frozen=True)
@@ -112,17 +135,20 @@ class StreamPlanner:
         self._commits: dict[int, Sequence[Unit]] = {}
 
     def initial(self, starting_version: int | str | None, starting_timestamp: datetime | None) -> Position:
-        """Where a new query starts: the latest version's snapshot; or the commits from
-        ``starting_version`` (``"latest"``: only commits made from now on); or from the first
-        version committed at or after ``starting_timestamp``."""
+        """Where a new query starts: the latest version's snapshot (``LATEST``); or the commits
+        from ``starting_version`` (``"latest"``: ``AFTER_LATEST``); or from the first version
+        committed at or after ``starting_timestamp``, which must not be in the future (the
+        answer could change as commits arrive)."""
+        if starting_version is None and starting_timestamp is None:
+            return LATEST
+        if starting_version == "latest":
+            return AFTER_LATEST
         latest = self.table.log.read_pointer().version
         if starting_timestamp is not None:
+            if starting_timestamp > datetime.now(UTC):
+                raise InvalidArgumentError(f"startingTimestamp {starting_timestamp.isoformat()} is in the future")
             return Position(self._first_at_or_after(starting_timestamp))
-        if starting_version == "latest":
-            return Position(latest + 1)
-        if starting_version is None:
-            return Position(latest, 0, snapshot=True)
-        version = int(starting_version)
+        version = int(str(starting_version))
         if version > latest:
             raise VersionNotFoundError(
                 f"startingVersion {version} does not exist in {self.table.uri} (latest is {latest})"
@@ -135,6 +161,8 @@ class StreamPlanner:
         ``last`` (default: the latest version), or as much as ``limit`` admits."""
         if last is None:
             last = self.table.log.read_pointer().version
+        if start.marker:  # the query's first batch: the latest version is the one current now
+            start = Position(last, 0, snapshot=True) if start.snapshot else Position(last + 1)
         end, files, size = start, 0, 0
         for after, unit in self._walk(start, last):
             if unit is not None:
@@ -146,6 +174,9 @@ class StreamPlanner:
 
     def units(self, start: Position, end: Position) -> list[Unit]:
         """The units from ``start`` up to (not including) ``end``."""
+        if start.marker:  # as planned the first time: the first batch ended in or after its snapshot
+            first = end.version if end.snapshot else end.version - 1
+            start = Position(first, 0, snapshot=True) if start.snapshot else end
         if end.order <= start.order:
             return []
         last = end.version if end.index else end.version - 1

@@ -14,9 +14,10 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import ChangeCommitError, SchemaMismatchError, VersionExpiredError, VersionNotFoundError
+from manifest_table.errors import (ChangeCommitError, InvalidArgumentError, SchemaMismatchError, VersionExpiredError,
+                                   VersionNotFoundError)
 from manifest_table.log.commit_files import commit_files
-from manifest_table.spark.stream_plan import Limit, Position, StreamPlanner, appended_rows
+from manifest_table.spark.stream_plan import AFTER_LATEST, LATEST, Limit, Position, StreamPlanner, appended_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -83,13 +84,30 @@ def test_the_snapshot_comes_first_then_later_commits(tmp_path: Path):
     t.append(rows(10, 20))
     t.delete("id = 3")
     p = planner(t)
-    start = p.initial(None, None)
-    assert start == Position(3, 0, snapshot=True)
+    assert p.initial(None, None) == LATEST
     snapshot = [f.path for f in t.manifest().files]
     t.append(rows(20, 30))
     added = [f.path for f in commit_files(t.log, 4).added]
-    assert batches(p, start, Limit(max_files=1)) == [[snapshot[0]], [snapshot[1]], added]
+    assert batches(p, LATEST, Limit(max_files=1)) == [[snapshot[0]], [snapshot[1]], [added[0]]]
     assert Position.of_offset(Position(4, 1, True).to_offset()) == Position(4, 1, True)
+
+
+@pytest.mark.parametrize("limit", [None, Limit(max_files=1)])
+def test_a_first_batch_planned_again_after_more_commits_reads_the_same_rows(tmp_path: Path, limit):
+    """Spark replays an unfinished first batch from the initial offset it asks for again and
+    the end it logged: both starts mean the latest version *when first planned*."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.append(rows(10, 20))
+    p = planner(t)
+    ends = {start: p.latest(start, limit) for start in (LATEST, AFTER_LATEST)}
+    units = {start: p.units(start, end) for start, end in ends.items()}
+    t.append(rows(20, 30))
+    t.compact()
+    replayed = planner(t)
+    assert {start: replayed.units(start, end) for start, end in ends.items()} == units
+    assert ends[AFTER_LATEST] == Position(3) and units[AFTER_LATEST] == []
+    assert [u.file.path for u in units[LATEST]] == [f.path for f in t.manifest(2).files][: 1 if limit else 2]
 
 
 def test_where_a_stream_starts(tmp_path: Path):
@@ -97,13 +115,15 @@ def test_where_a_stream_starts(tmp_path: Path):
     infos = [t.append(rows(10 * k, 10 * k + 10)) for k in range(3)]  # versions 1, 2, 3
     p = planner(t)
     assert p.initial(2, None) == Position(2)
-    assert p.initial("latest", None) == Position(4)
+    assert p.initial("latest", None) == AFTER_LATEST
     assert p.initial(None, infos[1].timestamp) == Position(2)  # committed at that instant
     assert p.initial(None, infos[1].timestamp + timedelta(microseconds=1)) == Position(3)
     assert p.initial(None, infos[0].timestamp - timedelta(days=1)) == Position(0)
-    assert p.initial(None, infos[2].timestamp + timedelta(days=1)) == Position(4)
+    assert p.initial(None, infos[2].timestamp + timedelta(microseconds=1)) == Position(4)
     with pytest.raises(VersionNotFoundError, match="startingVersion 9 does not exist"):
         p.initial(9, None)
+    with pytest.raises(InvalidArgumentError, match="is in the future"):
+        p.initial(None, infos[2].timestamp + timedelta(days=1))
 
 
 def test_a_change_commit_fails_the_stream_unless_skipped(tmp_path: Path):
