@@ -22,7 +22,8 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -69,7 +70,8 @@ def main() -> None:
           f"{args.master}; rows: {args.rows:,}; repeat: {args.repeat}")
     with scratch(args) as work:
         writes, table = _writes(spark, work, args)
-        paths = {SPARK: "Spark's Parquet writer", NATIVE: "Spark's Parquet writer", SOURCE: "Python data source (Arrow)"}
+        writer = "Spark's Parquet writer"
+        paths = {SPARK: writer, NATIVE: writer, SOURCE: "Python data source (Arrow)"}
         rows = [["write, zstd", name, paths[name], seconds(t.median), _ratio(writes[SPARK], t)]
                 for name, t in writes.items()]
         for case, timings, paths in _reads(spark, work, table, args.rows, args.repeat):

@@ -93,7 +93,7 @@ def test_exactly_once_across_killed_drivers(tmp_path: Path):
             process = driver(args + ["run"], log)
             try:
                 assert process.stdout is not None and process.stdout.readline().strip() == "started"
-                wait_for(lambda: version_of(str(sink)) > before, 300,
+                wait_for(lambda before=before: version_of(str(sink)) > before, 300,
                          "micro-batch committed", process)
                 time.sleep(rng.uniform(0, 1.5))
             finally:

@@ -14,8 +14,13 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import (ChangeCommitError, InvalidArgumentError, SchemaMismatchError, VersionExpiredError,
-                                   VersionNotFoundError)
+from manifest_table.errors import (
+    ChangeCommitError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    VersionExpiredError,
+    VersionNotFoundError,
+)
 from manifest_table.log.commit_files import commit_files
 from manifest_table.spark.stream_plan import AFTER_LATEST, LATEST, Limit, Position, StreamPlanner, appended_rows
 
