@@ -4,9 +4,13 @@ A few cases over the types Spark can read (``Kind.spark``), whose histories (wit
 NOT NULL race, whose nulls fail every Spark job slowly: tests/test_differential.py has it) also append
 through Spark's native writer a DataFrame with a column Spark's optimizer knows is never null
 (a literal: issue 18 item 8). The latest version and two others are then read through Spark's native path
-(``manifest_table.spark.read``: Spark's own Parquet reader, deletes anti-joined) and through
-the data source (``spark.read.format("manifest_table")``), unfiltered and with a predicate
-Spark pushes down to the source, and compared with the model. Spark holds some types wider
+(``manifest_table.spark.read``: Spark's own Parquet reader, deleted rows dropped by the JVM
+function) and through the data source (``spark.read.format("manifest_table")``), unfiltered
+and with a predicate Spark pushes down to the source, and compared with the model. Then the
+streaming source reads the history from the first version after which every version is
+retained and has the latest schema (``skipChangeCommits``, one to two files per micro-batch or
+everything at once): every micro-batch, or run of micro-batches splitting a commit, holds the
+rows the model says those commits appended (none for a commit that deleted or replaced rows). Spark holds some types wider
 (unsigned integers, date64, views) and nanoseconds as microseconds: answers are cast back to
 the table's types, and the model's nanoseconds are cut to microseconds first.
 
@@ -17,6 +21,7 @@ Environment: ``MT_DIFF_SPARK_CASES`` (default 3) and ``MT_DIFF_SPARK_STEPS`` (de
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 from pathlib import Path
@@ -86,8 +91,11 @@ class SparkChecker:
         self.reads = 0
         latest = mt.open_table(uri).version
         self.sample = {latest} | set(rng.sample(range(latest), min(latest, versions - 1)))
+        self.states: dict[int, State] = {}
 
     def version(self, version: int, state: State | None, as_of: Any) -> None:
+        if state is not None:
+            self.states[version] = state
         if state is None or version not in self.sample:
             return  # expired versions: tests/test_differential.py checks the error
         source = self.spark.read.format("manifest_table").option("version", version).load(self.uri)
@@ -108,7 +116,52 @@ class SparkChecker:
                 self.failures.append(Failure(f"{name} version {version}", message))
 
     def close(self) -> None:
-        pass
+        try:
+            self.stream()
+        except Exception as error:  # any error of the stream is a failure to report
+            self.failures.append(Failure("spark.readStream", f"raised {type(error).__name__}: {shorter(str(error))}"))
+
+    def stream(self) -> None:
+        """The streaming source from the first version ``start`` with every version from
+        ``start - 1`` on retained and under the latest schema, to the end."""
+        latest = max(self.states)
+        start = latest + 1
+        while start - 2 in self.states and self.states[start - 1].schema.equals(self.states[latest].schema):
+            start -= 1
+        if start > latest:
+            return
+        limit = self.rng.choice([{"maxFilesPerTrigger": "1"}, {"maxFilesPerTrigger": "2"}, {}])
+        batches: list[pa.Table] = []
+        query = (self.spark.readStream.format("manifest_table").options(startingVersion=str(start), **limit)
+                 .option("skipChangeCommits", "true").load(self.uri).writeStream
+                 .foreachBatch(lambda frame, batch_id: batches.append(frame.toArrow()))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        ends = {p["batchId"]: json.loads(p["sources"][0]["endOffset"]) for p in query.recentProgress}
+        self.reads += 1
+        first, rows = start, []
+        for batch_id, batch in enumerate(batches):
+            rows.append(batch)
+            end = ends[batch_id]
+            if end["index"] == 0:  # a commit boundary: these batches read versions first .. end - 1
+                expected = [self.appended(v) for v in range(first, end["version"])]
+                message = compare_spark(pa.concat_tables(rows), pa.concat_tables(expected)) if expected else (
+                    None if sum(r.num_rows for r in rows) == 0 else "rows where no version was read")
+                if message is not None:
+                    self.failures.append(Failure(f"spark.readStream {limit}, versions {first}..{end['version'] - 1}",
+                                                 message))
+                first, rows = end["version"], []
+        if first != latest + 1:
+            self.failures.append(Failure("spark.readStream", f"stopped before version {first}, not after {latest}"))
+
+    def appended(self, version: int) -> pa.Table:
+        """The rows the model says ``version`` appended: none when it removed a row."""
+        before, after = self.states[version - 1], self.states[version]
+        old = set(before.uids.to_pylist())
+        new = pa.array([uid not in old for uid in after.uids.to_pylist()], pa.bool_())
+        if len(old - set(after.uids.to_pylist())):
+            new = pa.array([False] * len(after.uids), pa.bool_())
+        return pa.Table.from_arrays(after.data.filter(new).columns, schema=after.schema)
 
 
 def spark_write_step(spark: Any) -> Step:
