@@ -21,10 +21,15 @@ import org.roaringbitmap.RoaringBitmap;
  * <p>The literal is parsed once per task, on the first row: every row of a task passes the same
  * array. Files are found by the 64-bit hash of their name, which Spark computes on the row without
  * copying the name; two files of one literal with the same hash fail the query rather than risk a
- * wrong answer. Compiled from this source on the driver against the session's own Spark jars
- * (docs/design/005-spark-deletes.md).
+ * wrong answer. A file's bitmap is expanded into a plain bitset the first time a task meets the
+ * file (its last deleted position / 8 bytes, up to 16 MiB; beyond that the bitmap is asked), so
+ * that the check of a row is one array read: consecutive rows come from the same file, whose
+ * bitset is kept at hand. Compiled from this
+ * source on the driver against the session's own Spark jars (docs/design/005-spark-deletes.md).
+ * Spark gives each task its own copy of the plan, so an instance is used by one thread.
  */
 public final class LiveRow implements UDF3<Long, Long, byte[], Boolean> {
+  private static final long serialVersionUID = 1L;
   private static final long SEED = 42L; // Spark's xxhash64 seed
   private static final byte[] MAGIC = "MTLIVE01".getBytes(StandardCharsets.US_ASCII);
 
@@ -41,17 +46,64 @@ public final class LiveRow implements UDF3<Long, Long, byte[], Boolean> {
     }
   }
 
-  private transient volatile Deletes parsed;
+  /** One file's deleted rows, as a task asks about them. */
+  private static final class FileDeletes {
+    static final long MAX_BITSET_ROWS = 1L << 27;
+    static final FileDeletes NONE = new FileDeletes(new long[0], null);
+
+    final long[] words;
+    final RoaringBitmap large;
+
+    FileDeletes(long[] words, RoaringBitmap large) {
+      this.words = words;
+      this.large = large;
+    }
+
+    static FileDeletes of(RoaringBitmap bitmap) {
+      long last = bitmap.isEmpty() ? -1 : bitmap.last() & 0xFFFFFFFFL;
+      if (last >= MAX_BITSET_ROWS) {
+        return new FileDeletes(null, bitmap);
+      }
+      long[] words = new long[(int) ((last + 1 + 63) >>> 6)];
+      bitmap.forEach((int position) -> words[position >>> 6] |= 1L << position);
+      return new FileDeletes(words, null);
+    }
+
+    boolean deleted(long row) {
+      if (large != null) {
+        return large.contains((int) row);
+      }
+      int word = (int) (row >>> 6);
+      return word < words.length && (words[word] & (1L << row)) != 0;
+    }
+  }
+
+  private transient Deletes parsed;
+  private transient FileDeletes[] files;
+  private transient long currentKey;
+  private transient FileDeletes current;
 
   @Override
   public Boolean call(Long fileKey, Long rowIndex, byte[] deletes) throws IOException {
-    Deletes d = parsed;
-    if (d == null || d.source != deletes) {
-      d = parse(deletes);
-      parsed = d;
+    long key = fileKey;
+    if (parsed == null || parsed.source != deletes) {
+      parsed = parse(deletes);
+      files = new FileDeletes[parsed.keys.length];
+      current = null;
     }
-    int at = Arrays.binarySearch(d.keys, fileKey);
-    return at < 0 || !d.bitmaps[at].contains((int) (long) rowIndex);
+    if (current == null || key != currentKey) {
+      int at = Arrays.binarySearch(parsed.keys, key);
+      if (at < 0) {
+        current = FileDeletes.NONE;
+      } else {
+        if (files[at] == null) {
+          files[at] = FileDeletes.of(parsed.bitmaps[at]);
+        }
+        current = files[at];
+      }
+      currentKey = key;
+    }
+    return !current.deleted(rowIndex);
   }
 
   static Deletes parse(byte[] deletes) throws IOException {

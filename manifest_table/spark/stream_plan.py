@@ -143,12 +143,11 @@ class StreamPlanner:
             return LATEST
         if starting_version == "latest":
             return AFTER_LATEST
-        latest = self.table.log.read_pointer().version
         if starting_timestamp is not None:
             if starting_timestamp > datetime.now(UTC):
                 raise InvalidArgumentError(f"startingTimestamp {starting_timestamp.isoformat()} is in the future")
             return Position(self._first_at_or_after(starting_timestamp))
-        version = int(str(starting_version))
+        version, latest = int(str(starting_version)), self.table.log.read_pointer().version
         if version > latest:
             raise VersionNotFoundError(
                 f"startingVersion {version} does not exist in {self.table.uri} (latest is {latest})"
