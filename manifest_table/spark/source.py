@@ -25,16 +25,13 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..data.scan import Scan, Snapshot
-from ..data.tombstones import DeletionVectors
-from ..errors import InvalidArgumentError, NotSupportedError, SchemaMismatchError
+from ..errors import InvalidArgumentError, NotSupportedError
 from ..expressions import And, Expr
-from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
-from ..storage import FileIO
 from .from_spark import from_spark_filter
-from .options import SourceOptions, TableLocation
+from .options import SourceOptions
 from .planning import group_files
+from .read_files import for_spark, read_columns, scan_files
 from .schema import exchange_schema, spark_schema
 
 FORMAT_NAME = "manifest_table"
@@ -142,38 +139,3 @@ class FilteringTableReader(TableReader):
             else:
                 accepted.append(expr)
         self._where = reduce(And, accepted) if accepted else None
-
-
-def scan_files(
-    location: TableLocation,
-    version: int,
-    fields: FieldIds,
-    files: Iterable[DataFile],
-    columns: list[str] | None,
-    where: Expr | None,
-) -> Scan:
-    """A scan of just ``files`` of one version (``fields``: its schema and field ids), as
-    run on an executor."""
-    store = location.store()
-    snapshot = Snapshot(version, fields.schema, tuple(files), DeletionVectors(store).of, fields=fields)
-    return Scan(snapshot, FileIO(store), columns, where)
-
-
-def for_spark(scan: Scan, output: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The batches of ``scan`` in Spark's types (``output``: microsecond UTC timestamps, no
-    unsigned integers, ...)."""
-    for batch in scan.to_batches():
-        yield batch.cast(output, safe=False)
-
-
-def read_columns(schema: StructType, table: pa.Schema) -> list[str]:
-    """The columns Spark asked for: the table's, or a subset a user-given schema names (a
-    projection), whose types must then be the table's as Spark sees them."""
-    ours = {f.name: f.dataType for f in spark_schema(table).fields}
-    wrong = [f.name for f in schema.fields if ours.get(f.name) != f.dataType]
-    if wrong:
-        raise SchemaMismatchError(
-            f"the read schema does not match the table for columns {wrong}; "
-            f"the table's schema is {spark_schema(table).simpleString()}"
-        )
-    return schema.fieldNames()

@@ -29,8 +29,8 @@ from pyspark.sql.types import StructType
 from ..format.entries import DataFile
 from .options import SourceOptions
 from .planning import group_files
+from .read_files import for_spark, read_columns, scan_files
 from .schema import exchange_schema
-from .source import for_spark, read_columns, scan_files
 from .stream_plan import Limit, Position, StreamPlanner, appended_rows
 
 
