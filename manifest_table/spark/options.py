@@ -160,7 +160,7 @@ class StreamOptions:
             starting_timestamp=when,
             max_files=_int(options, "maxfilespertrigger", 0, minimum=1, name="maxFilesPerTrigger") or None,
             max_bytes=parse_size(str(max_bytes)) if max_bytes is not None else None,
-            skip_change_commits=_bool(options, "skipchangecommits"),
+            skip_change_commits=_bool(options, "skipchangecommits", name="skipChangeCommits"),
         )
 
     def given(self) -> list[str]:
@@ -245,8 +245,8 @@ def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0, n
     return value
 
 
-def _bool(options: Mapping[str, str], key: str) -> bool:
+def _bool(options: Mapping[str, str], key: str, name: str | None = None) -> bool:
     text = str(options.get(key, "false")).strip().lower()
     if text not in ("true", "false"):
-        raise InvalidArgumentError(f"option {key} must be true or false, not {options[key]!r}")
+        raise InvalidArgumentError(f"option {name or key} must be true or false, not {options[key]!r}")
     return text == "true"

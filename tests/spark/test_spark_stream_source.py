@@ -15,6 +15,8 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
+from manifest_table.errors import InvalidArgumentError
+from manifest_table.spark import ManifestTableDataSource
 
 pytest_plugins = ["tests.spark.fixtures"]
 
@@ -109,12 +111,21 @@ def test_a_start_version_garbage_collection_removed_fails_the_query(spark, tmp_p
     (True, {"startingVersion": "1", "startingTimestamp": "2026-01-01T00:00:00Z"}, "not both"),
     (True, {"startingTimestamp": "yesterday"}, "startingTimestamp is not an ISO 8601 time"),
     (True, {"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be at least 1"),
+    (True, {"maxBytesPerTrigger": "lots"}, "not a positive size"),
+    (True, {"skipChangeCommits": "yes"}, "skipChangeCommits must be true or false"),
 ])
-def test_options_that_do_not_apply_are_refused(spark, tmp_path: Path, stream, options, message):
+def test_options_that_do_not_apply_are_refused(tmp_path: Path, stream, options, message):
+    """As Spark calls the source (options lower case, as Spark hands them over), no session."""
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(rows(0, 3))
-    with pytest.raises(Exception, match=message):
-        if stream:
-            collect_batches(spark, t.uri, tmp_path / "c", **options)
-        else:
-            spark.read.format("manifest_table").options(**options).load(t.uri).collect()
+    source = ManifestTableDataSource({"path": t.uri, **{k.lower(): v for k, v in options.items()}})
+    with pytest.raises(InvalidArgumentError, match=message):
+        schema = source.schema()
+        source.streamReader(schema) if stream else source.reader(schema)
+
+
+def test_a_refused_option_fails_the_query_with_its_message(spark, tmp_path: Path):
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 3))
+    with pytest.raises(Exception, match="InvalidArgumentError: option maxFilesPerTrigger must be at least 1"):
+        collect_batches(spark, t.uri, tmp_path / "c", maxFilesPerTrigger="0")
