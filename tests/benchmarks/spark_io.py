@@ -31,7 +31,8 @@ from pyroaring import BitMap
 
 import manifest_table as mt
 
-from ._common import Timing, clone_dir, compare, machine, make_data, print_table, scratch, seconds, write_ours
+from ._common import (Timing, clone_dir, compare, data_paths, machine, make_data, print_table, scratch, seconds,
+                      write_ours)
 
 FORMAT = "manifest_table"
 SPARK = "Spark Parquet (same files)"
@@ -122,7 +123,7 @@ def _reads(spark: Any, work: str, clean: str, rows: int,
     tables = {"none": clean,
               "1% random": _with_deletes(clone_dir(clean, os.path.join(work, "random")), _random_percent),
               "10% clustered": _with_deletes(clone_dir(clean, os.path.join(work, "clustered")), _clustered_tenth)}
-    files = os.path.join(clean, "data")
+    files = data_paths(mt.open_table(clean))  # the same list of files ours read, not a directory to list
     selective = f"id >= {rows // 2} AND id < {rows // 2 + rows // 100}"
     cases = [("full read, no deletes", "none", None, None),
              ("full read, 1% random deletes", "1% random", None, None),
@@ -136,7 +137,7 @@ def _reads(spark: Any, work: str, clean: str, rows: int,
 
         def shaped(load: Callable[[], Any], columns=columns, where=where) -> Callable[[], Any]:
             return lambda: _shape(load(), columns, where)
-        loads = {SPARK: shaped(lambda: spark.read.parquet(files)), NATIVE: shaped(lambda uri=uri: read(spark, uri))}
+        loads = {SPARK: shaped(lambda: spark.read.parquet(*files)), NATIVE: shaped(lambda uri=uri: read(spark, uri))}
         if deletes != "none":
             loads[ANTI_JOIN] = shaped(lambda uri=uri: _without_jvm(lambda: read(spark, uri)))
         loads[SOURCE] = shaped(lambda uri=uri: spark.read.format(FORMAT).option("pushdown", True).load(uri))
