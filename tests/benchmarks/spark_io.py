@@ -31,8 +31,18 @@ from pyroaring import BitMap
 
 import manifest_table as mt
 
-from ._common import (Timing, clone_dir, compare, data_paths, machine, make_data, print_table, scratch, seconds,
-                      write_ours)
+from ._common import (
+    Timing,
+    clone_dir,
+    compare,
+    data_paths,
+    machine,
+    make_data,
+    print_table,
+    scratch,
+    seconds,
+    write_ours,
+)
 
 FORMAT = "manifest_table"
 SPARK = "Spark Parquet (same files)"
