@@ -46,7 +46,7 @@ def test_native_read_write_delete_and_compact_on_cloud_storage(spark, kind: str,
         info = write(spark.range(20, 30).selectExpr("id", "concat('n', id) AS name"), uri, storage_options=options)
         assert info is not None and info.metrics["rows_added"] == 10  # None: through the data source
         assert delete(spark, uri, "id >= 25 OR id = 0", storage_options=options).metrics["rows_deleted"] == 6
-        compact(spark, uri, min_deleted_fraction=0.05, storage_options=options)
+        assert compact(spark, uri, min_deleted_fraction=0.05, storage_options=options).metrics["files_added"] == 1
     assert "Python data source" not in caplog.text
     table = mt.open_table(uri, storage_options=options)
     table.append(rows(40, 41))  # the Python API writes on after Spark's connector made its folders
@@ -54,7 +54,6 @@ def test_native_read_write_delete_and_compact_on_cloud_storage(spark, kind: str,
     expected = [i for i in range(25) if i not in (0, 3, 4)] + [40]
     assert sorted(table.to_arrow().column("id").to_pylist()) == expected
     assert sorted(r.id for r in read(spark, uri, storage_options=options).select("id").collect()) == expected
-    assert table.history(limit=1)[0].operation == "compact"
 
 
 @pytest.mark.parametrize("uri, options, root, settings", [
