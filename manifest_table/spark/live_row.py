@@ -14,7 +14,7 @@ under ``~/.cache/manifest_table`` (``$XDG_CACHE_HOME``), added to the session (`
 is impossible (no JDK, a Spark Connect client without Spark's jars, the switch
 ``MANIFEST_TABLE_SPARK_JVM=0``) the caller falls back to the anti-join, which the log says once.
 A jar put on the session's classpath some other way (``spark.jars``) is used as it is:
-``python -m manifest_table.spark.live_row`` builds it and prints its path."""
+``python -m manifest_table.spark.build_jar`` builds it and prints its path."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
@@ -170,10 +169,3 @@ def _report(kind: str, reason: str) -> None:
     if kind not in _reported:
         _reported.add(kind)
         log.warning("%s; Spark reads drop deleted rows with a broadcast anti-join instead (docs/spark.md)", reason)
-
-
-if __name__ == "__main__":
-    jar = built_jar()
-    if jar is None:
-        sys.exit(f"cannot build the jar of {CLASS}: see the log above")
-    print(jar)
