@@ -30,6 +30,7 @@ from typing import TypeVar
 from ..errors import (
     ChangeCommitError,
     InvalidArgumentError,
+    ManifestTableError,
     SchemaMismatchError,
     VersionExpiredError,
     VersionNotFoundError,
@@ -157,19 +158,29 @@ class StreamPlanner:
 
     def latest(self, start: Position, limit: Limit | None, last: int | None = None) -> Position:
         """The end of the next micro-batch from ``start``: everything committed up to
-        ``last`` (default: the latest version), or as much as ``limit`` admits."""
+        ``last`` (default: the latest version), or as much as ``limit`` admits, and never past
+        a version that cannot be read (a change commit, a schema change, a collected version):
+        the batch ends before it, and the next one raises its error."""
         if last is None:
             last = self.table.log.read_pointer().version
         if start.marker:  # the query's first batch: the latest version is the one current now
             start = Position(last, 0, snapshot=True) if start.snapshot else Position(last + 1)
         end, files, size = start, 0, 0
-        for after, unit in self._walk(start, last):
+        walk = self._walk(start, last)
+        while True:
+            try:
+                after, unit = next(walk)
+            except StopIteration:
+                return end
+            except ManifestTableError:
+                if end == start:
+                    raise
+                return end  # a version that cannot be read ends the batch; the next one fails on it
             if unit is not None:
                 if limit is not None and not limit.admits(files, size, unit):
-                    break
+                    return end
                 files, size = files + 1, size + unit.size
             end = after
-        return end
 
     def units(self, start: Position, end: Position) -> list[Unit]:
         """The units from ``start`` up to (not including) ``end``."""

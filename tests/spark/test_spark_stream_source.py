@@ -65,14 +65,11 @@ def test_snapshot_then_appends_reach_the_sink_once_across_restarts(spark, tmp_pa
     source.append(rows(20, 25))
     source.compact()  # moves rows: nothing to stream
     source.append(rows(25, 30))
-    run_to_sink(spark, source.uri, sink, checkpoint)  # restarted from the checkpoint
-    assert ids(out) == list(range(30))
-
-    source.delete("id = 3")
+    source.delete("id = 3")  # version 6
     source.append(rows(30, 35))
     with pytest.raises(Exception, match=r"ChangeCommitError: version 6 \(delete\).*skipChangeCommits"):
-        run_to_sink(spark, source.uri, sink, checkpoint)
-    assert ids(out) == list(range(30))
+        run_to_sink(spark, source.uri, sink, checkpoint, maxFilesPerTrigger="1")  # restarted from the checkpoint
+    assert ids(out) == list(range(30))  # the appends before the delete, one batch each
     run_to_sink(spark, source.uri, sink, checkpoint, skipChangeCommits="true")
     assert ids(out) == list(range(35))  # the delete skipped, the append after it read
 
@@ -85,7 +82,6 @@ def test_start_options_and_rate_limits(spark, tmp_path: Path):
     assert by_version == [list(range(10, 20)), list(range(20, 30)), list(range(30, 40))]
     by_time = collect_batches(spark, t.uri, tmp_path / "c2", startingTimestamp=infos[3].timestamp.isoformat())
     assert by_time == [list(range(30, 40))]
-    assert collect_batches(spark, t.uri, tmp_path / "c3", startingVersion="latest") == []
 
 
 def test_a_database_table_streams(spark, tmp_path: Path):
