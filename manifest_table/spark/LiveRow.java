@@ -25,7 +25,7 @@ import org.roaringbitmap.RoaringBitmap;
  * file (its last deleted position / 8 bytes, up to 16 MiB; beyond that the bitmap is asked), so
  * that the check of a row is one array read: consecutive rows come from the same file, whose
  * bitset is kept at hand. Compiled from this
- * source on the driver against the session's own Spark jars (docs/design/005-spark-deletes.md).
+ * source on the driver against the session's own Spark jars (docs/design/006-spark-deletes.md).
  * Spark gives each task its own copy of the plan, so an instance is used by one thread.
  */
 public final class LiveRow implements UDF3<Long, Long, byte[], Boolean> {

@@ -5,7 +5,7 @@ a Java UDF (``LiveRow.java`` beside this module) that looks each row up in its f
 bitmap; ``<deletes>`` is a binary literal holding the bitmaps of the files read, so the filter
 needs no join, no shuffle and no broadcast: measured at 0.77-0.91x of Spark's plain Parquet
 read with 1% of rows deleted (by the machine's load), where the broadcast anti-join reached
-0.43-0.57x (docs/design/005-spark-deletes.md).
+0.43-0.57x (docs/design/006-spark-deletes.md).
 
 The class is compiled on the driver, once per Spark version, by the JDK's ``javac`` against
 the session's own Spark jars (so it always matches the running Spark's API), cached as a jar

@@ -8,7 +8,7 @@ files are read plainly and the two reads are unioned, so a table without deletes
 exactly a Parquet read. Deleted rows are dropped inside the scan by a JVM function looking
 (``_metadata.file_name``, ``_metadata.row_index``) up in the deletion bitmaps (live_row.py);
 where that function is not available, by a broadcast anti-join on the same pair against a
-DataFrame built from the bitmaps (docs/design/005-spark-deletes.md measures both).
+DataFrame built from the bitmaps (docs/design/006-spark-deletes.md measures both).
 
 Files are matched by name, not by ``_metadata.file_path``: Spark gives the path as a
 percent-encoded Hadoop URI (``file:/a%20b/...``), the manifest relative keys, and our writers

@@ -2,8 +2,9 @@
 
 A stream is a sequence of *units*, each the rows of one data file as one version lists it:
 first, unless the query names where to start, the live files of the version current when it
-started (its snapshot), then, commit after commit, what ``units_of`` takes from each
-commit's file changes (log/commit_files.py): for the append stream, the files a commit added.
+started (its snapshot), then, commit after commit, what ``units_of`` takes from each commit
+(its version and its parent's: DESIGN.md 19, changes derived, not written): for the append
+stream, the files a commit added, found as the mirrors find them (mirrors/change.py).
 A *position* (Spark's offset) is the next unit to read: ``(version, index)``, ``snapshot``
 telling a snapshot's units from a commit's. A version whose units are all read is written as
 ``(version + 1, 0)``, so every position has one form and Spark's comparison of offsets (their
@@ -38,7 +39,8 @@ from ..errors import (
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..handle import TableHandle
-from ..log.commit_files import CommitFiles, commit_files
+from ..log.version import Version
+from ..mirrors.change import version_change
 
 _T = TypeVar("_T")
 
@@ -101,28 +103,35 @@ class Limit:
         return self.max_bytes is None or size + unit.size <= self.max_bytes
 
 
-UnitsOf = Callable[[CommitFiles], Sequence[Unit]]
+UnitsOf = Callable[[Version | None, Version], Sequence[Unit]]
+"""(the parent version, None for a table's first; the commit's version) -> its units."""
 
 
 def appended_rows(skip_change_commits: bool) -> UnitsOf:
-    """The append stream: a commit's added files; a compaction adds no rows; a commit that
-    deleted or replaced rows fails the stream, or with ``skip_change_commits`` is skipped whole
-    (as Delta's option of that name does: rows it added are skipped too)."""
+    """The append stream: a commit's added files; a compaction moves rows and adds none; a
+    commit that deleted or replaced rows (dropping a file whose rows were all deleted already
+    removes none) fails the stream, or with ``skip_change_commits`` is skipped whole (as
+    Delta's option of that name does: rows it added are skipped too)."""
 
-    def units_of(commit: CommitFiles) -> Sequence[Unit]:
-        if commit.rewrite:
+    def units_of(parent: Version | None, commit: Version) -> Sequence[Unit]:
+        if parent is None:
+            added = list(commit.files)
+        elif "rewrites" in commit.parameters:
             return ()
-        if not commit.appends_only:
-            if skip_change_commits:
+        else:
+            change = version_change(parent, commit)
+            changed = sum(1 for f in change.removed if f.live_rows) + len(change.redeleted)
+            if changed and skip_change_commits:
                 return ()
-            changed = sum(1 for f in commit.removed if f.live_rows) + len(commit.deleted_in)
-            raise ChangeCommitError(
-                f"version {commit.version} ({commit.operation}) deleted or replaced rows of {changed} data "
-                "file(s); a streaming read emits appended rows only: set the option skipChangeCommits to "
-                "true to skip commits that delete or update rows (rows they add are skipped too), or start "
-                "a new query after it with startingVersion"
-            )
-        return tuple(Unit(commit.version, f) for f in commit.added if f.live_rows > 0)
+            if changed:
+                raise ChangeCommitError(
+                    f"version {commit.version} ({commit.operation}) deleted or replaced rows of {changed} data "
+                    "file(s); a streaming read emits appended rows only: set the option skipChangeCommits to "
+                    "true to skip commits that delete or update rows (rows they add are skipped too), or start "
+                    "a new query after it with startingVersion"
+                )
+            added = change.added
+        return tuple(Unit(commit.version, f) for f in added if f.live_rows > 0)
 
     return units_of
 
@@ -232,14 +241,16 @@ class StreamPlanner:
     def _units(self, version: int) -> Sequence[Unit]:
         found = self._commits.get(version)
         if found is None:
-            commit = self._expired_is_fatal(version, lambda: commit_files(self.table.log, version))
+            log = self.table.log
+            commit = self._expired_is_fatal(version, lambda: log.manifest(version))
+            parent = self._expired_is_fatal(version, lambda: log.manifest(version - 1)) if version else None
             if version > self.fields_version and not _same_schema(commit.fields, self.fields):
                 raise SchemaMismatchError(
                     f"the schema of {self.table.uri} changed at version {version}, after the streaming "
                     f"query started (with the schema of version {self.fields_version}); restart the "
                     "query to read on with the new schema"
                 )
-            found = self._commits[version] = self.units_of(commit)
+            found = self._commits[version] = self.units_of(parent, commit)
         return found
 
     def _expired_is_fatal(self, version: int, plan: Callable[[], _T]) -> _T:

@@ -12,7 +12,7 @@ round-robin (A/B interleaved) and each ratio is the median of the per-round rati
 own reader or writer in the same round (above 1.00x: faster than Spark). ``path`` says how
 each read ran: Spark's Parquet reader alone, with deleted rows dropped by the JVM function
 (manifest_table_live_row) or by the broadcast anti-join it falls back to, or the data source.
-The anti-join is timed too (``MANIFEST_TABLE_SPARK_JVM=0``), for docs/design/005-spark-deletes.md.
+The anti-join is timed too (``MANIFEST_TABLE_SPARK_JVM=0``), for docs/design/006-spark-deletes.md.
 """
 
 from __future__ import annotations

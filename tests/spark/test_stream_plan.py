@@ -21,7 +21,6 @@ from manifest_table.errors import (
     VersionExpiredError,
     VersionNotFoundError,
 )
-from manifest_table.log.commit_files import commit_files
 from manifest_table.spark.stream_plan import AFTER_LATEST, LATEST, Limit, Position, StreamPlanner, appended_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -53,6 +52,19 @@ def batches(p: StreamPlanner, start: Position, limit: Limit | None) -> list[list
         start = end
 
 
+def appended_or_not(table: mt.Table, version: int) -> str:
+    """What version did to the rows, from the rows alone: kept them all and added some
+    ("append"), moved them ("rewrite", a compaction), or deleted or replaced one ("change")."""
+
+    def rows_of(v: int) -> set[tuple]:
+        return set(zip(*table.scan(version=v).to_arrow().to_pydict().values()))
+
+    before, after = rows_of(version - 1), rows_of(version)
+    if not before <= after:
+        return "change"
+    return "rewrite" if table.manifest(version).operation == "compact" else "append"
+
+
 def test_batches_under_any_limit_read_each_appended_file_once_in_commit_order(tmp_path: Path):
     rng = random.Random(7)
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, target_file_size=2_000)
@@ -68,14 +80,15 @@ def test_batches_under_any_limit_read_each_appended_file_once_in_commit_order(tm
             t.delete(f"id = {rng.randrange(max(next_id, 1))}")
         elif kind == "compact":
             t.compact(min_deleted_fraction=0.01)
-        else:
-            t.upsert(rows(next_id - 1, next_id + 2), ["id"])
+        else:  # replaces the newest row (if still there) with new values, adds two
+            t.upsert(rows(next_id - 1, next_id + 2).set_column(1, "v", pa.array(["new"] * 3)), ["id"])
             next_id += 2
         for v in range(before + 1, t.version + 1):
-            commit = commit_files(t.log, v)
-            seen.add("rewrite" if commit.rewrite else "append" if commit.appends_only else "change")
-            if commit.appends_only and not commit.rewrite:
-                appended += [f.path for f in commit.added if f.live_rows]
+            kind = appended_or_not(t, v)
+            seen.add(kind)
+            if kind == "append":
+                old = {f.path for f in t.manifest(v - 1).files}
+                appended += [f.path for f in t.manifest(v).files if f.path not in old and f.live_rows]
     assert seen == {"append", "rewrite", "change"}
     sizes = sorted(f.size for f in t.manifest().files)
     for limit in (None, Limit(max_files=1), Limit(max_files=3), Limit(max_bytes=sizes[0]), Limit(2, 3 * sizes[-1])):
@@ -92,7 +105,7 @@ def test_the_snapshot_comes_first_then_later_commits(tmp_path: Path):
     assert p.initial(None, None) == LATEST
     snapshot = [f.path for f in t.manifest().files]
     t.append(rows(20, 30))
-    added = [f.path for f in commit_files(t.log, 4).added]
+    added = [f.path for f in t.manifest(4).files if f.path not in snapshot]
     assert batches(p, LATEST, Limit(max_files=1)) == [[snapshot[0]], [snapshot[1]], [added[0]]]
     assert Position.of_offset(Position(4, 1, True).to_offset()) == Position(4, 1, True)
 
