@@ -1,11 +1,11 @@
 """The JVM function that drops deleted rows inside Spark's own Parquet scan.
 
-``manifest_table_live_row(xxhash64(_metadata.file_name), _metadata.row_index, <deletes>)`` is
-a Java UDF (``LiveRow.java`` beside this module) that looks each row up in its file's deletion
-bitmap; ``<deletes>`` is a binary literal holding the bitmaps of the files read, so the filter
-needs no join, no shuffle and no broadcast: measured at 0.77-0.91x of Spark's plain Parquet
-read with 1% of rows deleted (by the machine's load), where the broadcast anti-join reached
-0.43-0.57x (docs/design/006-spark-deletes.md).
+``manifest_table_live_row(<file key>, _metadata.row_index, <deletes>)`` is a Java UDF
+(``LiveRow.java`` beside this module) that looks each row up in its file's deletion bitmap;
+``<deletes>`` is a binary literal holding the bitmaps of the files read, so the filter needs no
+join, no shuffle and no broadcast (docs/design/006-spark-deletes.md has the measurements). The
+file key is ``_metadata.file_size``, a constant of the scan, when the files read have different
+sizes (nearly always), else ``xxhash64(_metadata.file_name)``, computed per row.
 
 The class is compiled on the driver, once per Spark version, by the JDK's ``javac`` against
 the session's own Spark jars (so it always matches the running Spark's API), cached as a jar
@@ -41,7 +41,7 @@ CLASS = "manifest_table.spark.LiveRow"
 SOURCE = Path(__file__).with_name("LiveRow.java")
 SWITCH = "MANIFEST_TABLE_SPARK_JVM"
 """Set to ``0`` to never build or register the function (reads use the anti-join)."""
-MAGIC = b"MTLIVE01"
+MAGIC = b"MTLIVE02"
 
 log = logging.getLogger("manifest_table.spark")
 _reported: set[str] = set()
@@ -55,19 +55,25 @@ def live_row_filter(
     ``spark``. ``name_of`` gives the name Spark's ``_metadata.file_name`` has for a file."""
     if not available(spark):
         return None
-    key = F.xxhash64(F.col("_metadata.file_name"))
-    return F.call_function(FUNCTION, key, F.col("_metadata.row_index"), F.lit(deletes_literal(files, deleted, name_of)))
+    by_size = len({f.size for f in files}) == len(files)
+    key = F.col("_metadata.file_size") if by_size else F.xxhash64(F.col("_metadata.file_name"))
+    literal = deletes_literal(files, deleted, name_of, by_size)
+    return F.call_function(FUNCTION, key, F.col("_metadata.row_index"), F.lit(literal))
 
 
 def deletes_literal(
-    files: Sequence[DataFile], deleted: Callable[[DataFile], BitMap], name_of: Callable[[DataFile], str]
+    files: Sequence[DataFile],
+    deleted: Callable[[DataFile], BitMap],
+    name_of: Callable[[DataFile], str],
+    by_size: bool,
 ) -> bytearray:
-    """The ``<deletes>`` argument of the function (its layout: LiveRow.java)."""
+    """The ``<deletes>`` argument of the function (its layout: LiveRow.java); ``by_size``:
+    files are keyed by their sizes, which must differ, else by the hashes of their names."""
     out = bytearray(MAGIC)
-    out += struct.pack(">i", len(files))
+    out += struct.pack(">ib", len(files), 1 if by_size else 0)
     for f in files:
         name, bitmap = name_of(f).encode(), deleted(f).serialize()
-        out += struct.pack(">i", len(name)) + name + struct.pack(">i", len(bitmap)) + bitmap
+        out += struct.pack(">i", len(name)) + name + struct.pack(">qi", f.size, len(bitmap)) + bitmap
     return out
 
 
@@ -109,7 +115,7 @@ def built_jar() -> Path | None:
     jars = _spark_jars()
     javac = _javac()
     if jars is None or javac is None:
-        missing = "a JDK (javac)" if javac is None else "Spark's jars (pyspark/jars or $SPARK_HOME/jars)"
+        missing = "JDK (javac)" if javac is None else "Spark jars (pyspark/jars or $SPARK_HOME/jars)"
         _report("build", f"cannot build {CLASS}: no {missing} on the driver")
         return None
     from pyspark import __version__ as spark_version

@@ -6,7 +6,7 @@ The driver reads the manifest of the version; the data files are plain Parquet, 
 pruning, filter pushdown and AQE. Only the files that have deletes pay for them: the clean
 files are read plainly and the two reads are unioned, so a table without deletes costs
 exactly a Parquet read. Deleted rows are dropped inside the scan by a JVM function looking
-(``_metadata.file_name``, ``_metadata.row_index``) up in the deletion bitmaps (live_row.py);
+(the file, ``_metadata.row_index``) up in the deletion bitmaps (live_row.py);
 where that function is not available, by a broadcast anti-join on the same pair against a
 DataFrame built from the bitmaps (docs/design/006-spark-deletes.md measures both).
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark import TaskContext
+from pyspark.sql import functions as F
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
@@ -151,6 +152,58 @@ def test_native_read_drops_runs_and_positions_past_65535(spark, tmp_path: Path, 
     assert df.count() == t.scan().to_arrow().num_rows == 70_000 - 6_002
     picked = df.filter("v = 'v6' AND id > 59990").select("id").toArrow().column("id").to_pylist()
     assert sorted(picked) == [i for i in range(59991, 70_000) if i % 10 == 6 and not 60000 <= i < 66000]
+
+
+def test_files_are_keyed_by_size_unless_two_have_the_same_size(spark, tmp_path: Path):
+    """The JVM function tells files apart by ``_metadata.file_size`` (a constant of the scan)
+    when their sizes differ, else by a hash of their names (computed per row): both drop
+    exactly the deleted rows."""
+    def plan(df) -> str:
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    differ = mt.create_table(str(tmp_path / "differ"), SCHEMA)
+    differ.append(rows(0, 10))
+    differ.append(rows(10, 30))
+    same = mt.create_table(str(tmp_path / "same"), SCHEMA)
+    same.append(rows(0, 10))
+    same.append(rows(0, 10))
+    assert len({f.size for f in same.manifest().files}) == 1
+    for t, key in ((differ, "file_size"), (same, "xxhash64")):
+        t.delete("id IN (4, 17)")
+        df = read(spark, t.uri)
+        assert key in plan(df) and live_row.FUNCTION in plan(df)
+        assert sorted_rows(df) == sorted_rows(t.scan().to_arrow())
+
+
+def test_the_jvm_function_fails_rather_than_guess(spark, tmp_path: Path):
+    """Two files of one read with the same key, and a row of a file its literal does not
+    list (a size that is not the manifest's), fail the query instead of keeping deleted rows."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.delete("id = 4")
+    f = t.manifest().files[0]
+    assert live_row.available(spark)
+    deleted = t.scan().snapshot.deleted
+
+    def call(files, key: int) -> None:
+        literal = live_row.deletes_literal(files, deleted, lambda file: file.path.rsplit("/", 1)[-1], by_size=True)
+        spark.range(1).select(F.call_function(live_row.FUNCTION, F.lit(key).cast("long"), F.lit(4).cast("long"), F.lit(literal))).collect()
+
+    with pytest.raises(Exception, match="have the same size"):
+        call([f, f], f.size)
+    with pytest.raises(Exception, match="does not list"):
+        call([f], f.size + 1)
+
+
+def test_without_a_jdk_the_function_is_not_built_and_the_log_says_why(tmp_path: Path, monkeypatch, caplog):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no javac
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(live_row, "_reported", set())
+    with caplog.at_level(logging.WARNING, logger="manifest_table.spark"):
+        assert live_row.built_jar() is None
+    assert "cannot build manifest_table.spark.LiveRow: no JDK (javac) on the driver" in caplog.text
+    assert "broadcast anti-join instead" in caplog.text
 
 
 def test_the_jvm_function_is_built_from_its_source_and_registered(spark):
