@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from ..errors import (
     ChangeCommitError,
@@ -41,8 +40,6 @@ from ..format.field_ids import FieldIds
 from ..handle import TableHandle
 from ..log.version import Version
 from ..mirrors.change import version_change
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ class Limit:
 
 
 UnitsOf = Callable[[Version | None, Version], Sequence[Unit]]
-"""(the parent version, None for a table's first; the commit's version) -> its units."""
+"""(the parent version, None when the table did not exist before; the commit's version) -> its units."""
 
 
 def appended_rows(skip_change_commits: bool) -> UnitsOf:
@@ -235,34 +232,42 @@ class StreamPlanner:
         return Position(version + 1) if index >= count else Position(version, index, snapshot)
 
     def _snapshot(self, version: int) -> Sequence[Unit]:
-        manifest = self._expired_is_fatal(version, lambda: self.table.log.manifest(version))
-        return tuple(Unit(version, f) for f in manifest.files if f.live_rows > 0)
+        state = self._state(version)
+        return tuple(Unit(version, f) for f in state.files if f.live_rows > 0) if state is not None else ()
 
     def _units(self, version: int) -> Sequence[Unit]:
         found = self._commits.get(version)
         if found is None:
-            log = self.table.log
-            commit = self._expired_is_fatal(version, lambda: log.manifest(version))
-            parent = self._expired_is_fatal(version, lambda: log.manifest(version - 1)) if version else None
-            if version > self.fields_version and not _same_schema(commit.fields, self.fields):
-                raise SchemaMismatchError(
-                    f"the schema of {self.table.uri} changed at version {version}, after the streaming "
-                    f"query started (with the schema of version {self.fields_version}); restart the "
-                    "query to read on with the new schema"
-                )
-            found = self._commits[version] = self.units_of(parent, commit)
+            commit = self._state(version)
+            if commit is None:  # a database's table before its creation
+                found = ()
+            else:
+                if version > self.fields_version and not _same_schema(commit.fields, self.fields):
+                    raise SchemaMismatchError(
+                        f"the schema of {self.table.uri} changed at version {version}, after the streaming "
+                        f"query started (with the schema of version {self.fields_version}); restart the "
+                        "query to read on with the new schema"
+                    )
+                found = self.units_of(self._state(version - 1, version) if version else None, commit)
+            self._commits[version] = found
         return found
 
-    def _expired_is_fatal(self, version: int, plan: Callable[[], _T]) -> _T:
+    def _state(self, version: int, needed_by: int | None = None) -> Version | None:
+        """The table at ``version`` (the parent of commit ``needed_by``, if given); None where
+        it did not exist yet (a database's table has the database's versions, from before its
+        creation). A version garbage collection removed fails the stream, saying what to do."""
         try:
-            return plan()
+            return self.table.log.manifest(version)
         except VersionExpiredError as exc:
+            needed = version if needed_by is None else needed_by
             raise VersionExpiredError(
-                f"the streaming read of {self.table.uri} needs version {version} (and, for a commit's "
+                f"the streaming read of {self.table.uri} needs version {needed} (and, for a commit's "
                 f"changes, its parent), which garbage collection has removed ({exc}); start a new query "
                 "(a new checkpoint) with startingVersion at a retained version, or retain versions "
                 "longer than the query may lag"
             ) from exc
+        except VersionNotFoundError:
+            return None
 
     def _first_at_or_after(self, when: datetime) -> int:
         try:

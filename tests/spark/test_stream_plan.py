@@ -180,3 +180,20 @@ def test_a_version_garbage_collection_removed_fails_with_what_to_do(tmp_path: Pa
     assert planner(t).initial(4, None) == Position(4)
     with pytest.raises(VersionExpiredError, match="needs version 1"):
         planner(t).latest(Position(1), None)
+
+
+def test_a_database_table_streams_from_any_version_of_its_database(tmp_path: Path):
+    """A database's table has the database's versions: before its creation it holds no rows
+    (a start there reads it from its creation), and commits to other tables add none."""
+    db = mt.create_database(str(tmp_path / "db"))
+    db.create_table("other", SCHEMA)  # version 1
+    t = db.create_table("t", SCHEMA)  # version 2
+    t.append(rows(0, 10))  # version 3
+    db.table("other").append(rows(0, 5))  # version 4
+    t.append(rows(10, 20))  # version 5
+    files = [f.path for f in t.manifest().files]
+    p = planner(t)
+    for start in (0, 1, 2, 3):
+        assert p.initial(start, None) == Position(start)
+        assert [path for batch in batches(p, Position(start), None) for path in batch] == files
+    assert batches(p, Position(4), Limit(max_files=1)) == [[files[1]]]
