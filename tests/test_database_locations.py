@@ -91,7 +91,8 @@ def test_create_and_write_table_of_db_uri_slash_name_create_in_the_database(tmp_
     with pytest.raises(InvalidArgumentError, match="format version"):
         mt.write_table(f"{db.uri}/v1", [{"id": 1}], format_version=1)
     # the database's folder holds its objects only: no standalone table was made in it
-    assert sorted(p.name for p in Path(db.uri).iterdir() if p.name != ".cas.lock") == ["_latest_manifest", "manifest", "tables"]
+    top = sorted(p.name for p in Path(db.uri).iterdir() if p.name != ".cas.lock")
+    assert top == ["_latest_manifest", "manifest", "tables"]
     assert db.tables() == ["new", "orders"]
 
 
