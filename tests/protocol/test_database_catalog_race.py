@@ -18,7 +18,6 @@ processes run."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import time
@@ -32,6 +31,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, TableExistsError, TableNotFoundError
+from tests.protocol.workers import run_workers
 
 SECONDS = float(os.environ.get("MT_CATALOG_SECONDS", "4"))
 RENAMERS, WRITERS = 3, 3
@@ -97,25 +97,9 @@ def _worker(uri: str, worker: int, seconds: float, log_path: str, start: Any) ->
 
 
 def _run(uri: str, tmp_path: Path) -> list[dict[str, Any]]:
-    ctx = multiprocessing.get_context("spawn")
-    workers = RENAMERS + WRITERS
-    start = ctx.Barrier(workers + 1, timeout=240)
-    logs = [str(tmp_path / f"worker{w}.jsonl") for w in range(workers)]
-    procs = [ctx.Process(target=_worker, args=(uri, w, SECONDS, logs[w], start)) for w in range(workers)]
-    for p in procs:
-        p.start()
-    start.wait()
-    for p in procs:
-        p.join(timeout=SECONDS + 240)
-    acks = []
-    for path in logs:
-        lines = [json.loads(line) for line in Path(path).read_text().splitlines()] if Path(path).exists() else []
-        errors = [line["error"] for line in lines if "error" in line]
-        assert not errors, errors[0]
-        acks += [line for line in lines if "version" in line]
-        REFUSALS.update(line["refused"] for line in lines if "refused" in line)
-    assert [p.exitcode for p in procs] == [0] * workers
-    return acks
+    lines = run_workers(_worker, uri, RENAMERS + WRITERS, SECONDS, tmp_path)
+    REFUSALS.update(line["refused"] for line in lines if "refused" in line)
+    return [line for line in lines if "version" in line]
 
 
 def _replay(catalog: dict[str, str], ack: dict[str, Any], after: dict[str, str], seen: set[str]) -> dict[str, str]:
