@@ -27,7 +27,7 @@ is reduced to its smallest failing part (`Checker._shrink`).
 Environment (all optional):
 - `MT_DIFF_CASES` (default 40): cases per run; `MT_DIFF_SECONDS`: keep running new cases
   until that many seconds have passed (a soak; at least `MT_DIFF_CASES` cases).
-- `MT_DIFF_DB_CASES` (default 12): cases of the second test, on a database's table (issue 28):
+- `MT_DIFF_DB_CASES` (default 6): cases of the second test, on a database's table (issue 28):
   created by `mt.create_table("DB/t")`, written through its handle, `db.table`,
   `mt.open_table("DB/t")`, `mt.write_table` and database transactions that also write another
   table, between commits to other tables and catalog changes; read through every path, plus a
@@ -57,7 +57,7 @@ from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
 CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
-DB_CASES = int(os.environ.get("MT_DIFF_DB_CASES", "12"))
+DB_CASES = int(os.environ.get("MT_DIFF_DB_CASES", "6"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
 pytestmark = TIMEOUT

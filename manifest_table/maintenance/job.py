@@ -146,10 +146,10 @@ def _maintain_database(db: Database, options: JobOptions, outcome: Outcome, comp
     if options.compact:
         for name in db.tables():
             try:
-                table = db.table(name)
-            except TableNotFoundError:  # dropped meanwhile
+                line = _compact(db.table(name), options, outcome, compact)
+            except TableNotFoundError:  # dropped or renamed meanwhile (TableRenamedError): the next run
                 continue
-            outcome.lines.append(f"{name}: " + _compact(table, options, outcome, compact))
+            outcome.lines.append(f"{name}: " + line)
     outcome.lines.append(_database_gc(db, options))
 
 
