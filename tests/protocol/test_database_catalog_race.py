@@ -12,9 +12,9 @@ database version it landed as. Afterwards:
   appends acknowledged while the name named that table): no acknowledged row is lost, none
   is added, and none went to a table of another name.
 
-``MT_CATALOG_SECONDS`` (default 4) sets how long the processes run; ``MT_CATALOG_STORES``
-(default ``local``; ``local,s3`` adds moto, whose process start-up and serialised writes make
-that run about twice as long for a tenth of the commits) where."""
+``MT_CATALOG_SECONDS`` (default 4) sets how long the processes run, ``MT_CATALOG_STORES`` on
+what: ``local`` (the default), or ``local,s3`` to add moto (whose serialised writes make that
+run about twice as long for a tenth of the commits)."""
 
 from __future__ import annotations
 
