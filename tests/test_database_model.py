@@ -503,6 +503,7 @@ class DatabaseModel(RuleBasedStateMachine):
         self.check_every_retained_version(full=True)
 
 
+@pytest.mark.timeout(600 + int(SECONDS) * 2)  # a soak outlives the suite's 10 minutes per test
 def test_database_model() -> None:
     run = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, print_blob=True,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
