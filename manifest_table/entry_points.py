@@ -1,6 +1,8 @@
-"""A table by its location, the package's entry points: ``create_table``, ``open_table`` (also
-a database's table, ``DB_URI/TABLE``: docs/databases.md) and ``write_table`` (create from data).
-They sit above ``table.py`` and ``database/``, since opening may find either."""
+"""A table by its location, the package's entry points: ``create_table``, ``open_table`` and
+``write_table`` (create from data). Each first asks whether the location is a database's table,
+``DB_URI/TABLE`` (``database_above``, docs/databases.md): that is always the database's table,
+created in the database, never a standalone table in the database's folder. They sit above
+``table.py`` and ``database/``, since a location may name either."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import pyarrow as pa
 
 from .arguments import Seconds, Size, check_choice
 from .data.ingest import arrow_input
-from .database.database import table_of_database
-from .errors import TableExistsError, TableNotFoundError
+from .database.database import database_above
+from .errors import StoreError, TableExistsError, TableNotFoundError
 from .format.manifest import FORMAT_VERSION
 from .operations.create import create, first_version
 from .operations.schema_change import new_columns
@@ -45,9 +47,16 @@ def create_table(
     ``properties`` tune format v2's metadata layout (``format.root.Properties``);
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
-    The other keywords are the handle's options, as for ``open_table``."""
+    The other keywords are the handle's options, as for ``open_table``. ``DB_URI/TABLE``
+    creates the table in that database (``Database.create_table``)."""
     empty = first_version(schema, format_version, properties, mirrors)
-    table = table_at(uri, store, storage_options, options_of(locals(), unknown))
+    options = options_of(locals(), unknown)
+    found = None if store is not None else database_above(uri, storage_options, options, repair=True)
+    if found is not None:
+        db, name = found
+        extra = {"mirrors": mirrors} if mirrors else {}
+        return db.create_table(name, schema, properties=properties, format_version=format_version, **extra)
+    table = table_at(uri, store, storage_options, options)
     create(table, empty)
     return table
 
@@ -73,19 +82,31 @@ def open_table(
     (None: the default) are those of ``data.write.WriteOptions`` (``target_file_size`` and
     ``row_group_size`` in bytes or as ``"128MiB"``; ``compression``, default ``zstd``) and of
     ``commit.CommitOptions`` (``deadline``, ``recheck_after``, ``backoff_*`` in seconds, as a
-    ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md."""
+    ``timedelta`` or as ``"30s"``; ``max_attempts``, ``free_retries``); see docs/writing.md.
+    A database's location is ``TableNotFoundError`` naming ``open_database``."""
     options = options_of(locals(), unknown)
+    unseen: StoreError | None = None
+    try:
+        found = None if store is not None else database_above(uri, storage_options, options)
+    except StoreError as exc:  # the parent cannot be read (a role without s3:ListBucket gets
+        found, unseen = None, exc  # 403 for a missing key): no database this caller could use
+    if found is not None:
+        db, name = found
+        return db.table(name)
     table = table_at(uri, store, storage_options, options)
     try:
-        table.log.open()  # fail now, not at the first read
+        pointer = table.log.open()  # fail now, not at the first read (which uses this pointer)
     except TableNotFoundError:
-        parent, _, name = table.uri.rstrip("/").rpartition("/")
-        if store is not None or not parent or not name:
-            raise
-        found = table_of_database(parent, name, storage_options, options)
-        if found is None:
-            raise
-        return found
+        if unseen is not None:
+            raise unseen from None
+        raise
+    try:
+        table.log.manifest(pointer.version)  # cached for the first read
+    except TableNotFoundError:  # a database's version (format/manifest.py)
+        raise TableNotFoundError(
+            f"{table.uri} is a database, not a table: open it with open_database, and its "
+            f"tables as {table.uri.rstrip('/')}/<table name>"
+        ) from None
     return table
 
 

@@ -180,17 +180,16 @@ class Transaction(CommitsOnExit):
         self._check_open()
         self._closed = True
         staging = self.staging
-        changes, base = staging.changes, staging.base
-        if changes.is_empty():
+        base, changes = staging.base, staging.finished()
+        if changes is None:
             return CommitInfo(
                 base.version,
                 staging.operation(),
                 base.timestamp,
                 None,
-                {"rows_added": 0, "rows_deleted": 0, **changes.metrics},
+                {"rows_added": 0, "rows_deleted": 0, **staging.changes.metrics},
                 committed=False,
             )
-        changes.operation = staging.operation()
         return commit(
             self._handle.log, base, staging.pointer, changes, self._handle.commit_options, staging.started, staging.dvs
         )

@@ -8,7 +8,7 @@ import os
 import random
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
@@ -17,7 +17,7 @@ import pytest
 
 import manifest_table as mt
 from tests.differential_history import FLAVORS, STEPS, History, Step, run_history
-from tests.differential_model import Oracle, State
+from tests.differential_model import BEFORE, Oracle, State
 from tests.differential_reads import Failure, shorter
 from tests.differential_types import SKIPPED, Column, Shape, random_columns
 
@@ -90,30 +90,39 @@ CheckerFactory = Callable[[str, str, Oracle, Any, random.Random], Checker]
 
 
 def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
-             choices: Iterable[Step] = STEPS) -> Outcome:
+             choices: Iterable[Step] = STEPS, database: bool = False) -> Outcome:
     """Make the case of ``seed``, run ``steps`` history steps of ``choices``, then check every
-    version."""
+    version. ``database``: the table is ``t`` of a database (``DB/t``, created by
+    ``mt.create_table("DB/t")``; a table ``u`` is created after it), always format v2."""
     rng = random.Random(seed)
     case = make_case(seed, rng, shape)
-    root = directory / "tables" / "t"
-    hive = directory / "id=7" / "t"  # DuckDB must not read id=7 from the path (issue 18 item 3)
+    if database and case.flavor == "v1":
+        case = replace(case, flavor="v2", options={k: v for k, v in case.options.items() if k != "format_version"})
+    root = directory / ("db" if database else "tables")
+    hive = directory / "id=7" / root.name  # DuckDB must not read id=7 from the path (issue 18 item 3)
     hive.parent.mkdir(parents=True)
+    uri, hive_uri = str(root / "t"), str(hive / "t")
     oracle = Oracle()
     failures: list[Failure] = []
+    empty = State.empty(case.columns, 1 if case.flavor == "v1" else 2)
     try:
-        table = mt.create_table(str(root), pa.schema([c.field for c in case.columns]), **case.options)
+        if database:
+            mt.create_database(str(root))
+        table = mt.create_table(uri, pa.schema([c.field for c in case.columns]), **case.options)
+        if database:
+            table.database.create_table("u", pa.schema([("n", pa.int64())]))
     except Exception as error:
         oracle.close()
         return Outcome(case, [], 0, 0, [Failure("create_table", raised(error))])
     hive.symlink_to(root, target_is_directory=True)
-    history = History(str(root), table, oracle, [State.empty(case.columns, 1 if case.flavor == "v1" else 2)],
-                      shape.kinds)
+    versions = [BEFORE, empty, empty] if database else [empty]
+    history = History(uri, table, oracle, versions, shape.kinds, database=table.database if database else None)
     try:
         run_history(history, rng, steps, choices)
     except Exception as error:  # the step's error or failed check ends the history; reads still run
         failures.append(Failure(f"step {history.steps[-1] if history.steps else '?'}", raised(error)))
     failures += [Failure("history", problem) for problem in history.problems]
-    reader = checker(str(root), str(hive), oracle, table, rng)
+    reader = checker(uri, hive_uri, oracle, table, rng)
     try:
         committed = {info.version: info.timestamp for info in table.history()}
         for version, state in enumerate(history.versions):
@@ -138,7 +147,7 @@ def _as_of(committed: dict, versions: list[State | None], version: int) -> tuple
         return None
     moment = committed[version]
     current = max(v for v, t in committed.items() if t <= moment)
-    return (moment, current) if current < len(versions) and versions[current] is not None else None
+    return (moment, current) if current < len(versions) and versions[current] not in (None, BEFORE) else None
 
 
 def run_cases(first_seed: int, cases: int, seconds: float, run: Callable[[int, Path], Outcome], directory: Path,

@@ -2,12 +2,16 @@
 model (tests/differential_model.py) alike and checks what the library says it did (rows
 deleted, updated, inserted) against the model.
 
-Steps: append, delete, update, upsert and overwrite (with and without a condition), the same
-inside transactions (whose own scans are checked) and racing a second handle, compaction with
-small targets (files merge and split), schema changes (add, rename, drop, widen, append with
+Steps: append, delete, update, upsert (also of keys alone, deleting matches) and overwrite
+(with and without a condition), the same inside transactions (whose own scans are checked)
+and racing a second handle, ``write_table`` appending or overwriting, compaction with small
+targets (files merge and split), schema changes (add, rename, drop, widen, append with
 ``schema_mode="merge"``), upgrade from format v1, garbage collection, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
-the writer's handle or a fresh one."""
+the writer's handle or a fresh one. A table of a database (issue 28) is also written through
+``db.table``, ``mt.open_table("DB/T")`` and database transactions that write a second table
+too, and commits to other tables and catalog changes interleave (database versions at which
+the table is unchanged)."""
 
 from __future__ import annotations
 
@@ -61,6 +65,8 @@ class History:
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
+    database: Any = None
+    """The ``mt.Database`` the table is ``t`` of, or None for a standalone table."""
 
     @property
     def state(self) -> State:
@@ -73,8 +79,18 @@ class History:
         self.steps.append(f"v{len(self.versions)}: {text}")
 
     def writer(self, rng: random.Random) -> Any:
-        """The writer's handle, or now and then a fresh one (a new process's view)."""
+        """The writer's handle, or now and then a fresh one (a new process's view); for a
+        database's table also ``db.table`` and database transactions."""
+        if self.database is not None and rng.random() < 0.5:
+            return rng.choice([self.database.table("t"), ThroughDatabase(self.database, "t")])
         return mt.open_table(self.uri) if rng.random() < 0.3 else self.table
+
+    def unchanged(self, info: Any) -> None:
+        """Another table's commit (or a catalog change) made a database version at which this
+        table is as it was."""
+        assert info.committed and info.version == len(self.versions), \
+            f"committed version {info.version}, expected {len(self.versions)}"
+        self.versions.append(self.state)
 
     def new_rows(self, rng: random.Random, columns: tuple[Column, ...], count: int,
                  ids: list[int] | None = None) -> tuple[Any, list[int]]:
@@ -107,6 +123,57 @@ class History:
         info = change.run(self.writer(rng))
         check_metrics(info.metrics, change.metrics)
         self.committed(info, change.apply(self.state))
+
+
+class ThroughDatabase:
+    """A database's table whose writes are database transactions that also append a row to
+    the table ``u``: what ``append``, ``delete``, ... and ``transaction()`` return is about
+    this table (its manifest at the committed version), as a ``Table``'s would be. Anything
+    else (``compact``, ``update_schema``) goes to a fresh ``db.table``."""
+
+    def __init__(self, db: Any, name: str) -> None:
+        self.db, self.name = db, name
+
+    def transaction(self) -> "TableOfDatabaseTransaction":
+        return TableOfDatabaseTransaction(self.db, self.name)
+
+    def _one(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        tx = self.transaction()
+        try:
+            getattr(tx, operation)(*args, **kwargs)
+        except BaseException:
+            tx.abort()
+            raise
+        return tx.commit()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("append", "delete", "update", "upsert", "overwrite"):
+            return lambda *args, **kwargs: self._one(name, *args, **kwargs)
+        return getattr(self.db.table(self.name), name)
+
+
+class TableOfDatabaseTransaction:
+    """``db.transaction()`` seen as one table's transaction (the other table it writes, ``u``,
+    gets one row at commit)."""
+
+    def __init__(self, db: Any, name: str) -> None:
+        self.db, self.name = db, name
+        self.tx = db.transaction()
+        self.table = self.tx.table(name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def commit(self) -> Any:
+        if not self.table.staging.changes.is_empty():
+            self.tx.table("u").append(pa.table({"n": [1]}))
+        info = self.tx.commit()
+        if not info.committed:
+            return info
+        return mt.CommitInfo.of(self.db.table(self.name).manifest(info.version))
+
+    def abort(self) -> None:
+        self.tx.abort()
 
 
 def check_metrics(metrics: dict[str, int], expected: dict[str, int]) -> None:
@@ -189,7 +256,20 @@ def plan_overwrite(h: History, rng: random.Random, state: State) -> Change:
                   lambda s: s.without(gone).append(rows, uids), {"rows_deleted": len(gone), "rows_added": count})
 
 
-PLANS = [plan_append, plan_delete, plan_update, plan_upsert, plan_overwrite]
+def plan_upsert_keys(h: History, rng: random.Random, state: State) -> Change:
+    """An upsert of keys alone: the matches are deleted (``when_matched="delete"``), nothing
+    is inserted."""
+    present = state.ids
+    keys = rng.sample(present, min(len(present), rng.randint(0, 4))) + [h.next_id + n for n in range(rng.randint(0, 2))]
+    source = pa.table({"id": pa.array(keys, pa.int64())})
+    wanted = set(keys)
+    gone = frozenset(u for u, i in zip(state.uids.to_pylist(), present) if i in wanted)
+    return Change(f"upsert keys {keys} on id, when_matched=delete", lambda w: w.upsert(
+        source, ["id"], when_matched="delete", when_not_matched="ignore"), lambda s: s.without(gone),
+        {"rows_deleted": len(gone)}, None, gone)
+
+
+PLANS = [plan_append, plan_delete, plan_update, plan_upsert, plan_overwrite, plan_upsert_keys]
 
 
 # --- steps ----------------------------------------------------------------------------------------
@@ -331,10 +411,49 @@ def step_upgrade(h: History, rng: random.Random) -> None:
     h.committed(h.writer(rng).upgrade(properties=properties), h.state.upgraded())
 
 
+def step_write_table(h: History, rng: random.Random) -> None:
+    """``mt.write_table`` of an existing table: append, or overwrite every row."""
+    mode = rng.choice(["append", "append", "overwrite"])
+    count = rng.choice([0, 1, 20])
+    rows, uids = h.new_rows(rng, h.state.columns, count)
+    h.note(f"write_table(mode={mode!r}) of {count} rows")
+    before = h.table.version
+    table = mt.write_table(h.uri, rows, mode=mode)
+    state = h.state.append(rows, uids) if mode == "append" else h.state.without(h.state.uids.to_pylist()).append(
+        rows, uids)
+    if table.version == before:
+        h.committed(mt.CommitInfo(before, "", h.table.history(limit=1)[0].timestamp, None, committed=False), state)
+    else:
+        h.committed(table.history(limit=1)[0], state)
+
+
+def step_other_table(h: History, rng: random.Random) -> None:
+    """A database version that leaves the table as it is: another table written, or one
+    created, renamed or dropped."""
+    db = h.database
+    scratch = sorted(set(db.tables()) - {"t", "u"})
+    kind = rng.choice(["write", "create", "rename", "drop"])
+    if kind in ("rename", "drop") and not scratch:
+        kind = "create"
+    h.note(f"database: {kind} another table")
+    if kind == "write":
+        info = db.table("u").append(pa.table({"n": [2]}))
+    elif kind == "create":
+        h.names += 1
+        db.create_table(f"s{h.names}", pa.schema([("n", pa.int64())]))
+        info = db.history(limit=1)[0]
+    elif kind == "rename":
+        h.names += 1
+        info = db.rename_table(scratch[0], f"s{h.names}")
+    else:
+        info = db.drop_table(scratch[0])
+    h.unchanged(info)
+
+
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
     h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
-    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None
@@ -356,6 +475,9 @@ STEPS: list[Step] = [
     (step_write(plan_update), 2, has_rows),
     (step_write(plan_upsert), 2, lambda h: True),
     (step_write(plan_overwrite), 1, lambda h: True),
+    (step_write(plan_upsert_keys), 1, has_rows),
+    (step_write_table, 1, lambda h: True),
+    (step_other_table, 2, lambda h: h.database is not None),
     (step_compact, 2, has_rows),
     (step_transaction, 2, lambda h: True),
     (step_race, 1, lambda h: True),

@@ -27,6 +27,11 @@ is reduced to its smallest failing part (`Checker._shrink`).
 Environment (all optional):
 - `MT_DIFF_CASES` (default 40): cases per run; `MT_DIFF_SECONDS`: keep running new cases
   until that many seconds have passed (a soak; at least `MT_DIFF_CASES` cases).
+- `MT_DIFF_DB_CASES` (default 6): cases of the second test, on a database's table (issue 28):
+  created by `mt.create_table("DB/t")`, written through its handle, `db.table`,
+  `mt.open_table("DB/t")`, `mt.write_table` and database transactions that also write another
+  table, between commits to other tables and catalog changes; read through every path, plus a
+  snapshot of the database at each version (`db.snapshot(version=v).table("t")`).
 - `MT_DIFF_SEED` (default 18, so that CI runs the same cases every time): case k of a run
   has seed `MT_DIFF_SEED + k`, so a failure's seed replays alone with
   `MT_DIFF_SEED=<seed> MT_DIFF_CASES=1`. `MT_DIFF_SEED=random` picks one (printed with the
@@ -52,6 +57,7 @@ from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
 CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
+DB_CASES = int(os.environ.get("MT_DIFF_DB_CASES", "6"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))
 pytestmark = TIMEOUT
@@ -62,5 +68,16 @@ def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:
         return run_case(seed, directory, Shape(KINDS), STEPS,
                         lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS))
     replay = "MT_DIFF_SEED={seed} MT_DIFF_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
-             "tests/test_differential.py"
+             "tests/test_differential.py -k 'not database'"
     run_cases(SEED, CASES, SECONDS, run, tmp_path, replay, "differential")
+
+
+def test_every_read_path_returns_the_model_rows_of_a_database_table(tmp_path: Path) -> None:
+    """The same cases on table ``t`` of a database (issue 28)."""
+    def run(seed: int, directory: Path) -> Outcome:
+        return run_case(seed, directory, Shape(KINDS), STEPS,
+                        lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS),
+                        database=True)
+    replay = "MT_DIFF_SEED={seed} MT_DIFF_DB_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
+             "tests/test_differential.py -k database"
+    run_cases(SEED, DB_CASES, SECONDS, run, tmp_path, replay, "differential, database tables")

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
-from ..errors import InvalidArgumentError, VersionExpiredError
+from ..errors import InvalidArgumentError, VersionNotFoundError
 from ..table import Table
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
@@ -240,14 +240,16 @@ def _commit_json(info: CommitInfo) -> dict[str, Any]:
 
 
 def _oldest_retained(table: Table, latest: int) -> int:
-    """Garbage collection expires a prefix of the versions, so a binary search finds the
-    oldest retained one in O(log n) manifest reads instead of walking the history."""
+    """The oldest version that can be read. Garbage collection expires a prefix of the
+    versions, and a database's table exists from its creation on (its versions are the
+    database's: those before it are not found), so a binary search finds it in O(log n)
+    manifest reads instead of walking the history."""
     lo, hi = 0, latest
     while lo < hi:
         mid = (lo + hi) // 2
         try:
             table.manifest(mid)
             hi = mid
-        except VersionExpiredError:
+        except VersionNotFoundError:  # expired (VersionExpiredError), or before the table
             lo = mid + 1
     return lo

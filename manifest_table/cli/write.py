@@ -9,9 +9,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
-from ..database import open_database
 from ..entry_points import create_table
-from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableExistsError, TableNotFoundError
+from ..errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..format.manifest import FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..table import Table
@@ -33,7 +32,7 @@ def create(args: argparse.Namespace) -> None:
 
 def _create(args: argparse.Namespace, schema: pa.Schema) -> Table:
     format_version = getattr(args, "format_version", FORMAT_VERSION)
-    table = create_in_place(args.uri, schema, storage_options(args), format_version)
+    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=format_version)
     print(f"created {table.uri} (version 0, format version {format_version}) with {count(len(schema), 'column')}")
     return table
 
@@ -48,19 +47,6 @@ def _open_or_create(args: argparse.Namespace) -> Table:
         return _create(args, schema)
     except TableExistsError:  # another writer created it meanwhile
         return open_from(args)
-
-
-def create_in_place(uri: str, schema: pa.Schema, options: dict[str, str] | None, format_version: int) -> Table:
-    """A table of the database ``uri`` names the parent of (``DB_URI/TABLE``), else a table at ``uri``."""
-    parent, _, name = uri.rstrip("/").rpartition("/")
-    if parent:
-        try:
-            db = open_database(parent, storage_options=options)
-        except (DatabaseNotFoundError, InvalidArgumentError):
-            pass
-        else:
-            return db.create_table(name, schema, format_version=format_version)
-    return create_table(uri, schema, storage_options=options, format_version=format_version)
 
 
 def append(args: argparse.Namespace) -> None:

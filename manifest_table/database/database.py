@@ -14,8 +14,8 @@ from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name
-from ..format.manifest import FORMAT_VERSION
-from ..format.pointer import Pointer
+from ..format.manifest import FORMAT_VERSION, manifest_key
+from ..format.pointer import POINTER_KEY, Pointer
 from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
@@ -164,9 +164,20 @@ def create_database(
     storage_options: dict[str, str] | None = None,
     **options: Any,
 ) -> Database:
-    """Create an empty database (version 0). ``DatabaseExistsError`` if a database or a table
-    is there. ``options``: the write and commit options every table of this handle uses."""
+    """Create an empty database (version 0) in an empty location. ``DatabaseExistsError`` if
+    a database, a table or anything else is there: ``DB_URI/NAME`` always means the database's
+    table, so a table already in the folder would be hidden. ``options``: the write and
+    commit options every table of this handle uses."""
     db = Database(*handle_args(uri, store, storage_options, options))
+    exists = DatabaseExistsError(f"a database or a table already exists at {db.uri}")
+    found = next(iter(db.store.list()), None)  # one LIST request (it stops at the first key)
+    if found is not None and found.key not in (POINTER_KEY, manifest_key(0)):
+        exists = DatabaseExistsError(
+            f"{db.uri} is not empty ({found.key} is there): a database is created in an empty "
+            "location, since DB_URI/NAME always means the database's table"
+        )
+    if found is not None:
+        raise exists
     first = DatabaseVersion(
         version=0,
         parent_version=None,
@@ -175,7 +186,7 @@ def create_database(
         operation="create_database",
         tables={},
     )
-    create_log(db.store, db.log, first, DatabaseExistsError(f"a database or a table already exists at {db.uri}"))
+    create_log(db.store, db.log, first, exists)
     return db
 
 
@@ -194,14 +205,34 @@ def open_database(
     return db
 
 
-def table_of_database(
-    uri: str, name: str, storage_options: dict[str, str] | None, options: dict[str, Any]
-) -> DatabaseTable | None:
-    """Table ``name`` of the database at ``uri`` (``open_table("<db>/<name>")``), or None if
-    no database is there."""
+def database_above(
+    uri: str | os.PathLike[str],
+    storage_options: dict[str, str] | None,
+    options: dict[str, Any],
+    repair: bool = False,
+) -> tuple[Database, str] | None:
+    """``uri`` read as ``DB_URI/NAME``: the database at its parent and the table name, or None
+    when no database is there. The one place that reads ``DB_URI/NAME`` (``open_table``,
+    ``create_table``, ``write_table``, the CLI, Spark and the maintenance job all ask it, before
+    anything else). The name is the text after the last ``/`` as it is, never parsed as part of
+    a URI, so every name a database accepts (``check_table_name``) opens as ``DB_URI/NAME`` on
+    every store: ``#``, ``?``, ``%`` and surrounding blanks included. One GET when nothing is
+    there; ``repair`` also finds a database whose creator died before writing its pointer (one
+    HEAD more): ``create_table`` looks that hard before it makes a standalone table, an open
+    need not (such a database holds no table yet). A store failure propagates."""
+    text = os.fspath(uri) if isinstance(uri, str | os.PathLike) else None
+    if not isinstance(text, str):
+        return None
+    parent, _, name = text.rstrip("/").rpartition("/")
+    if not parent or not name:
+        return None
     try:
         check_table_name(name)
-        db = open_database(uri, storage_options=storage_options, **options)
-    except (DatabaseNotFoundError, InvalidArgumentError):
+        db = Database(*handle_args(parent, None, storage_options, options))
+    except InvalidArgumentError:  # not DB_URI/NAME: the caller's own checks say what is wrong
         return None
-    return db.table(name)
+    try:
+        db.log.manifest(db.log.open(repair).version)
+    except DatabaseNotFoundError:
+        return None
+    return db, name

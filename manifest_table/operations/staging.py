@@ -122,6 +122,14 @@ class Staging:
         if entry is not None:
             self.changes.parameters.setdefault(entry[0], []).append(entry[1])
 
+    def finished(self) -> Changes | None:
+        """The staged changes as a commit takes them, named by the operations staged, or None
+        when nothing is staged (a table's transaction and a database's alike)."""
+        if self.changes.is_empty():
+            return None
+        self.changes.operation = self.operation()
+        return self.changes
+
     def operation(self) -> str:
         """An operation made of others (an overwrite deletes and appends) names the commit."""
         kinds = set(self.kinds)

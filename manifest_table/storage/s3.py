@@ -7,6 +7,7 @@ map to the protocol's three outcomes as ``storage/cloud.py`` describes.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from datetime import UTC
@@ -14,6 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pyarrow.fs as pafs
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
@@ -83,12 +86,17 @@ class S3Store(CloudStore):
         return cls(bucket, prefix, **resolve_options(storage_options, _OPTION_ALIASES, "S3"))
 
     def _new_client(self) -> Any:
-        # A private session: boto3's default session is not thread-safe.
+        # A private session: boto3's default session is not thread-safe. Its data loader (the
+        # service's JSON models) is the process's one: parsing them took more than half of a
+        # client's construction, which every store (every open_table) pays.
+        core = botocore.session.Session()
+        core.register_component("data_loader", _data_loader())
         session = boto3.session.Session(
             aws_access_key_id=self._access_key_id,
             aws_secret_access_key=self._secret_access_key,
             aws_session_token=self._session_token,
             region_name=self._region,
+            botocore_session=core,
         )
         return session.client(
             "s3",
@@ -188,6 +196,12 @@ class S3Store(CloudStore):
         except BotoCoreError as e:
             raise self._error(op, key, e) from e
         return response["ETag"]
+
+
+@functools.cache
+def _data_loader() -> botocore.loaders.Loader:
+    """botocore's loader of service models, shared by every client (it only reads files)."""
+    return botocore.loaders.create_loader()
 
 
 def _code(e: ClientError) -> str:

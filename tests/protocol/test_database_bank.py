@@ -12,7 +12,6 @@ for a soak."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import time
@@ -26,6 +25,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, CommitFailedError
+from tests.protocol.workers import run_workers
 
 PROCESSES = 8
 SECONDS = float(os.environ.get("MT_BANK_SECONDS", "5"))
@@ -89,23 +89,7 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
 
 
 def _run(uri: str, tmp_path: Path) -> list[dict[str, Any]]:
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(PROCESSES + 1, timeout=240)
-    logs = [str(tmp_path / f"writer{w}.jsonl") for w in range(PROCESSES)]
-    procs = [ctx.Process(target=_worker, args=(uri, w, SECONDS, logs[w], start)) for w in range(PROCESSES)]
-    for p in procs:
-        p.start()
-    start.wait()
-    for p in procs:
-        p.join(timeout=SECONDS + 240)
-    acks = []
-    for path in logs:
-        lines = [json.loads(line) for line in Path(path).read_text().splitlines()] if Path(path).exists() else []
-        errors = [line["error"] for line in lines if "error" in line]
-        assert not errors, errors[0]
-        acks += lines
-    assert [p.exitcode for p in procs] == [0] * PROCESSES
-    return acks
+    return run_workers(_worker, uri, PROCESSES, SECONDS, tmp_path)
 
 
 def _balances(table: mt.Table) -> dict[int, int]:
