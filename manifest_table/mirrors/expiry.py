@@ -7,7 +7,12 @@
    the manifests those list; the Delta log from the newest checkpoint at or before the oldest
    retained version (a reader starts from a checkpoint); the Puffin and Delta DV files of
    every tombstone kept; and the pointers of mirrors that are on. Everything else of a
-   mirror's shapes goes, once older than the grace period, like our own objects."""
+   mirror's shapes goes, once older than the grace period, like our own objects.
+3. Before anything is deleted, no retained mirror version may still offer an expired one
+   (``trim``): the retained Iceberg metadata files drop the snapshots of expired versions
+   (rewritten in place, as Iceberg's ``expire_snapshots`` writes metadata without them), and
+   the Delta log gets a checkpoint at the oldest retained version, so that the log before it
+   (versions whose files go) is deleted rather than kept to replay from."""
 
 from __future__ import annotations
 
@@ -38,6 +43,18 @@ def floor(vlog: VersionLog, latest: Version) -> int | None:
     return min(versions, default=None)
 
 
+def trim(vlog: VersionLog, retained: list[Version]) -> None:
+    """Step 3, run by GC before it lists and deletes (never in a dry run)."""
+    src, oldest = Source.of(vlog), min(retained, key=lambda m: m.version)
+    kept = {m.version for m in retained}
+    if DELTA in oldest.mirrors and delta.has(src, oldest.version):
+        if src.store.head(delta.checkpoint_key(oldest.version)) is None:
+            delta.write_checkpoint(src, oldest)
+    for version in sorted(kept):
+        if not iceberg.drop_snapshots_before(src, version, oldest.version):
+            break  # newer files list only newer snapshots
+
+
 def listing(store: ObjectStore) -> dict[str, list[ObjectInfo]]:
     """Every mirror object, by prefix, in the order GC deletes them: versions' metadata files
     first (oldest first), then manifests and lists; the Delta log oldest first. A crash in
@@ -66,7 +83,7 @@ def needed(
 
 def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
     """Metadata files of retained versions, the manifest list of each one's snapshot, and the
-    manifests on them. A metadata file lists the snapshots of up to ``MAX_SNAPSHOTS`` versions,
+    manifests on them. A metadata file lists the snapshots of up to ``max_snapshots`` versions,
     so reading the newest ones first finds most lists without reading their own files."""
     present = {int(m.group(1)) for key in listed if (m := _METADATA.fullmatch(key))}
     versions = sorted(present & set(kept), reverse=True)

@@ -4,7 +4,9 @@ version log, its location as an absolute URI, and the tombstone objects it conve
 
 from __future__ import annotations
 
+import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +16,12 @@ from ..log.version_log import VersionLog
 from ..storage import ObjectStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones
+
+
+def strict_json(value: Any) -> str:
+    """Compact JSON that every reader parses: ``Infinity`` and ``NaN`` are refused, never
+    written (Python's ``json`` writes them by default; deltalake and Polars then fail)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def location_of(store: ObjectStore, uri: str) -> str:
@@ -57,6 +65,15 @@ class Source:
         except PreconditionFailed:
             return False
 
+    def put_all(self, objects: list[tuple[str, bytes]]) -> None:
+        """Create uniquely named objects, in parallel (a commit's mirror objects that no
+        order is needed between: manifests and their list, before the metadata file)."""
+        if len(objects) == 1:
+            self.store.put_if_absent(*objects[0])
+            return
+        for done in [_PUTS.submit(self.store.put_if_absent, key, data) for key, data in objects]:
+            done.result()
+
     def size_of(self, key: str) -> int:
         info = self.store.head(key)
         if info is None:
@@ -85,6 +102,8 @@ def advance_hint(store: ObjectStore, key: str, version: int, encode: Any, decode
 
 
 _HINT_ATTEMPTS = 8
+_PUTS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mirror-put")
+"""Threads for parallel PUTs (they wait on the store, not the GIL), shared by every sync."""
 
 
 def _decoded(decode: Any, data: bytes) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from ..format.mirrors import DELTA, ICEBERG, MIRRORS
 from ..log.version import Version
@@ -25,25 +26,34 @@ from .source import Source
 log = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
+_MIRRORS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror")
 
 
 def after_commit(vlog: VersionLog, committed: Version) -> None:
     """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
     effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
     src = Source.of(vlog)
-    for name in MIRRORS:
-        if name in committed.mirrors:
-            try:
-                sync_one(src, name, committed)
-            except Exception as exc:  # never fail a commit that has landed
-                log.warning(
-                    "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
-                    vlog.location,
-                    committed.version,
-                    name,
-                    type(exc).__name__,
-                    exc,
-                )
+
+    def mirror(name: str) -> None:
+        try:
+            sync_one(src, name, committed)
+        except Exception as exc:  # never fail a commit that has landed
+            log.warning(
+                "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+                vlog.location,
+                committed.version,
+                name,
+                type(exc).__name__,
+                exc,
+            )
+
+    # The mirrors' objects are independent: one thread each, the commit waiting for all.
+    names = [name for name in MIRRORS if name in committed.mirrors]
+    others = [_MIRRORS.submit(mirror, name) for name in names[1:]]
+    if names:
+        mirror(names[0])
+    for done in others:
+        done.result()
 
 
 def sync(vlog: VersionLog, target: Version) -> dict[str, int | None]:
@@ -92,7 +102,7 @@ def _full(src: Source, name: str, target: Version) -> None:
     if name == ICEBERG:
         iceberg.write_version(src, target, None, None, None)
     else:
-        delta.write_checkpoint(src, target)
+        delta.start(src, target)
 
 
 def _incremental(src: Source, name: str, prev: Version, cur: Version) -> None:
