@@ -112,7 +112,8 @@ def protocol(manifest: Version) -> dict[str, Any]:
         )
         if used
     ]
-    writers = [*readers, "inCommitTimestamp"]
+    # Spark's Delta takes a NOT NULL column for an invariant: writer version 7 must list it.
+    writers = [*readers, "inCommitTimestamp"] + (["invariants"] if any(not f.nullable for f in fields.schema) else [])
     if not readers:
         return {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": writers}
     return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": readers, "writerFeatures": writers}
