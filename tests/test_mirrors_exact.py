@@ -178,3 +178,42 @@ def test_iceberg_is_refused_while_live_files_hold_a_dropped_column_it_cannot_rep
     t.compact(target_file_size=1 << 30)  # rewrites both files without the dropped column
     t.set_mirrors(["iceberg", "delta"])
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
+
+
+# --- 8. mirrors of a database's tables -----------------------------------------------------------------------
+def test_a_database_s_tables_have_iceberg_mirrors_in_their_folders(tmp_path: Path) -> None:
+    """Each table's mirror lives in its folder (``tables/<table_id>/``), is written after each
+    database commit that changes the table (a transaction over two tables included), and
+    survives the database's garbage collection for every state it retains."""
+    from manifest_table.errors import InvalidArgumentError
+
+    db = mt.create_database(str(tmp_path / "db"))
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    a = db.create_table("a", schema, mirrors=["iceberg"])
+    b = db.create_table("b", schema)
+    a.append(pa.table({"id": [1, 2, 3], "name": ["x", "y", None]}))
+    b.append(pa.table({"id": [7, 8], "name": ["p", "q"]}))
+    assert b.set_mirrors(["iceberg"]).committed
+    with db.transaction() as tx:
+        tx.table("a").delete("id = 2")
+        tx.table("b").append(pa.table({"id": [9], "name": ["r"]}))
+    for _ in range(3):  # versions that leave a alone
+        b.delete(f"id = {b.to_arrow().column('id').to_pylist()[0]}")
+    with pytest.raises(InvalidArgumentError, match="no Delta mirror"):
+        a.set_mirrors(["iceberg", "delta"])
+    with pytest.raises(InvalidArgumentError, match="no Delta mirror"):
+        db.create_table("c", schema, mirrors=["delta"])
+
+    def folder(name: str) -> str:
+        return str(tmp_path / "db" / "tables" / db.table(name).table_id)
+
+    for name in ("a", "b"):
+        assert iceberg_rows(folder(name)) == rows(db.table(name).to_arrow()), name
+    db.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
+    for name in ("a", "b"):
+        table = db.table(name)
+        assert iceberg_rows(folder(name)) == rows(table.to_arrow()), f"{name} after gc"
+        assert list((Path(folder(name)) / "tombstones").glob("*.puffin")), "the deletion vectors' Puffin files stay"
+    changed = [info.version for info in db.table("b").history()]
+    for version in changed:  # every retained change of b is described by its own metadata file
+        assert iceberg_rows(folder("b"), version) == rows(db.table("b").scan(version=version).to_arrow())

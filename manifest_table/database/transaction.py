@@ -4,6 +4,7 @@ created, dropped and renamed, committed as one database version (or not at all).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ from ..operations.create import first_version
 from ..transaction import CommitsOnExit, Transaction
 from .commit import DatabaseProposal, TablePart
 from .handle import DatabaseHandle
-from .table import table_of
+from .table import check_database_mirrors, table_of
 from .table_log import DatabaseTableLog
 
 
@@ -81,16 +82,19 @@ class DatabaseTransaction(CommitsOnExit):
         *,
         properties: dict[str, int] | None = None,
         format_version: int = FORMAT_VERSION,
+        mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> Transaction:
-        """Create table ``name`` in this commit; returns its transaction (to add rows)."""
+        """Create table ``name`` in this commit; returns its transaction (to add rows).
+        ``mirrors=["iceberg"]`` mirrors it from its creation (docs/mirrors.md, "Databases")."""
         self._check_open()
         check_table_name(name)
         if unsupported:
             raise InvalidArgumentError(
                 f"unknown options {sorted(unsupported)} for a database's table; known: "
-                "properties, format_version (mirrors are not supported in databases yet)"
+                "properties, format_version, mirrors"
             )
+        check_database_mirrors(mirrors)
         if format_version != FORMAT_VERSION:
             raise InvalidArgumentError(
                 f"a database's tables use format version {FORMAT_VERSION}, not {format_version!r}"
@@ -102,7 +106,7 @@ class DatabaseTransaction(CommitsOnExit):
         )
         if taken:
             raise TableExistsError(f"a table {name!r} already exists in database {self._db.uri}")
-        self._created[name] = (new_table_id(), first_version(schema, FORMAT_VERSION, properties, None))
+        self._created[name] = (new_table_id(), first_version(schema, FORMAT_VERSION, properties, mirrors))
         return self.table(name)
 
     def drop_table(self, name: str) -> None:
@@ -153,6 +157,7 @@ class DatabaseTransaction(CommitsOnExit):
             )
         except AlreadyCommitted as done:
             return CommitInfo(done.version.version, "transaction", self.base.timestamp, None, committed=False)
+        change.write_mirrors(committed)
         return database_commit_info(committed)
 
     def abort(self) -> None:

@@ -82,11 +82,16 @@ def needed(
 
 
 def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
-    """Metadata files of retained versions, the manifest list of each one's snapshot, and the
+    """Metadata files of retained versions (of a database's table: those from the newest at or
+    before its oldest retained version), the manifest list of each one's snapshot, and the
     manifests on them. A metadata file lists the snapshots of up to ``max_snapshots`` versions,
     so reading the newest ones first finds most lists without reading their own files."""
     present = {int(m.group(1)) for key in listed if (m := _METADATA.fullmatch(key))}
-    versions = sorted(present & set(kept), reverse=True)
+    if src.log.every_version_changes:
+        versions = sorted(present & set(kept), reverse=True)
+    else:  # a database's table: mirrored where it changed, from the state its oldest retained version holds
+        start = max((v for v in present if v <= kept[0]), default=kept[0])
+        versions = sorted((v for v in present if v >= start), reverse=True)
     lists: dict[int, str] = {}
     for version in versions:
         if version not in lists:

@@ -273,8 +273,8 @@ def _retained_snapshots(
     """The previous file's snapshots of versions our garbage collection still retains (it
     expires a prefix: a binary search of HEADs finds the oldest), the newest ``listed - 1``
     (format/mirrors.py, ``max_snapshots``)."""
-    snapshots = snapshots[-(listed - 1) :] if listed > 1 else []
-    if not snapshots:
+    snapshots = snapshots[-(listed - 1) :] if listed > 1 and src.log.every_version_changes else []
+    if not snapshots:  # (a database's table: which older states are retained is the database's to say)
         return []
     versions = [int(s["summary"][VERSION_PROPERTY]) for s in snapshots]
     lo, hi = versions[0], version

@@ -14,6 +14,7 @@ from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
 from ..log.version_log import VersionLog
 from ..storage import ObjectStore
+from ..storage.prefixed import PrefixedStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones
 
@@ -27,17 +28,19 @@ def strict_json(value: Any) -> str:
 def location_of(store: ObjectStore, uri: str) -> str:
     """The table's absolute location, as the other formats name files: ``file:///abs/dir``
     for a local directory, ``<scheme>://bucket/prefix`` for an object store (``s3``, ``gs``,
-    ``az``), else the URI given."""
-    inner = getattr(store, "inner", store)
+    ``az``), else the URI given; a database's table is its folder of the database's store."""
+    inner, folder = store, ""
     while hasattr(inner, "inner"):
+        if isinstance(inner, PrefixedStore):  # a database's table: its folder of the store
+            folder = inner.prefix + folder
         inner = inner.inner
     root = getattr(inner, "root", None)
     if isinstance(root, str) and os.path.isabs(root):
-        return "file://" + root.rstrip("/")
+        return "file://" + f"{root.rstrip('/')}/{folder}".rstrip("/")
     bucket = getattr(inner, "bucket", None)
     if isinstance(bucket, str):
         prefix = getattr(inner, "prefix", "")
-        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}".rstrip("/")
+        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}{folder}".rstrip("/")
     return uri.rstrip("/")
 
 

@@ -4,7 +4,8 @@
 2. Each version after m, up to the target, is written incrementally from the one before it,
    as long as our version m is still retained and every version in between had the mirror on
    with the target's options. Otherwise the mirror starts over at the target: a full
-   description (Iceberg: every manifest; Delta: a checkpoint).
+   description (Iceberg: every manifest; Delta: a checkpoint). A database's table has its
+   versions written only where it changed: the target, from m (``every_version_changes``).
 3. A version another writer mirrored first is taken as it is.
 A mirror only ever describes committed versions (it reads our manifests), never blocks a
 commit (``after_commit`` logs and swallows its failures) and may lag: the next sync, the next
@@ -86,7 +87,8 @@ def sync_one(src: Source, name: str, target: Version) -> int:
         return mirrored
     prev = src.log.find(mirrored) if mirrored is not None else None
     options = target.mirrors[name]
-    versions = [src.log.find(v) for v in range(prev.version + 1, target.version)] if prev is not None else []
+    between = range(prev.version + 1, target.version) if prev is not None and src.log.every_version_changes else ()
+    versions = [src.log.find(v) for v in between]
     if prev is None or any(m is None or m.mirrors.get(name) != options for m in [prev, *versions]):
         _full(src, name, target)
         return target.version
