@@ -286,7 +286,7 @@ def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
     pq.write_table(table, sink, compression="snappy")
     src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
     advance_hint(
-        src.store,
+        src,
         LAST_CHECKPOINT,
         cur.version,
         lambda v: json.dumps({"version": v, "size": len(rows)}).encode(),

@@ -157,7 +157,7 @@ def write_version(
 
 def advance(src: Source, version: int) -> None:
     """Move ``version-hint.text`` to ``version`` (never backwards)."""
-    advance_hint(src.store, HINT, version, lambda v: str(v).encode(), lambda b: int(b.decode().strip()))
+    advance_hint(src, HINT, version, lambda v: str(v).encode(), lambda b: int(b.decode().strip()))
 
 
 def drop_snapshots_before(src: Source, version: int, oldest: int) -> bool:

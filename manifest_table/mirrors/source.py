@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,27 +85,45 @@ class Source:
         return info.size
 
 
-def advance_hint(store: ObjectStore, key: str, version: int, encode: Any, decode: Any) -> None:
+def advance_hint(src: Source, key: str, version: int, encode: Any, decode: Any) -> None:
     """Move a pointer object such as ``version-hint.text`` or ``_last_checkpoint`` to
     ``version``, never backwards: compare-and-swap, re-reading after a lost race or a failed
     call (which may have landed). Best effort: a reader that finds it behind probes forward
-    (or lists), and the next sync moves it."""
+    (or lists), and the next sync moves it. The etag this process last wrote is tried first
+    (no GET: a commit that follows this process's own is the common case)."""
+    store, cached = src.store, (src.location, key)
+    with _ETAGS_LOCK:
+        known = _ETAGS.get(cached)
     for _ in range(_HINT_ATTEMPTS):
         try:
-            try:
-                data, etag = store.get_with_etag(key)
-            except NotFound:
-                store.put_if_absent(key, encode(version))
-                return
-            if _decoded(decode, data) >= version:
-                return
-            store.put_if_match(key, encode(version), etag)
+            if known is not None and known[0] < version:
+                etag = known[1]
+            else:
+                try:
+                    data, etag = store.get_with_etag(key)
+                except NotFound:
+                    _remember_etag(cached, version, store.put_if_absent(key, encode(version)))
+                    return
+                if _decoded(decode, data) >= version:
+                    return
+            _remember_etag(cached, version, store.put_if_match(key, encode(version), etag))
             return
         except StoreError:  # PreconditionFailed included: read again
+            known = None
             continue
 
 
+def _remember_etag(cached: tuple[str, str], version: int, etag: str) -> None:
+    with _ETAGS_LOCK:
+        _ETAGS[cached] = (version, etag)
+        while len(_ETAGS) > 64:
+            _ETAGS.pop(next(iter(_ETAGS)))
+
+
 _HINT_ATTEMPTS = 8
+_ETAGS: dict[tuple[str, str], tuple[int, str]] = {}
+"""(location, pointer key) -> the version and etag this process last wrote there."""
+_ETAGS_LOCK = threading.Lock()
 _PUTS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mirror-put")
 """Threads for parallel PUTs (they wait on the store, not the GIL), shared by every sync."""
 

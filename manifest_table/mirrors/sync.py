@@ -37,7 +37,7 @@ def after_commit(vlog: VersionLog, committed: Version) -> None:
 
     def mirror(name: str) -> None:
         try:
-            sync_one(src, name, committed)
+            sync_one(src, name, committed, fresh=True)
         except Exception as exc:  # never fail a commit that has landed
             log.warning(
                 "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
@@ -69,18 +69,21 @@ def status(vlog: VersionLog, names: list[str]) -> dict[str, int | None]:
     return {name: LATEST[name](src) for name in names}
 
 
-def _mirrored(src: Source, name: str, target: Version) -> int | None:
+def _mirrored(src: Source, name: str, target: Version, fresh: bool = False) -> int | None:
     """The mirror's newest version. Found with a HEAD or two when it is the target or the
     version before it (a commit mirrored right after the one before it), else from the
-    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version."""
-    for version in (target.version, target.version - 1):
+    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version.
+    ``fresh``: the target was just committed here, so only the version before it is asked
+    (should another writer have mirrored the target already, its create-only commit point
+    stands and this one's objects go with GC)."""
+    for version in (target.version - 1,) if fresh else (target.version, target.version - 1):
         if version >= 0 and HAS[name](src, version):
             return version
     return LATEST[name](src)
 
 
-def sync_one(src: Source, name: str, target: Version) -> int:
-    mirrored = _mirrored(src, name, target)
+def sync_one(src: Source, name: str, target: Version, fresh: bool = False) -> int:
+    mirrored = _mirrored(src, name, target, fresh)
     if mirrored is not None and mirrored >= target.version:
         if name == ICEBERG:
             iceberg.advance(src, mirrored)

@@ -1,6 +1,14 @@
-"""What the Iceberg and Delta mirrors add to a commit (issue 22), at 10 and 100,000 files.
+"""What the Iceberg and Delta mirrors add to a commit (issues 22 and 31), at 10 and 100,000 files.
 
-    python tests/benchmarks/mirror_cost.py [--sizes 10,100000] [--repeat 5] [--work /tmp/mirror-cost]
+    python -m tests.benchmarks.mirror_cost [--sizes 10,100000] [--repeat 5] [--work /tmp/mirror-cost]
+                                           [--targets 40] [--history 100]
+
+First the targets of issue 31 (``--targets`` interleaved pairs of commits; 0 skips them): a
+1-row append to a table with both mirrors against the same append to a table without, A/B
+interleaved, once the mirrored table holds ``--history`` retained versions (its Iceberg
+metadata then lists ``max_snapshots`` of them): the median latency ratio (target: at most
+1.5) and the mirror objects' bytes per commit, median and averaged over a Delta checkpoint
+interval (target: at most 24 KB).
 
 Per size, a local-directory table built as ``tests.benchmarks.scale`` builds it (3 real
 files, the rest synthetic entries committed by one ``add_files``; no operation here reads a
@@ -160,14 +168,55 @@ def run_size(work: str, files: int, repeat: int) -> dict[str, Any]:
     return result
 
 
+def targets(work: str, pairs: int, history: int) -> dict[str, Any]:
+    """Issue 31's targets: latency ratio and mirror bytes per 1-row append (see the docstring)."""
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    tables, stores = {}, {}
+    for name, mirrors in (("plain", None), ("mirrored", ["iceberg", "delta"])):
+        root = os.path.join(work, f"targets-{name}")
+        shutil.rmtree(root, ignore_errors=True)
+        mt.create_table(root, schema, mirrors=mirrors)
+        stores[name] = RecordingStore(LocalStore(root))
+        tables[name] = mt.open_table(root, store=stores[name])
+    row = pa.Table.from_pylist([{"id": 1, "name": "x"}], schema=schema)
+    for _ in range(history):
+        tables["mirrored"].append(row)
+    stores["mirrored"].mirror_puts()
+    times: dict[str, list[float]] = {"plain": [], "mirrored": []}
+    sizes, per_interval = [], []
+    for k in range(max(pairs, 100)):
+        for name in ("plain", "mirrored") if k % 2 == 0 else ("mirrored", "plain"):
+            started = time.perf_counter()
+            tables[name].append(row)
+            if k < pairs:
+                times[name].append(time.perf_counter() - started)
+        _, size, _ = stores["mirrored"].mirror_puts()
+        per_interval.append(size)
+        if k < pairs:
+            sizes.append(size)
+    plain, mirrored = (statistics.median(times[n]) * 1000 for n in ("plain", "mirrored"))
+    return {"plain_ms": round(plain, 1), "mirrored_ms": round(mirrored, 1), "ratio": round(mirrored / plain, 2),
+            "bytes_median": int(statistics.median(sizes)), "bytes_mean_100": int(statistics.mean(per_interval[-100:])),
+            "retained_versions": len(tables["mirrored"].history())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,100000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--work", default="/tmp/mirror-cost")
+    parser.add_argument("--targets", type=int, default=40)
+    parser.add_argument("--history", type=int, default=100)
     parser.add_argument("--json")
     args = parser.parse_args()
-    results = [run_size(args.work, int(n), args.repeat) for n in args.sizes.split(",")]
+    if args.targets:
+        t = targets(args.work, args.targets, args.history)
+        print(f"== targets (1-row appends, {t['retained_versions']} retained versions) ==")
+        print(f"  latency: {t['mirrored_ms']} ms with both mirrors, {t['plain_ms']} ms without: {t['ratio']}x "
+              f"(target <= 1.5x)")
+        print(f"  mirror objects per commit: {t['bytes_median']:,} bytes median, {t['bytes_mean_100']:,} bytes "
+              "averaged over 100 commits with a Delta checkpoint (target <= 24 KB)")
+    results = [run_size(args.work, int(n), args.repeat) for n in args.sizes.split(",") if n]
     for r in results:
         print(f"== {r['files']:,} files ==")
         e = r["enable"]
