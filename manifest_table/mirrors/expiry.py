@@ -43,16 +43,22 @@ def floor(vlog: VersionLog, latest: Version) -> int | None:
     return min(versions, default=None)
 
 
-def trim(vlog: VersionLog, retained: list[Version]) -> None:
-    """Step 3, run by GC before it lists and deletes (never in a dry run)."""
+def trim(vlog: VersionLog, retained: list[Version], listed: dict[str, list[ObjectInfo]]) -> bool:
+    """Step 3, run by GC before it deletes (never in a dry run), on the mirror objects it
+    ``listed``; True if it wrote something (a checkpoint, a metadata file rewritten)."""
     src, oldest = Source.of(vlog), min(retained, key=lambda m: m.version)
-    kept = {m.version for m in retained}
-    if DELTA in oldest.mirrors and delta.has(src, oldest.version):
-        if src.store.head(delta.checkpoint_key(oldest.version)) is None:
+    logged = {i.key for i in listed.get(DELTA_LOG_PREFIX, [])}
+    wrote = False
+    if DELTA in oldest.mirrors and delta.json_key(oldest.version) in logged:
+        if delta.checkpoint_key(oldest.version) not in logged:
             delta.write_checkpoint(src, oldest)
-    for version in sorted(kept):
+            wrote = True
+    present = {int(m.group(1)) for i in listed.get(METADATA_PREFIX, []) if (m := _METADATA.fullmatch(i.key))}
+    for version in sorted(present & {m.version for m in retained}):
         if not iceberg.drop_snapshots_before(src, version, oldest.version):
             break  # newer files list only newer snapshots
+        wrote = True
+    return wrote
 
 
 def listing(store: ObjectStore) -> dict[str, list[ObjectInfo]]:

@@ -128,7 +128,7 @@ def write_version(
         next_row_id += new.rows if new.content == DATA else 0
     parent = prev_meta["current-snapshot-id"] if prev_meta else None
     list_key = f"{METADATA_PREFIX}snap-{sid}-{uuid.uuid4().hex}.avro"
-    src.put_all([*plan.pending, (list_key, manifest_list(entries, sid, parent, sequence, first_row_id))])
+    written = src.put_all([*plan.pending, (list_key, manifest_list(entries, sid, parent, sequence, first_row_id))])
     snapshot = {
         "snapshot-id": sid,
         **({"parent-snapshot-id": parent} if parent is not None else {}),
@@ -146,8 +146,9 @@ def write_version(
             "total-data-files": str(cur.totals.files),
         },
     }
-    metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)
+    metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)  # (while the PUTs run)
     data = strict_json(metadata).encode()
+    written()
     if not src.create(metadata_key(cur.version), data) and src.store.get(metadata_key(cur.version)) != data:
         return False
     _remember(src, IcebergState(cur.version, metadata, {slot_of(e["manifest_path"]): e for e in entries}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,14 +70,17 @@ class Source:
         except PreconditionFailed:
             return False
 
-    def put_all(self, objects: list[tuple[str, bytes]]) -> None:
-        """Create uniquely named objects, in parallel (a commit's mirror objects that no
-        order is needed between: manifests and their list, before the metadata file)."""
-        if len(objects) == 1:
-            self.store.put_if_absent(*objects[0])
-            return
-        for done in [_PUTS.submit(self.store.put_if_absent, key, data) for key, data in objects]:
-            done.result()
+    def put_all(self, objects: list[tuple[str, bytes]]) -> Callable[[], None]:
+        """Start creating uniquely named objects, in parallel (a commit's mirror objects that
+        no order is needed between: manifests and their list, before the metadata file);
+        returns the wait for them, which raises the first failure."""
+        pending = [_PUTS.submit(self.store.put_if_absent, key, data) for key, data in objects]
+
+        def wait() -> None:
+            for done in pending:
+                done.result()
+
+        return wait
 
     def size_of(self, key: str) -> int:
         info = self.store.head(key)

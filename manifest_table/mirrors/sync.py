@@ -14,6 +14,7 @@ commit or the maintenance job catches it up."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,33 +29,44 @@ log = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
 _MIRRORS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror")
+_NEWEST: dict[tuple[str, str], int] = {}
+"""(location, mirror) -> the newest version this process mirrored there (write-once objects:
+it stays mirrored)."""
+_NEWEST_LOCK = threading.Lock()
+
+
+def start(vlog: VersionLog, committed: Version) -> Callable[[], None]:
+    """The hook at our commit point: begin mirroring ``committed``, just committed here, on
+    the mirror threads (one per mirror: their objects are independent), while the caller
+    advances its pointer; returns the wait for them. Best effort, each mirror on its own: a
+    failure is logged, and the next sync repairs the lag."""
+    src = Source.of(vlog)
+    pending = [_MIRRORS.submit(_mirror, src, name, committed) for name in MIRRORS if name in committed.mirrors]
+
+    def wait() -> None:
+        for done in pending:
+            done.result()
+
+    return wait
 
 
 def after_commit(vlog: VersionLog, committed: Version) -> None:
-    """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
-    effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
-    src = Source.of(vlog)
+    """``start`` and wait: mirror a version just committed."""
+    start(vlog, committed)()
 
-    def mirror(name: str) -> None:
-        try:
-            sync_one(src, name, committed, fresh=True)
-        except Exception as exc:  # never fail a commit that has landed
-            log.warning(
-                "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
-                vlog.location,
-                committed.version,
-                name,
-                type(exc).__name__,
-                exc,
-            )
 
-    # The mirrors' objects are independent: one thread each, the commit waiting for all.
-    names = [name for name in MIRRORS if name in committed.mirrors]
-    others = [_MIRRORS.submit(mirror, name) for name in names[1:]]
-    if names:
-        mirror(names[0])
-    for done in others:
-        done.result()
+def _mirror(src: Source, name: str, committed: Version) -> None:
+    try:
+        sync_one(src, name, committed, fresh=True)
+    except Exception as exc:  # never fail a commit that has landed
+        log.warning(
+            "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+            src.log.location,
+            committed.version,
+            name,
+            type(exc).__name__,
+            exc,
+        )
 
 
 def sync(vlog: VersionLog, target: Version) -> dict[str, int | None]:
@@ -76,6 +88,8 @@ def _mirrored(src: Source, name: str, target: Version, fresh: bool = False) -> i
     ``fresh``: the target was just committed here, so only the version before it is asked
     (should another writer have mirrored the target already, its create-only commit point
     stands and this one's objects go with GC)."""
+    if fresh and _NEWEST.get((src.location, name)) == target.version - 1:
+        return target.version - 1  # this process wrote it: no request needed
     for version in (target.version - 1,) if fresh else (target.version, target.version - 1):
         if version >= 0 and HAS[name](src, version):
             return version
@@ -83,6 +97,15 @@ def _mirrored(src: Source, name: str, target: Version, fresh: bool = False) -> i
 
 
 def sync_one(src: Source, name: str, target: Version, fresh: bool = False) -> int:
+    done = _sync_one(src, name, target, fresh)
+    with _NEWEST_LOCK:
+        _NEWEST[(src.location, name)] = done
+        while len(_NEWEST) > 64:
+            _NEWEST.pop(next(iter(_NEWEST)))
+    return done
+
+
+def _sync_one(src: Source, name: str, target: Version, fresh: bool) -> int:
     mirrored = _mirrored(src, name, target, fresh)
     if mirrored is not None and mirrored >= target.version:
         if name == ICEBERG:

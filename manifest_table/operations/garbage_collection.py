@@ -295,9 +295,9 @@ def _mirror_objects(
     run first makes the mirrors stop offering the versions it expires (``expiry.trim``)."""
     from ..mirrors import expiry
 
-    if not dry_run:
-        expiry.trim(vlog, retained)
     listed = expiry.listing(vlog.store)
+    if not dry_run and expiry.trim(vlog, retained, listed):
+        listed = expiry.listing(vlog.store)  # (a checkpoint written: the log starts there)
     needed |= expiry.needed(vlog, retained, needed, listed)
     return listed
 
