@@ -140,22 +140,27 @@ def _kind(key: str) -> str | None:
 
 
 class HookTimer:
-    """Times the mirror writes after each commit point (``mirrors.sync.after_commit``)."""
+    """Times the mirror writes of each commit (``mirrors.sync.start``, from the commit point,
+    while the pointer advances, to the end of the wait for them)."""
 
     def __init__(self) -> None:
         self.last = 0.0
-        self._original = sync.after_commit
+        self._original = sync.start
 
     def __enter__(self) -> "HookTimer":
-        def timed(*args: Any) -> None:
+        def timed(*args: Any) -> Callable[[], None]:
             started = time.perf_counter()
-            self._original(*args)
-            self.last = time.perf_counter() - started
-        sync.after_commit = timed
+            wait = self._original(*args)
+
+            def timed_wait() -> None:
+                wait()
+                self.last = time.perf_counter() - started
+            return timed_wait
+        sync.start = timed
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        sync.after_commit = self._original
+        sync.start = self._original
 
 
 def measure(table: mt.Table, store: RecordingStore, op: Callable[[int], Any], repeat: int) -> dict[str, Any]:
