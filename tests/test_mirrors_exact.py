@@ -217,3 +217,25 @@ def test_a_database_s_tables_have_iceberg_mirrors_in_their_folders(tmp_path: Pat
     changed = [info.version for info in db.table("b").history()]
     for version in changed:  # every retained change of b is described by its own metadata file
         assert iceberg_rows(folder("b"), version) == rows(db.table("b").scan(version=version).to_arrow())
+
+
+# --- the bound on listed snapshots ---------------------------------------------------------------------------
+def test_max_snapshots_bounds_what_iceberg_metadata_lists(tmp_path: Path) -> None:
+    from manifest_table.errors import CorruptTableError, InvalidArgumentError
+
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), mirrors={"iceberg": {"max_snapshots": 3}})
+    for i in range(6):
+        t.append(pa.table({"id": [i]}))
+    table = StaticTable.from_metadata(t.uri)
+    assert [int(s.summary["manifest-table.version"]) for s in table.metadata.snapshots] == [4, 5, 6]
+    assert iceberg_rows(t.uri, 2) == rows(t.scan(version=2).to_arrow())  # older versions: by their own file
+    for bad, message in (({"iceberg": {"max_snapshots": 0}}, "max_snapshots must be an integer >= 1"),
+                         ({"iceberg": {"checkpoint_interval": 5}}, "unknown options")):
+        with pytest.raises(InvalidArgumentError, match=message):
+            mt.create_table(str(tmp_path / "bad"), pa.schema([("id", pa.int64())]), mirrors=bad)
+    key = tmp_path / "t" / "manifest" / f"v{t.version:020d}.json"
+    doc = json.loads(key.read_text())
+    doc["mirrors"]["iceberg"]["max_snapshots"] = -1
+    key.write_text(json.dumps(doc))
+    with pytest.raises(CorruptTableError, match="mirrors.iceberg.max_snapshots"):
+        mt.open_table(t.uri).manifest(t.version)
