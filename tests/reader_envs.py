@@ -31,7 +31,7 @@ PYSPARK_4_1 = ["pyspark==4.1.4", "py4j==0.10.9.9"]
 PySpark 4.3 cannot load them (``NoSuchMethodError`` / ``IncompatibleClassChangeError``)."""
 UNREACHABLE = ("NewConnectionError", "Max retries exceeded", "Temporary failure in name resolution",
                "Network is unreachable", "ProxyError", "ConnectTimeout", "Name or service not known",
-               "UnknownHostException", "Connection refused", "connect timed out")
+               "UnknownHostException", "Connection refused", "connect timed out", "Host repo1.maven.org not found")
 """What a client says when the registry cannot be reached (pip's and Ivy's words)."""
 
 
