@@ -206,7 +206,9 @@ class Table(TableHandle):
         """Mirror the table to exactly ``mirrors`` (``["iceberg", "delta"]``; ``[]``: none)
         from now on, in one commit, and write the mirror of that version. A column a mirror
         cannot represent is a ``MirrorTypeError``. ``{"delta": {"checkpoint_interval": 10}}``
-        sets a new Delta mirror's checkpoint interval. Format v2 only. See docs/mirrors.md."""
+        sets a new Delta mirror's checkpoint interval, ``{"iceberg": {"max_snapshots": 20}}``
+        how many snapshots a new Iceberg mirror's metadata lists. Format v2 only. See
+        docs/mirrors.md."""
         return set_mirrors(self, mirrors)
 
     def sync_mirrors(self) -> dict[str, int | None]:

@@ -11,6 +11,7 @@ the replayed-batch check)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -126,12 +127,23 @@ def commit(
     try:
         if isinstance(log, CommitsThrough):
             committed = log.commit_table(proposal, base, pointer, options, started)
+            _mirrors(log)(committed)()
         else:
-            committed = commit_loop(log, proposal, base, pointer, options, started)
+            committed = commit_loop(log, proposal, base, pointer, options, started, _mirrors(log))
     except AlreadyCommitted as done:  # the loop removed what was staged and advanced the pointer
         return CommitInfo.of(done.version, committed=False)
-    if committed.mirrors:  # best effort, after the commit point (docs/mirrors.md)
-        from ..mirrors.sync import after_commit
-
-        after_commit(log, committed)
     return CommitInfo.of(committed)
+
+
+def _mirrors(log: VersionLog) -> Callable[[Version], Callable[[], None]]:
+    """Writing a committed version's mirrors, best effort, after the commit point (while the
+    pointer advances; docs/mirrors.md). Returns the wait for them."""
+
+    def start(committed: Version) -> Callable[[], None]:
+        if not committed.mirrors:
+            return lambda: None
+        from ..mirrors.sync import start as start_mirrors  # (fastavro and the writers load on use)
+
+        return start_mirrors(log, committed)
+
+    return start

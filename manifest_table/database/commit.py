@@ -26,6 +26,7 @@ from ..format.database import DatabaseVersion, TableChange, TableRef, at_version
 from ..format.manifest import Manifest
 from ..log.segments import SegmentReader
 from ..log.version import Version
+from ..log.version_log import VersionLog
 from .catalog import CatalogChange
 from .log import DatabaseLog
 
@@ -199,6 +200,17 @@ class DatabaseProposal:
     def lost(self) -> None:
         """Nothing to remove: each part's root stays valid until a winner writes its table
         (``TablePart.rebase``)."""
+
+    def write_mirrors(self, committed: DatabaseVersion) -> None:
+        """After the commit point: the mirrors of each table this commit wrote, best effort,
+        by the hook a table's own commit calls (mirrors/sync.py)."""
+        for part in self.parts:
+            table = part.log.at(committed)
+            if table is not None and table.mirrors:
+                assert isinstance(part.log, VersionLog)  # (a DatabaseTableLog)
+                from ..mirrors.sync import after_commit  # (fastavro and the writers load on use)
+
+                after_commit(part.log, table)
 
     def discard(self) -> None:
         for part in self.parts:

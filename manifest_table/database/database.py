@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,11 +73,15 @@ class Database(DatabaseHandle):
         *,
         properties: dict[str, int] | None = None,
         format_version: int = FORMAT_VERSION,
+        mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> DatabaseTable:
-        """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken."""
+        """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken.
+        ``mirrors=["iceberg"]``: an Iceberg mirror in the table's folder (docs/mirrors.md)."""
         with self.transaction() as tx:
-            tx.create_table(name, schema, properties=properties, format_version=format_version, **unsupported)
+            tx.create_table(
+                name, schema, properties=properties, format_version=format_version, mirrors=mirrors, **unsupported
+            )
             info = tx.commit()
         return self._named(self.log.manifest(info.version), name)
 

@@ -27,6 +27,8 @@ class DatabaseTableLog(VersionLog):
     returns (a database transaction's or snapshot's read point). ``created``: the first
     state of a table a transaction creates, which no stored version holds yet."""
 
+    every_version_changes = False
+
     def __init__(
         self,
         store: ObjectStore,

@@ -6,6 +6,7 @@ Each table's changes enter the commit through the table commit's one entrance
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ from ..transaction import CommitsOnExit, Transaction
 from .catalog import StagedCatalog
 from .commit import DatabaseProposal, TablePart
 from .handle import DatabaseHandle
-from .table import table_of
+from .table import check_database_mirrors, table_of
 from .table_log import DatabaseTableLog
 
 
@@ -90,21 +91,24 @@ class DatabaseTransaction(CommitsOnExit):
         *,
         properties: dict[str, int] | None = None,
         format_version: int = FORMAT_VERSION,
+        mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> Transaction:
         """Create table ``name`` in this commit; returns its transaction (to add rows). A name
-        this transaction dropped or renamed away is free again."""
+        this transaction dropped or renamed away is free again. ``mirrors=["iceberg"]`` mirrors
+        it from its creation (docs/mirrors.md, "Databases")."""
         self._check_open()
         if unsupported:
             raise InvalidArgumentError(
                 f"unknown options {sorted(unsupported)} for a database's table; known: "
-                "properties, format_version (mirrors are not supported in databases yet)"
+                "properties, format_version, mirrors"
             )
+        check_database_mirrors(mirrors)
         if format_version != FORMAT_VERSION:
             raise InvalidArgumentError(
                 f"a database's tables use format version {FORMAT_VERSION}, not {format_version!r}"
             )
-        first = first_version(schema, FORMAT_VERSION, properties, None)
+        first = first_version(schema, FORMAT_VERSION, properties, mirrors)
         self._created[self._catalog.create(name)] = first
         return self.table(name)
 
@@ -157,6 +161,7 @@ class DatabaseTransaction(CommitsOnExit):
             )
         except AlreadyCommitted as done:
             return CommitInfo(done.version.version, "transaction", self.base.timestamp, None, committed=False)
+        change.write_mirrors(committed)
         return database_commit_info(committed)
 
     def abort(self) -> None:

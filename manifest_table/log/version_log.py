@@ -295,6 +295,11 @@ class PointerLog(ABC, Generic[V]):
 class VersionLog(PointerLog[Version]):
     """A table's log: its versions are manifests, read through one segment cache."""
 
+    every_version_changes: bool = True
+    """Whether each version of this log is a change of its table. A database's table sees the
+    database's versions, most of which leave it as it was: its mirrors describe only the
+    versions that changed it (mirrors/sync.py)."""
+
     def __init__(self, store: ObjectStore, location: str) -> None:
         super().__init__(store, location)
         self.segments = SegmentReader(store)
