@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap, FrozenBitMap
+from pyroaring import FrozenBitMap
 
 from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError

@@ -71,9 +71,7 @@ def replacements_from_json(doc: list[dict[str, Any]]) -> list[Replacement]:
     ]
 
 
-def check_replaced(
-    replaced: Any, key: str, decode_deletes: Callable[[Any, int, str], DeletionVector]
-) -> None:
+def check_replaced(replaced: Any, key: str, decode_deletes: Callable[[Any, int, str], DeletionVector]) -> None:
     """``parameters.replaced`` of manifest ``key``: keys under ``data/``, row counts in range,
     positions (``decode_deletes(raw, rows, at)``, manifest.py's checked decoder) holding
     exactly ``rows`` positions, and as many new rows as replaced ones."""
