@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
+from tests.differential_changes import check_changes
 from tests.differential_history import FLAVORS, STEPS, History, Step, run_history
 from tests.differential_model import Oracle, State
 from tests.differential_reads import Failure, shorter
@@ -90,9 +91,9 @@ CheckerFactory = Callable[[str, str, Oracle, Any, random.Random], Checker]
 
 
 def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
-             choices: Iterable[Step] = STEPS) -> Outcome:
+             choices: Iterable[Step] = STEPS, changes: bool = False) -> Outcome:
     """Make the case of ``seed``, run ``steps`` history steps of ``choices``, then check every
-    version."""
+    version (and, with ``changes``, the change feed between them: tests/differential_changes.py)."""
     rng = random.Random(seed)
     case = make_case(seed, rng, shape)
     root = directory / "tables" / "t"
@@ -120,6 +121,11 @@ def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: Chec
             reader.version(version, state, _as_of(committed, history.versions, version))
     except Exception as error:
         failures.append(Failure("reading the history", raised(error)))
+    try:
+        if changes:
+            failures += check_changes(str(root), history.versions, 0, history.replaced_by, oracle, rng)
+    except Exception as error:
+        failures.append(Failure("reading the changes", raised(error)))
     finally:
         reader.close()
         oracle.close()

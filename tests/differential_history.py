@@ -61,6 +61,9 @@ class History:
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
+    replaced_by: dict[int, int] = field(default_factory=dict)
+    """Row version (uid) -> the one an update or upsert replaced with it: the change feed's
+    pairs (tests/differential_changes.py)."""
 
     @property
     def state(self) -> State:
@@ -146,9 +149,11 @@ def plan_update(h: History, rng: random.Random, state: State) -> Change:
     values = {c.name: update_value(rng, c) for c in rng.sample(targets, min(len(targets), rng.randint(1, 2)))}
     mask = h.oracle.mask(state, where)
     rows = new_values(state, mask, values)
-    gone = frozenset(state.uids.filter(mask).to_pylist())
+    replaced = state.uids.filter(mask).to_pylist()
+    gone = frozenset(replaced)
     uids = list(range(h.next_uid, h.next_uid + rows.num_rows))
     h.next_uid += rows.num_rows
+    h.replaced_by.update(zip(uids, replaced))
     assignments = {name: lit(v) if v is not None else None for name, v in values.items()}
     text = f"update set {values} where {None if where is None else where.ours}  (model: {len(gone)} rows)"
     return Change(text, lambda w: w.update(assignments, None if where is None else where.ours),
@@ -169,6 +174,9 @@ def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
             for i in matched_ids + new_ids]
     added = source.filter(pa.array(keep, pa.bool_()))
     added_uids = [u for u, k in zip(uids, keep) if k]
+    if when_matched == "update":
+        target = dict(zip(present, state.uids.to_pylist()))
+        h.replaced_by.update((u, target[i]) for u, i in zip(uids, matched_ids))
     updated = len(matched_ids) if when_matched == "update" else 0
     inserted = len(new_ids) if when_not_matched == "insert" else 0
     text = (f"upsert ids {matched_ids} (present) + {new_ids} (new) on id, when_matched={when_matched}, "

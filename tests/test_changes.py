@@ -268,3 +268,31 @@ def test_a_database_table_reports_its_own_commits(tmp_path: Path):
         ("update_preimage", 5, 1, "a"), ("update_postimage", 5, 1, "b"),
     ]
     assert [c.version for c in via_uri.changes(0).commits()] == [1, 2, 3, 4, 5]
+
+
+def test_a_database_feed_has_every_table_in_version_order(tmp_path: Path):
+    db = mt.create_database(tmp_path / "db")
+    orders = db.create_table("orders", SCHEMA)                             # 1
+    stock = db.create_table("stock", pa.schema([("sku", pa.string())]))    # 2
+    orders.append(rows([1, 2]))                                            # 3
+    with db.transaction() as tx:                                           # 4
+        tx.table("orders").update(values={"v": "b"}, where="id = 1")
+        tx.table("stock").append(pa.table({"sku": ["x"]}))
+    db.rename_table("stock", "items")                                      # 5
+    mt.open_table(f"{db.uri}/items").delete("sku = 'x'")                   # 6
+    db.drop_table("orders")                                                # 7
+    feed = db.changes(0)
+    assert (feed.start_version, feed.end_version) == (0, 7)
+    found = [(b.column("_table")[i].as_py(), b.column("_change_type")[i].as_py(), b.column("_commit_version")[i].as_py(),
+              b.column(0)[i].as_py()) for b in feed for i in range(b.num_rows)]
+    assert found == [
+        ("orders", "insert", 3, 1), ("orders", "insert", 3, 2),
+        ("orders", "update_preimage", 4, 1), ("orders", "update_postimage", 4, 1), ("stock", "insert", 4, "x"),
+        ("items", "delete", 6, "x"),
+    ]
+    assert [(c.table, c.version) for c in db.changes(3, 6).commits()] == [("orders", 4), ("stock", 4), ("items", 6)]
+    assert next(iter(db.changes(3))).schema.names == ["id", "v", "_change_type", "_commit_version",
+                                                      "_commit_timestamp", "_table"]
+    db.gc(retain_versions=2, retain_for=None, grace=timedelta(0))
+    with pytest.raises(VersionExpiredError, match="oldest retained version is 6"):
+        db.changes(2)

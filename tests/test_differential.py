@@ -60,7 +60,8 @@ pytestmark = TIMEOUT
 def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:
     def run(seed: int, directory: Path) -> Outcome:
         return run_case(seed, directory, Shape(KINDS), STEPS,
-                        lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS))
+                        lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS),
+                        changes=True)
     replay = "MT_DIFF_SEED={seed} MT_DIFF_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
              "tests/test_differential.py"
     run_cases(SEED, CASES, SECONDS, run, tmp_path, replay, "differential")

@@ -1,7 +1,7 @@
 """The change feed: the rows each commit changed, derived from the log (docs/changes.md)."""
 
 from .commit import CHANGE_COLUMNS, CHANGE_TYPES, ChangeReading, commit_changes
-from .feed import ChangeFeed, CommitChanges, change_range
+from .feed import ChangeFeed, CommitChanges, change_range, expired
 
 __all__ = [
     "CHANGE_COLUMNS",
@@ -11,4 +11,5 @@ __all__ = [
     "CommitChanges",
     "change_range",
     "commit_changes",
+    "expired",
 ]

@@ -4,10 +4,11 @@ made of (a table's range of versions, a database's, Spark's batch read, a stream
 The rows of the commit's plan (plan.py) are read from the data files (rows.py) as the
 columns of the feed's schema, filtered, and tagged with ``_change_type``,
 ``_commit_version`` and ``_commit_timestamp``. Order: the deletes, then each update pair
-(its ``update_preimage`` right before its ``update_postimage``), then the inserts. With a
-filter, each row of a pair is kept or dropped on its own: a pair whose new row no longer
-matches becomes a ``delete``, one whose old row did not match an ``insert`` (the changes of
-the filtered table, docs/changes.md)."""
+(its ``update_preimage`` right before its ``update_postimage``), then the inserts, so that a
+consumer applying them in order by key never applies a delete after an insert of the same
+commit. With a filter, each row of a pair is kept or dropped on its own: a pair whose new row
+no longer matches becomes a ``delete``, one whose old row did not match an ``insert`` (the
+changes of the filtered table, docs/changes.md); those take their places in the order."""
 
 from __future__ import annotations
 
@@ -67,10 +68,15 @@ def commit_changes(prev: Version | None, cur: Version, reading: ChangeReading) -
     exist before it), streamed; nothing is read until the first batch is asked for."""
     plan = plan_commit(prev, cur, DeletionVectors(reading.store))
     stamp = _Stamp(reading, cur)
+    filtered = reading.where is not None
     for rows in plan.deleted:
         yield from _each(rows, "delete", reading, stamp)
+    for pair in plan.pairs if filtered else ():  # (with a filter, the pairs are read once per kind)
+        yield from _paired(pair, reading, stamp, {"delete"})
     for pair in plan.pairs:
-        yield from _paired(pair, reading, stamp)
+        yield from _paired(pair, reading, stamp, {"update_preimage", "update_postimage"})
+    for pair in plan.pairs if filtered else ():
+        yield from _paired(pair, reading, stamp, {"insert"})
     for rows in plan.inserted:
         yield from _each(rows, "insert", reading, stamp)
 
@@ -107,8 +113,9 @@ def _each(rows: Rows, kind: str, reading: ChangeReading, stamp: _Stamp) -> Itera
         yield from stamp.batches(_as_feed(table, stamp), pa.repeat(pa.scalar(kind), table.num_rows))
 
 
-def _paired(pair: Pair, reading: ChangeReading, stamp: _Stamp) -> Iterator[pa.RecordBatch]:
-    """Old and new rows read side by side, interleaved: old, new, old, new..."""
+def _paired(pair: Pair, reading: ChangeReading, stamp: _Stamp, kinds: set[str]) -> Iterator[pa.RecordBatch]:
+    """Old and new rows read side by side, interleaved (old, new, old, new...), those of
+    ``kinds`` kept: with a filter, a pair may yield a delete or an insert instead."""
     for old, new in _aligned(_read(pair.old, reading, stamp.version), _read(pair.new, reading, stamp.version)):
         n = old.num_rows
         if reading.where is None:
@@ -116,14 +123,16 @@ def _paired(pair: Pair, reading: ChangeReading, stamp: _Stamp) -> Iterator[pa.Re
         else:
             old_kept, new_kept = _matches(old, reading.where), _matches(new, reading.where)
         order = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).ravel()
-        kept = np.stack([old_kept, new_kept], axis=1).ravel()
-        kinds = np.stack(
+        found = np.stack(
             [np.where(new_kept, "update_preimage", "delete"), np.where(old_kept, "update_postimage", "insert")], axis=1
         ).ravel()
+        kept = np.stack([old_kept, new_kept], axis=1).ravel() & np.isin(found, list(kinds))
+        if not kept.any():
+            continue
         rows = None
         if stamp.columns:
             rows = pa.concat_tables([_as_feed(old, stamp), _as_feed(new, stamp)]).take(pa.array(order[kept]))
-        yield from stamp.batches(rows, pa.array(kinds[kept], pa.string()))
+        yield from stamp.batches(rows, pa.array(found[kept], pa.string()))
 
 
 def _as_feed(table: pa.Table, stamp: _Stamp) -> pa.Table | None:

@@ -19,7 +19,7 @@ from ..arguments import check_columns, check_time, check_version
 from ..errors import InvalidArgumentError, VersionExpiredError, VersionNotFoundError
 from ..expressions import Expr, to_expr
 from ..log.version import Version
-from ..log.version_log import VersionLog
+from ..log.version_log import PointerLog, VersionLog
 from ..storage import FileIO, ObjectStore
 from .commit import CHANGE_COLUMNS, ChangeReading, commit_changes
 
@@ -141,15 +141,15 @@ class ChangeFeed:
 
 
 def change_range(
-    log: VersionLog,
+    log: PointerLog[Any],
     start_version: int | None,
     end_version: int | None,
     start_as_of: datetime | str | None,
     end_as_of: datetime | str | None,
 ) -> tuple[int, int]:
-    """``(start, end)`` from a caller's versions or times: the commits after ``start``, up to
-    and including ``end`` (default: the latest). A time names the version current then, so
-    ``start_as_of=t`` gives the commits made after ``t``."""
+    """``(start, end)`` of a table's log or a database's from a caller's versions or times:
+    the commits after ``start``, up to and including ``end`` (default: the latest). A time
+    names the version current then, so ``start_as_of=t`` gives the commits made after ``t``."""
     if (start_version is None) == (start_as_of is None):
         raise InvalidArgumentError(
             "changes needs where to start: start_version (the last version already seen) or start_as_of, not both"
@@ -172,7 +172,7 @@ def change_range(
     return start, end
 
 
-def _at(log: VersionLog, when: datetime, latest: int) -> int:
+def _at(log: PointerLog[Any], when: datetime, latest: int) -> int:
     """The version current at ``when``: before the first version, version 0 (which holds no row)."""
     try:
         return log.as_of(when).version
@@ -182,7 +182,7 @@ def _at(log: VersionLog, when: datetime, latest: int) -> int:
         return 0
 
 
-def _before_creation(log: VersionLog, version: int) -> bool:
+def _before_creation(log: PointerLog[Any], version: int) -> bool:
     """Whether ``version`` is missing because the table did not exist yet (a database's
     table, whose versions are its database's), not because it expired."""
     try:
@@ -194,7 +194,7 @@ def _before_creation(log: VersionLog, version: int) -> bool:
     return False
 
 
-def expired(log: VersionLog, version: int, existing: int) -> VersionExpiredError:
+def expired(log: PointerLog[Any], version: int, existing: int) -> VersionExpiredError:
     """The error for a feed that needs ``version``, which garbage collection removed."""
     oldest = log.oldest(existing)
     return VersionExpiredError(
