@@ -14,8 +14,9 @@ then pairs (each pre-image right before its post-image), then inserts.
 
 Ranges per case: (oldest retained, latest), and ``MT_DIFF_CHANGES`` (default 4) more drawn
 at random, some with a random filter and projection (``all``: every pair of retained
-versions); one commit alone through ``ChangeFeed.commit``; and a start that GC removed,
-which must name the oldest retained version."""
+versions); one commit alone through ``ChangeFeed.commit``; for a database's table, the
+database's feed over (oldest retained, latest), whose rows of the other table are its
+appends; and a start that GC removed, which must name the oldest retained version."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import manifest_table as mt
+from tests.differential_history import History
 from tests.differential_model import Oracle, State, stored
 from tests.differential_reads import Failure, canonical, difference, in_utc, shorter
 from tests.filter_generator import Text, random_filter
@@ -36,36 +38,74 @@ PAIRS = os.environ.get("MT_DIFF_CHANGES", "4")
 RANK = {"delete": 0, "update_preimage": 1, "update_postimage": 1, "insert": 2}
 
 
-def check_changes(uri: str, versions: list[State | None], first: int, replaced_by: dict[int, int],
-                  oracle: Oracle, rng: random.Random) -> list[Failure]:
-    """Every failure of the feed of the table at ``uri`` whose model states are ``versions``
-    (None: expired; the table exists from version ``first``)."""
-    retained = [v for v, s in enumerate(versions) if s is not None and v >= first]
+def check_changes(h: History, rng: random.Random) -> tuple[list[Failure], int]:
+    """Every failure of the feed of the history's table (and of its database's feed), and how
+    many feeds were read."""
+    versions = h.versions
+    retained = [v for v, s in enumerate(versions) if s is not None and v >= h.first]
     if not retained:
-        return []
-    model = _Model(versions, replaced_by, oracle)
-    latest, table = retained[-1], mt.open_table(uri)
+        return [], 0
+    model = _Model(versions, h.replaced_by, h.oracle)
+    latest, table = retained[-1], mt.open_table(h.uri)
     every = [(s, e) for s in retained for e in retained if s <= e]
     ranges = [(retained[0], latest)]
     ranges += every if PAIRS == "all" else rng.sample(every, min(len(every), int(PAIRS)))
     failures = []
     for start, end in ranges:
-        where = random_filter(rng, versions[end].filter_columns()) if rng.random() < 0.4 else None  # type: ignore[union-attr]
-        columns = _projection(rng, versions[end]) if rng.random() < 0.4 else None  # type: ignore[arg-type]
+        last = versions[end]
+        assert last is not None
+        where = random_filter(rng, last.filter_columns()) if rng.random() < 0.4 else None
+        columns = _projection(rng, last) if rng.random() < 0.4 else None
         name = f"changes({start}, {end}, columns={columns}, where={where.ours if where else None})"
         message = _message(lambda: table.changes(start, end, columns=columns, where=where.ours if where else None),
-                           model.expected(start, end, where, columns), versions[end], columns)  # type: ignore[arg-type]
+                           model.expected(start, end, where, columns), last, columns)
         if message is not None:
             failures.append(Failure(name, message))
+    feeds = len(ranges)
     if len(retained) > 1:
         v = rng.choice(retained[1:])
-        message = _message(lambda: _Commit(table.changes(retained[0], latest), v), model.expected(v - 1, v, presented=latest),
-                           versions[latest], None)  # type: ignore[arg-type]
+        message = _message(lambda: _Commit(table.changes(retained[0], latest), v),
+                           model.expected(v - 1, v, presented=latest), versions[latest], None)  # type: ignore[arg-type]
         if message is not None:
             failures.append(Failure(f"changes({retained[0]}, {latest}).commit({v})", message))
-    expired = [v for v, s in enumerate(versions) if s is None and v >= first]
+        feeds += 1
+    if h.database is not None:
+        failures += _database(h, model, retained[0], latest)
+        feeds += 1
+    expired = [v for v, s in enumerate(versions) if s is None and v >= h.first]
     if expired:
         failures += _expired(table, rng.choice(expired), retained[0])
+        feeds += 1
+    return failures, feeds
+
+
+def _database(h: History, model: "_Model", start: int, end: int) -> list[Failure]:
+    """``Database.changes``: table t's rows as its own feed's, the other table's appends."""
+    name = f"database changes({start}, {end})"
+    last = h.versions[end]
+    assert last is not None
+    try:
+        batches = list(mt.open_database(h.database.uri).changes(start, end))
+        ours = [b.drop_columns(["_table"]) for b in batches if b.column("_table")[0].as_py() == "t"]
+        others = [b for b in batches if b.column("_table")[0].as_py() == "other"]
+        actual = _feed_rows(pa.Table.from_batches(ours), last.schema.names) if ours else Counter()
+        other = Counter((kind, v, (k,)) for b in others
+                        for kind, v, k in zip(*(b.column(c).to_pylist() for c in ("_change_type", "_commit_version",
+                                                                                    "k"))))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        return [Failure(name, f"raised {type(error).__name__}: {shorter(str(error))}")]
+    if isinstance(actual, str):
+        return [Failure(name, actual)]
+    failures = []
+    message = difference(actual, model.expected(start, end))
+    if message is not None:
+        failures.append(Failure(f"{name}, table t", message))
+    expected = Counter(("insert", v, (k,)) for v, ks in h.other.items() if start < v <= end for k in ks)
+    message = difference(other, expected)
+    if message is not None:
+        failures.append(Failure(f"{name}, table other", message))
     return failures
 
 

@@ -29,7 +29,11 @@ from tests.filter_generator import Text, random_filter
 
 TINY = {"tail_limit": 2, "deletes_limit": 2, "segment_target_files": 3, "max_small_segments": 2}
 """Format v2 limits under which files sit in segments and segments merge every few commits."""
-FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {}}
+FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {},
+                                      "db": {"properties": TINY}}
+"""How a case's table is made; "db": as table "t" of a database, next to table "other"."""
+OTHER = pa.schema([("k", pa.int64())])
+"""The database's other table: its commits are versions that leave "t" as it was."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,12 @@ class History:
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
+    database: Any = None
+    """The database holding the table (flavor "db"), else None."""
+    first: int = 0
+    """The first version holding the table (a database's: after the database's own)."""
+    other: dict[int, list[int]] = field(default_factory=dict)
+    """Version -> the rows (``k``) it appended to the database's other table."""
     replaced_by: dict[int, int] = field(default_factory=dict)
     """Row version (uid) -> the one an update or upsert replaced with it: the change feed's
     pairs (tests/differential_changes.py)."""
@@ -218,10 +228,17 @@ def step_transaction(h: History, rng: random.Random) -> None:
     """Two or three writes in one transaction, its own scans checked after each; sometimes
     aborted (nothing may commit)."""
     abort = rng.random() < 0.15
-    h.note("transaction" + (" (aborted at the end)" if abort else ""))
+    both = h.database is not None and rng.random() < 0.5
+    h.note(("database transaction (with an append to other)" if both else "transaction")
+           + (" (aborted at the end)" if abort else ""))
     state = h.state
-    tx = h.writer(rng).transaction()
+    outer = h.database.transaction() if both else h.writer(rng).transaction()
+    tx = outer.table("t") if both else outer
+    ks = [h.next_id + i for i in range(rng.randint(1, 3))] if both else []
+    h.next_id += len(ks)
     try:
+        if ks:
+            outer.table("other").append(pa.table({"k": ks}, schema=OTHER))
         for _ in range(rng.randint(2, 3)):
             change = rng.choice(PLANS)(h, rng, state)
             h.note(f"  tx.{change.text}")
@@ -231,13 +248,16 @@ def step_transaction(h: History, rng: random.Random) -> None:
             state = change.apply(state)
             check_transaction_scan(h, rng, tx, state)
     except BaseException:
-        tx.abort()
+        outer.abort()
         raise
     if abort:
-        tx.abort()
+        outer.abort()
         assert h.table.version == len(h.versions) - 1, "an aborted transaction committed"
         return
-    h.committed(tx.commit(), state)
+    info = outer.commit()
+    if ks and info.committed:
+        h.other[info.version] = ks
+    h.committed(info, state)
 
 
 def check_transaction_scan(h: History, rng: random.Random, tx: Any, state: State) -> None:
@@ -339,10 +359,20 @@ def step_upgrade(h: History, rng: random.Random) -> None:
     h.committed(h.writer(rng).upgrade(properties=properties), h.state.upgraded())
 
 
+def step_other(h: History, rng: random.Random) -> None:
+    """A commit of the database's other table: a version that leaves "t" as it was."""
+    ks = [h.next_id + i for i in range(rng.randint(1, 3))]
+    h.next_id += len(ks)
+    h.note(f"append {ks} to the database's other table")
+    info = h.database.table("other").append(pa.table({"k": ks}, schema=OTHER))
+    h.other[info.version] = ks
+    h.committed(info, h.state)
+
+
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
-    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
-    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)" + (" of the database" if h.database else ""))
+    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None
@@ -372,6 +402,7 @@ STEPS: list[Step] = [
     (step_upgrade, 2, lambda h: not is_v2(h)),
     (step_required_column, 3, lambda h: is_v2(h) and not has_rows(h)),
     (step_gc, 0.3, lambda h: len(h.versions) > 5),
+    (step_other, 1, lambda h: h.database is not None),
 ]
 
 

@@ -48,6 +48,7 @@ pytest.importorskip("duckdb")
 pytest.importorskip("polars")
 
 from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
+from tests.differential_history import FLAVORS  # noqa: E402
 from tests.differential_reads import Checker  # noqa: E402
 from tests.differential_types import KINDS, Shape  # noqa: E402
 
@@ -61,7 +62,7 @@ def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:
     def run(seed: int, directory: Path) -> Outcome:
         return run_case(seed, directory, Shape(KINDS), STEPS,
                         lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS),
-                        changes=True)
+                        changes=True, flavors=tuple(FLAVORS))
     replay = "MT_DIFF_SEED={seed} MT_DIFF_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
              "tests/test_differential.py"
     run_cases(SEED, CASES, SECONDS, run, tmp_path, replay, "differential")
