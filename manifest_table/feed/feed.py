@@ -158,6 +158,8 @@ def change_range(
         raise InvalidArgumentError("pass end_version or end_as_of, not both")
     latest = log.pointer().version
     start = check_version(start_version) if start_version is not None else _at(log, check_time(start_as_of), latest)
+    if start > latest:
+        raise VersionNotFoundError(f"version {start} does not exist in {log.location} (latest is {latest})")
     end = latest
     if end_version is not None:
         end = check_version(end_version)
