@@ -39,6 +39,10 @@ CHANGE_COLUMNS = pa.schema(
     ]
 )
 CHANGE_TYPES = ("insert", "delete", "update_preimage", "update_postimage")
+_INSERT, _DELETE, _PRE, _POST = range(len(CHANGE_TYPES))
+_NAMES = pa.array(CHANGE_TYPES, pa.string())
+PAIRS_AT_ONCE = 65536
+"""Update pairs interleaved into one batch at most."""
 
 
 @dataclass(frozen=True)
@@ -116,23 +120,23 @@ def _each(rows: Rows, kind: str, reading: ChangeReading, stamp: _Stamp) -> Itera
 def _paired(pair: Pair, reading: ChangeReading, stamp: _Stamp, kinds: set[str]) -> Iterator[pa.RecordBatch]:
     """Old and new rows read side by side, interleaved (old, new, old, new...), those of
     ``kinds`` kept: with a filter, a pair may yield a delete or an insert instead."""
-    for old, new in _aligned(_read(pair.old, reading, stamp.version), _read(pair.new, reading, stamp.version)):
+    aligned = _aligned(_read(pair.old, reading, stamp.version), _read(pair.new, reading, stamp.version))
+    for old, new in aligned:
         n = old.num_rows
         if reading.where is None:
             old_kept = new_kept = np.ones(n, dtype=bool)
         else:
             old_kept, new_kept = _matches(old, reading.where), _matches(new, reading.where)
         order = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).ravel()
-        found = np.stack(
-            [np.where(new_kept, "update_preimage", "delete"), np.where(old_kept, "update_postimage", "insert")], axis=1
-        ).ravel()
-        kept = np.stack([old_kept, new_kept], axis=1).ravel() & np.isin(found, list(kinds))
+        found = np.stack([np.where(new_kept, _PRE, _DELETE), np.where(old_kept, _POST, _INSERT)], axis=1).ravel()
+        wanted = np.isin(np.arange(len(CHANGE_TYPES)), [CHANGE_TYPES.index(k) for k in kinds])
+        kept = np.stack([old_kept, new_kept], axis=1).ravel() & wanted[found]
         if not kept.any():
             continue
         rows = None
         if stamp.columns:
             rows = pa.concat_tables([_as_feed(old, stamp), _as_feed(new, stamp)]).take(pa.array(order[kept]))
-        yield from stamp.batches(rows, pa.array(found[kept], pa.string()))
+        yield from stamp.batches(rows, _NAMES.take(pa.array(found[kept])))
 
 
 def _as_feed(table: pa.Table, stamp: _Stamp) -> pa.Table | None:
@@ -151,7 +155,8 @@ def _matches(table: pa.Table, where: Expr) -> np.ndarray:
 
 
 def _aligned(left: Iterator[pa.Table], right: Iterator[pa.Table]) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """Two streams of the same number of rows, cut into pieces of equal length."""
+    """Two streams of the same number of rows, cut into pieces of equal length, at most
+    ``PAIRS_AT_ONCE`` rows each (the interleaving copies them)."""
     a = b = None
     while True:
         if a is None or not a.num_rows:
@@ -160,6 +165,6 @@ def _aligned(left: Iterator[pa.Table], right: Iterator[pa.Table]) -> Iterator[tu
             b = next(right, None)
         if a is None or b is None:
             return
-        n = min(a.num_rows, b.num_rows)
+        n = min(a.num_rows, b.num_rows, PAIRS_AT_ONCE)
         yield a.slice(0, n), b.slice(0, n)
         a, b = a.slice(n), b.slice(n)

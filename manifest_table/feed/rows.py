@@ -3,7 +3,7 @@ columns of the version the change feed presents (by field id: format/field_ids.p
 
 Memory stays bounded whatever the number of positions: one row group is decoded at a time,
 only the rows wanted are kept, and a read returns once it has decoded ``READ_BYTES`` of row
-groups (about two of the default 16 MiB), so a commit that deleted 10M rows streams
+groups (one of the default 16 MiB), so a commit that deleted 10M rows streams
 (tests/benchmarks/changes_memory.py). Each read opens the file anew (its footer: one small
 ranged GET), so a transient failure repeats only that read (storage/fileio.py)."""
 
@@ -22,9 +22,9 @@ from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..storage import FileIO
 
-READ_BYTES = 32 * 1024 * 1024
+READ_BYTES = 8 * 1024 * 1024
 """Uncompressed row-group bytes (the footer's, all columns) one read decodes at most, past
-its first row group."""
+its first row group: one row group of the default 16 MiB, several small ones."""
 
 
 def rows_at(
