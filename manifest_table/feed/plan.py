@@ -134,7 +134,10 @@ def _pieces(
                 output, used = next(outputs), 0
             target = inserted.get(output.path) or _unknown(key, output.path)
             if output.rows > target.file.rows:
-                _unknown(key, output.path)
+                raise CorruptTableError(
+                    f"{key}: field parameters.replaced takes {output.rows} rows of {output.path}, "
+                    f"which has {target.file.rows}"
+                )
             n = min(source.rows - taken, output.rows - used)
             new = BitMap()
             new.add_range(used, used + n)
