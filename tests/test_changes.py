@@ -296,3 +296,13 @@ def test_a_database_feed_has_every_table_in_version_order(tmp_path: Path):
     db.gc(retain_versions=2, retain_for=None, grace=timedelta(0))
     with pytest.raises(VersionExpiredError, match="oldest retained version is 6"):
         db.changes(2)
+
+
+def test_a_filter_prunes_files_by_their_statistics(table: mt.Table, monkeypatch: pytest.MonkeyPatch):
+    table.append(rows(list(range(100, 110))))
+    read = []
+    original = mt.storage.FileIO.read_parquet
+    monkeypatch.setattr(mt.storage.FileIO, "read_parquet", lambda io, key, *a: read.append(key) or original(io, key, *a))
+    assert changed(table.changes(0, where="id >= 100"), "id") == [("insert", 2, i) for i in range(100, 110)]
+    first = {f.path for f in table.manifest(1).files}
+    assert read and not first & set(read)  # the files of version 1 (ids 0-5) are not read

@@ -74,7 +74,8 @@ def commit_changes(prev: Version | None, cur: Version, reading: ChangeReading) -
     stamp = _Stamp(reading, cur)
     filtered = reading.where is not None
     for rows in plan.deleted:
-        yield from _each(rows, "delete", reading, stamp)
+        if not _pruned(rows, prev, reading):
+            yield from _each(rows, "delete", reading, stamp)
     for pair in plan.pairs if filtered else ():  # (with a filter, the pairs are read once per kind)
         yield from _paired(pair, reading, stamp, {"delete"})
     for pair in plan.pairs:
@@ -82,7 +83,21 @@ def commit_changes(prev: Version | None, cur: Version, reading: ChangeReading) -
     for pair in plan.pairs if filtered else ():
         yield from _paired(pair, reading, stamp, {"insert"})
     for rows in plan.inserted:
-        yield from _each(rows, "insert", reading, stamp)
+        if not _pruned(rows, cur, reading):
+            yield from _each(rows, "insert", reading, stamp)
+
+
+def _pruned(rows: Rows, version: Version | None, reading: ChangeReading) -> bool:
+    """Whether the file's statistics (its entry in ``version``) rule out every row the filter
+    could select, as a scan prunes files. Only where ``version`` has the feed's schema: an
+    entry's statistics are keyed by its own version's column names."""
+    where = reading.where
+    return (
+        where is not None
+        and version is not None
+        and version.fields == reading.fields
+        and not where.may_match(rows.file.stats.get)
+    )
 
 
 class _Stamp:
