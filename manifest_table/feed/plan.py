@@ -2,8 +2,8 @@
 reads (docs/changes.md). It is derived from the commit's version and its parent alone
 (DESIGN.md section 19), reading manifests and bitmaps, never data:
 
-- *deleted*: per file of the parent, the positions the commit newly deleted (a file it
-  removed whole: every row that was live);
+- *deleted*: per file of the parent (its entry there), the positions the commit newly
+  deleted (a file it removed whole: every row that was live);
 - *inserted*: per file the commit added, its live positions;
 - *pairs*: rows an update or upsert replaced and their new versions, from the commit's
   ``parameters.replaced`` (format/replaced.py), taken out of both lists above.
@@ -73,7 +73,7 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
             if f.path not in moved:
                 deleted[f.path] = Rows(f, _all(f.rows) - dvs.of(f))
         for before, after in change.redeleted:
-            deleted[after.path] = Rows(after, dvs.of(after) - dvs.of(before))
+            deleted[before.path] = Rows(before, dvs.of(after) - dvs.of(before))
     inserted = {f.path: Rows(f, _all(f.rows) - dvs.of(f)) for f in added if f.path not in moved}
     replaced = replacements_from_json(cur.parameters.get("replaced", []))
     pairs = _pairs(replaced, deleted, inserted, dvs, manifest_key(cur.version))
