@@ -73,8 +73,9 @@ class DatabaseChanges:
             raise expired(self._db.log, version, self.end_version) from None
 
     def _last_states(self, versions: range) -> dict[str, DatabaseVersion]:
-        """Per table changed in ``versions``: the last database version of the range that
-        holds it (the version its rows are read as)."""
+        """Per table of ``versions``: the last database version of the range that holds it
+        (the version its rows are read as). A pass over the range's versions before the rows,
+        so a feed reads each database version twice (small objects; the rows dominate)."""
         last: dict[str, DatabaseVersion] = {}
         for version in reversed(versions):
             db = self._version(version)
