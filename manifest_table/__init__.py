@@ -8,10 +8,13 @@ from .data.scan import Scan
 from .database import Database, DatabaseSnapshot, DatabaseTable, DatabaseTransaction, create_database, open_database
 from .entry_points import create_table, open_table, write_table
 from .expressions import col
+from .feed import ChangeFeed, CommitChanges
 from .table import Table
 from .transaction import Transaction
 
 __all__ = [
+    "ChangeFeed",
+    "CommitChanges",
     "CommitInfo",
     "Database",
     "DatabaseSnapshot",

@@ -25,6 +25,7 @@ from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
 from .errors import InvalidArgumentError
 from .expressions import Expr, to_expr
+from .feed import ChangeFeed, change_range
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .log.version import Version
@@ -100,6 +101,26 @@ class Table(TableHandle):
 
     def to_arrow(self) -> pa.Table:
         return self.scan().to_arrow()
+
+    def changes(
+        self,
+        start_version: int | None = None,
+        end_version: int | None = None,
+        *,
+        start_as_of: datetime | str | None = None,
+        end_as_of: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
+        where: str | Expr | None = None,
+    ) -> ChangeFeed:
+        """The rows changed by the commits after ``start_version`` (or the version current at
+        ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the latest), in
+        commit order, with ``_change_type`` (insert, delete, update_preimage,
+        update_postimage), ``_commit_version`` and ``_commit_timestamp``; derived from the
+        log, nothing extra written by writers. The version is the cursor: next time, start
+        at ``end_version``. A start that GC removed is ``VersionExpiredError``. See
+        docs/changes.md."""
+        start, end = change_range(self.log, start_version, end_version, start_as_of, end_as_of)
+        return ChangeFeed(self.log, self.io, self.store, start, end, columns, where)
 
     def to_duckdb(self, con: Any, name: str, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         """Register ``name`` on the DuckDB connection ``con`` as a view of the table (or of

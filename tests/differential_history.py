@@ -33,7 +33,11 @@ from tests.filter_generator import Text, random_filter
 
 TINY = {"tail_limit": 2, "deletes_limit": 2, "segment_target_files": 3, "max_small_segments": 2}
 """Format v2 limits under which files sit in segments and segments merge every few commits."""
-FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {}}
+FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {},
+                                      "db": {"properties": TINY}}
+"""How a case's table is made; "db": as table "t" of a database, next to table "other"."""
+OTHER = pa.schema([("k", pa.int64())])
+"""The database's other table: its commits are versions that leave "t" as it was."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,14 @@ class History:
     next_uid: int = 0
     names: int = 0
     database: Any = None
-    """The ``mt.Database`` the table is ``t`` of, or None for a standalone table."""
+    """The database holding the table as ``t`` (flavor "db"), else None."""
+    first: int = 0
+    """The first version holding the table (a database's: after the database's own)."""
+    other: dict[int, list[int]] = field(default_factory=dict)
+    """Version -> the rows (``k``) it appended to the database's other table."""
+    replaced_by: dict[int, int] = field(default_factory=dict)
+    """Row version (uid) -> the one an update or upsert replaced with it: the change feed's
+    pairs (tests/differential_changes.py)."""
 
     @property
     def state(self) -> State:
@@ -82,8 +93,14 @@ class History:
         """The writer's handle, or now and then a fresh one (a new process's view); for a
         database's table also ``db.table`` and database transactions."""
         if self.database is not None and rng.random() < 0.5:
-            return rng.choice([self.database.table("t"), ThroughDatabase(self.database, "t")])
+            return rng.choice([self.database.table("t"), ThroughDatabase(self, "t", rng)])
         return mt.open_table(self.uri) if rng.random() < 0.3 else self.table
+
+    def other_rows(self, rng: random.Random) -> list[int]:
+        """New keys for the database's other table (its rows are the change feed's too)."""
+        ks = [self.next_id + i for i in range(rng.randint(1, 3))]
+        self.next_id += len(ks)
+        return ks
 
     def unchanged(self, info: Any) -> None:
         """Another table's commit (or a catalog change) made a database version at which this
@@ -126,16 +143,16 @@ class History:
 
 
 class ThroughDatabase:
-    """A database's table whose writes are database transactions that also append a row to
-    the table ``u``: what ``append``, ``delete``, ... and ``transaction()`` return is about
+    """A database's table whose writes are database transactions that also append rows to
+    the table ``other``: what ``append``, ``delete``, ... and ``transaction()`` return is about
     this table (its manifest at the committed version), as a ``Table``'s would be. Anything
     else (``compact``, ``update_schema``) goes to a fresh ``db.table``."""
 
-    def __init__(self, db: Any, name: str) -> None:
-        self.db, self.name = db, name
+    def __init__(self, history: History, name: str, rng: random.Random) -> None:
+        self.history, self.db, self.name, self.rng = history, history.database, name, rng
 
     def transaction(self) -> "TableOfDatabaseTransaction":
-        return TableOfDatabaseTransaction(self.db, self.name)
+        return TableOfDatabaseTransaction(self.history, self.name, self.rng)
 
     def _one(self, operation: str, *args: Any, **kwargs: Any) -> Any:
         tx = self.transaction()
@@ -153,23 +170,26 @@ class ThroughDatabase:
 
 
 class TableOfDatabaseTransaction:
-    """``db.transaction()`` seen as one table's transaction (the other table it writes, ``u``,
-    gets one row at commit)."""
+    """``db.transaction()`` seen as one table's transaction (the other table it writes,
+    ``other``, gets new rows at commit, recorded in ``History.other``)."""
 
-    def __init__(self, db: Any, name: str) -> None:
-        self.db, self.name = db, name
-        self.tx = db.transaction()
+    def __init__(self, history: History, name: str, rng: random.Random) -> None:
+        self.history, self.db, self.name, self.rng = history, history.database, name, rng
+        self.tx = self.db.transaction()
         self.table = self.tx.table(name)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.table, name)
 
     def commit(self) -> Any:
-        if not self.table.staging.changes.is_empty():
-            self.tx.table("u").append(pa.table({"n": [1]}))
+        ks = [] if self.table.staging.changes.is_empty() else self.history.other_rows(self.rng)
+        if ks:
+            self.tx.table("other").append(pa.table({"k": ks}, schema=OTHER))
         info = self.tx.commit()
         if not info.committed:
             return info
+        if ks:
+            self.history.other[info.version] = ks
         return mt.CommitInfo.of(self.db.table(self.name).manifest(info.version))
 
     def abort(self) -> None:
@@ -213,9 +233,11 @@ def plan_update(h: History, rng: random.Random, state: State) -> Change:
     values = {c.name: update_value(rng, c) for c in rng.sample(targets, min(len(targets), rng.randint(1, 2)))}
     mask = h.oracle.mask(state, where)
     rows = new_values(state, mask, values)
-    gone = frozenset(state.uids.filter(mask).to_pylist())
+    replaced = state.uids.filter(mask).to_pylist()
+    gone = frozenset(replaced)
     uids = list(range(h.next_uid, h.next_uid + rows.num_rows))
     h.next_uid += rows.num_rows
+    h.replaced_by.update(zip(uids, replaced))
     assignments = {name: lit(v) if v is not None else None for name, v in values.items()}
     text = f"update set {values} where {None if where is None else where.ours}  (model: {len(gone)} rows)"
     return Change(text, lambda w: w.update(assignments, None if where is None else where.ours),
@@ -236,6 +258,9 @@ def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
             for i in matched_ids + new_ids]
     added = source.filter(pa.array(keep, pa.bool_()))
     added_uids = [u for u, k in zip(uids, keep) if k]
+    if when_matched == "update":
+        target = dict(zip(present, state.uids.to_pylist()))
+        h.replaced_by.update((u, target[i]) for u, i in zip(uids, matched_ids))
     updated = len(matched_ids) if when_matched == "update" else 0
     inserted = len(new_ids) if when_not_matched == "insert" else 0
     text = (f"upsert ids {matched_ids} (present) + {new_ids} (new) on id, when_matched={when_matched}, "
@@ -290,10 +315,16 @@ def step_transaction(h: History, rng: random.Random) -> None:
     """Two or three writes in one transaction, its own scans checked after each; sometimes
     aborted (nothing may commit)."""
     abort = rng.random() < 0.15
-    h.note("transaction" + (" (aborted at the end)" if abort else ""))
+    both = h.database is not None and rng.random() < 0.5
+    h.note(("database transaction (with an append to other)" if both else "transaction")
+           + (" (aborted at the end)" if abort else ""))
     state = h.state
-    tx = h.writer(rng).transaction()
+    outer = h.database.transaction() if both else h.writer(rng).transaction()
+    tx = outer.table("t") if both else outer
+    ks = h.other_rows(rng) if both else []
     try:
+        if ks:
+            outer.table("other").append(pa.table({"k": ks}, schema=OTHER))
         for _ in range(rng.randint(2, 3)):
             change = rng.choice(PLANS)(h, rng, state)
             h.note(f"  tx.{change.text}")
@@ -303,13 +334,16 @@ def step_transaction(h: History, rng: random.Random) -> None:
             state = change.apply(state)
             check_transaction_scan(h, rng, tx, state)
     except BaseException:
-        tx.abort()
+        outer.abort()
         raise
     if abort:
-        tx.abort()
+        outer.abort()
         assert h.table.version == len(h.versions) - 1, "an aborted transaction committed"
         return
-    h.committed(tx.commit(), state)
+    info = outer.commit()
+    if ks and info.committed:
+        h.other[info.version] = ks
+    h.committed(info, state)
 
 
 def check_transaction_scan(h: History, rng: random.Random, tx: Any, state: State) -> None:
@@ -431,13 +465,15 @@ def step_other_table(h: History, rng: random.Random) -> None:
     """A database version that leaves the table as it is: another table written, or one
     created, renamed or dropped."""
     db = h.database
-    scratch = sorted(set(db.tables()) - {"t", "u"})
+    scratch = sorted(set(db.tables()) - {"t", "other"})
     kind = rng.choice(["write", "create", "rename", "drop"])
     if kind in ("rename", "drop") and not scratch:
         kind = "create"
     h.note(f"database: {kind} another table")
     if kind == "write":
-        info = db.table("u").append(pa.table({"n": [2]}))
+        ks = h.other_rows(rng)
+        info = db.table("other").append(pa.table({"k": ks}, schema=OTHER))
+        h.other[info.version] = ks
     elif kind == "create":
         h.names += 1
         db.create_table(f"s{h.names}", pa.schema([("n", pa.int64())]))
@@ -452,7 +488,7 @@ def step_other_table(h: History, rng: random.Random) -> None:
 
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
-    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
+    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)" + (" of the database" if h.database else ""))
     (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):

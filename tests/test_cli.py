@@ -151,6 +151,24 @@ def test_scan_csv_and_json_parse_back(run: Run, uri: str):
     assert [json.loads(line) for line in out.splitlines()] == [{"ts": "1970-01-01T00:00:00.000000Z", "id": 0}]
 
 
+def test_changes_in_each_format(run: Run, uri: str, tmp_path: Path):
+    """``changes --from V``: the rows changed after version V, as CSV, JSON lines or Parquet;
+    a filter and a column list as for scan; --to pins the end (docs/changes.md)."""
+    mt.open_table(uri).update(values={"name": "x"}, where="id = 1")  # version 3
+    _, out, _ = run("changes", uri, "--from", "1", "--format", "csv", "--columns", "id,name")
+    found = [(r["id"], r["name"], r["_change_type"], r["_commit_version"]) for r in csv.DictReader(io.StringIO(out))]
+    assert found == [("3", "n3", "insert", "2"), ("4", "n4", "insert", "2"),
+                     ("1", "n1", "update_preimage", "3"), ("1", "x", "update_postimage", "3")]
+    _, out, _ = run("changes", uri, "--from", "1", "--to", "2", "--format", "jsonl", "--where", "id = 4")
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [4]
+    assert run("changes", uri, "--from", "1", "--output", str(tmp_path / "c.parquet"))[0] == 0
+    assert pq.read_table(tmp_path / "c.parquet").column("_change_type").to_pylist() == [
+        "insert", "insert", "update_preimage", "update_postimage"]
+    assert_user_error(run("changes", uri), "--from")
+    assert_user_error(run("changes", uri, "--from", "9"), "version 9 does not exist")
+    assert_user_error(run("changes", uri, "--from", "0", "--where", "nope > 1"), "nope")
+
+
 def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: Path):
     """--output writes every row (no preview cap), in the format its extension names, and
     each written format reads back into a table with the same rows."""

@@ -14,6 +14,7 @@ import pyarrow as pa
 from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
+from ..feed import change_range
 from ..format.database import DatabaseVersion, check_table_name
 from ..format.manifest import FORMAT_VERSION, manifest_key
 from ..format.pointer import POINTER_KEY, Pointer
@@ -21,6 +22,7 @@ from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
 from ..table import handle_args
+from .changes import DatabaseChanges
 from .garbage_collection import collect_database_garbage
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
@@ -50,6 +52,20 @@ class Database(DatabaseHandle):
         if limit is not None:
             check_int("limit", limit, minimum=0)
         return [database_commit_info(v) for v in self.log.history(limit)]
+
+    def changes(
+        self,
+        start_version: int | None = None,
+        end_version: int | None = None,
+        *,
+        start_as_of: datetime | str | None = None,
+        end_as_of: datetime | str | None = None,
+    ) -> DatabaseChanges:
+        """Every table's change rows in the commits after ``start_version`` (or the version
+        current at ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the
+        latest), in database-version order, each batch with a ``_table`` column (changes.py,
+        docs/changes.md). The database version is the cursor."""
+        return DatabaseChanges(self, *change_range(self.log, start_version, end_version, start_as_of, end_as_of))
 
     def table(self, name: str) -> DatabaseTable:
         """Table ``name`` at the latest version: a ``Table`` (every table method works)."""

@@ -26,6 +26,7 @@ from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, l
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
+from .replaced import check_replaced
 from .root import (
     FileIndex,
     Totals,
@@ -207,6 +208,8 @@ def check_parameters(parameters: dict[str, Any], key: str) -> dict[str, Any]:
     """A commit's ``parameters``, with what rebasing and GC decode from them checked."""
     if "rewrites" in parameters:
         _check_rewrites(parameters["rewrites"], key)
+    if "replaced" in parameters:
+        check_replaced(parameters["replaced"], key, lambda raw, rows, at: _decode_deletes(raw, rows, key, at))
     return parameters
 
 

@@ -265,6 +265,18 @@ class PointerLog(ABC, Generic[V]):
             )
         return found
 
+    def oldest(self, existing: int) -> int:
+        """The oldest retained version up to ``existing`` (a version that exists): expired
+        versions form a prefix, so a binary search finds it in about log2(existing) GETs."""
+        lo, hi = 0, existing
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.find(mid) is None:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     def history(self, limit: int | None = None) -> list[V]:
         """Manifests from the latest back to the oldest retained, newest first."""
         version = self.pointer().version

@@ -6,8 +6,10 @@
 2. Scan the transaction's snapshot for the live matching rows with their positions (pruned
    by file and row-group stats like any filtered scan).
 3. Compute each row's new values with Arrow and store them into the columns' types by a
-   safe cast, streaming into one append (new files hold only the changed rows).
-4. Stage deleting the old positions. The commit is serializable against the condition, as
+   safe cast, streaming into one append (new files hold only the changed rows), in the
+   order the rows were read: file by file, ascending positions.
+4. Stage deleting the old positions, and which new row replaces which (``parameters.replaced``:
+   the change feed's update pairs). The commit is serializable against the condition, as
    ``overwrite(where=...)`` is: a concurrent commit that adds rows the condition may match,
    or deletes rows this one read, makes it fail (commit/conflicts.py).
 """
@@ -86,7 +88,9 @@ def update(staging: Staging, assignments: Any, where: str | Expr | None, values:
             positions[file.path] = BitMap(rows.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
             yield from assigned(rows.drop_columns([POSITION_COLUMN]), terms, schema).to_batches()
 
+    staged = len(staging.changes.added)
     append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()))
+    staging.stage_replacement(list(positions.items()), staging.changes.added[staged:])
     updated = staging.stage_deletes(positions.items())
     staging.serialize_against(expr)
     staging.record(

@@ -93,6 +93,30 @@ def test_requests_per_operation(s3_uri: str, requests: Requests) -> None:
                                "GET tombstone": 1}
 
 
+def test_the_change_feed_costs_writers_no_request(s3_uri: str, requests: Requests) -> None:
+    """Issue 33: the change feed is derived from what commits write anyway. An update or an
+    upsert records which new row replaces which in its manifest (``parameters.replaced``),
+    and, when the same commit also deletes other rows of the file, the positions in the
+    tombstone object it writes in any case: the requests are those of release 0.3.0 (checked
+    against it), one PUT per object."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = mt.create_table(s3_uri, schema)
+    table.append(pa.table({"id": list(range(10)), "v": ["a"] * 10}, schema=schema))
+    writer = mt.open_table(s3_uri)
+    requests.take()
+    writes = {"PUT data": 1, "PUT tombstone": 1, "PUT manifest": 1, "PUT pointer": 1}
+    writer.update(values={"v": "b"}, where="id < 3")
+    assert requests.take() == {"GET pointer": 1, "GET manifest": 1, "GET data": 1, **writes}
+    writer.upsert(pa.table({"id": [1, 20], "v": ["u", "n"]}, schema=schema), on=["id"])
+    assert requests.take() == {"GET pointer": 1, "GET data": 2, "GET tombstone": 1, **writes}
+    with writer.transaction() as tx:
+        tx.update(values={"v": "c"}, where="id = 5")
+        tx.delete("id = 6")  # the same file: the update's positions go into the tombstone object
+    assert requests.take() == {"GET pointer": 1, "GET data": 4, "GET tombstone": 1, **writes}
+    assert [r["_change_type"] for r in writer.changes(3).to_arrow().to_pylist()] == [
+        "delete", "update_preimage", "update_postimage"]
+
+
 def test_ranged_reads_send_no_head(s3_uri: str, requests: Requests, monkeypatch: pytest.MonkeyPatch) -> None:
     """Files too big to be read whole: the footer, then the columns, and still no HEAD."""
     monkeypatch.setattr(files, "WHOLE_READ_BYTES", 0)
