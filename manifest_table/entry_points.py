@@ -10,11 +10,14 @@ from typing import Any, Never
 
 import pyarrow as pa
 
-from .arguments import Seconds, Size, check_choice
+from .arguments import Seconds, Size, check_choice, check_schema_mode
+from .commit import CommitInfo
 from .data.ingest import arrow_input
 from .database.database import table_of_database
-from .errors import TableExistsError, TableNotFoundError
-from .format.manifest import FORMAT_VERSION
+from .errors import SchemaMismatchError, TableExistsError, TableNotFoundError
+from .format.manifest import FORMAT_VERSION, Manifest
+from .log.version import Version
+from .operations.append import write_rows
 from .operations.create import create, first_version
 from .operations.schema_change import new_columns
 from .storage import ObjectStore
@@ -103,31 +106,67 @@ def write_table(
     **table_options: Any,
 ) -> Table:
     """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
-    data's schema when there is none (version 0, then the rows as version 1). ``mode``:
-    ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
-    or ``"overwrite"`` (replace every row). ``schema_mode="merge"`` adds the data's new
-    columns. ``table_options`` are ``create_table``'s; ``format_version``, ``properties`` and
-    ``mirrors`` apply only when the table is created. Returns the table."""
+    data's schema when there is none (version 0, then the rows as version 1; a write that
+    fails leaves no table: ``create_with_rows``). ``mode``: ``"error"`` (a table already
+    there is ``TableExistsError``, nothing written), ``"append"`` or ``"overwrite"`` (replace
+    every row). ``schema_mode="merge"`` adds the data's new columns. ``table_options`` are
+    ``create_table``'s; ``format_version``, ``properties`` and ``mirrors`` apply only when
+    the table is created. Returns the table."""
     check_choice("mode", mode, WRITE_MODES)
+    check_schema_mode(schema_mode)
     data = arrow_input(data)  # one stream for the schema and the rows
     creation = {k: table_options.pop(k) for k in _CREATION_OPTIONS if k in table_options}
     try:
         table = open_table(uri, storage_options=storage_options, **table_options)
-        if mode == "error":
-            raise TableExistsError(
-                f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
-                "or mode='overwrite' to write to it)"
-            )
     except TableNotFoundError:
         schema = pa.schema(new_columns(data, pa.schema([])))
-        try:
-            table = create_table(uri, schema, storage_options=storage_options, **creation, **table_options)
-        except TableExistsError:  # another writer created it meanwhile
-            if mode == "error":
-                raise
-            table = open_table(uri, storage_options=storage_options, **table_options)
+        table = table_at(uri, None, storage_options, options_of(table_options, {}))
+        create_with_rows(table, _first(schema, **creation), data, replace=mode == "overwrite")
+        return table
+    if mode == "error":
+        raise TableExistsError(
+            f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
+            "or mode='overwrite' to write to it)"
+        )
     if mode == "overwrite":
         table.overwrite(data, schema_mode=schema_mode)
     else:
         table.append(data, schema_mode=schema_mode)
     return table
+
+
+def _first(
+    schema: pa.Schema,
+    format_version: int = FORMAT_VERSION,
+    properties: dict[str, int] | None = None,
+    mirrors: Sequence[str] | None = None,
+) -> Manifest:
+    return first_version(schema, format_version, properties, mirrors)
+
+
+def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = False) -> CommitInfo:
+    """Create the table ``empty`` describes (``first_version``) at ``table``'s location, holding
+    ``data``, or nothing at all. The rows are written first, into files no version references;
+    only then is version 0 created and the files committed as version 1. So bad data (a value
+    that does not fit, a stream that fails midway) leaves no table behind, only removed files,
+    as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
+    takes the files if it has the same columns (``replace``: in place of its rows), else
+    ``SchemaMismatchError`` and nothing is written."""
+    fields = Version.of(empty, table.log.segments).fields
+    files = write_rows(table.io, data, fields, table.write_options)
+    try:
+        try:
+            create(table, empty)
+        except TableExistsError:
+            if table.manifest().fields != fields:
+                raise SchemaMismatchError(
+                    f"a table with other columns was created at {table.uri} meanwhile; nothing was written"
+                ) from None
+        with table.transaction() as tx:
+            if replace:
+                tx.overwrite(empty.schema.empty_table())
+            tx.add_files(files)
+            return tx.commit()
+    except BaseException:
+        table.store.delete_unreferenced(f.path for f in files)
+        raise

@@ -141,11 +141,21 @@ class Table(TableHandle):
             tx.delete(where)
             return tx.commit()
 
-    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> CommitInfo:
+    def overwrite(
+        self,
+        data: Any,
+        where: str | Expr | None = None,
+        schema_mode: str | None = None,
+        *,
+        require_match: bool = True,
+    ) -> CommitInfo:
         """Atomically replace every row (or the rows matching ``where``) with ``data``
-        (``schema_mode="merge"``: adding its new columns, as ``append`` does)."""
+        (``schema_mode="merge"``: adding its new columns, as ``append`` does). With ``where``,
+        every row of ``data`` must satisfy it, or nothing is written (``InvalidArgumentError``
+        naming how many do not): a row outside it would be kept beside the rows it was meant
+        to replace. ``require_match=False`` writes such rows all the same."""
         with self.transaction() as tx:
-            tx.overwrite(data, where, schema_mode)
+            tx.overwrite(data, where, schema_mode, require_match=require_match)
             return tx.commit()
 
     def update(
@@ -175,6 +185,7 @@ class Table(TableHandle):
         when_not_matched: str = "insert",
         when_not_matched_by_source: str = "ignore",
         columns: Sequence[str] | None = None,
+        schema_mode: str | None = None,
     ) -> CommitInfo:
         """Merge ``data`` by the key columns ``on``. A target row with a source row's key is
         replaced by it (``when_matched``: "update"; "ignore" keeps it, "delete" deletes it); a
@@ -184,7 +195,8 @@ class Table(TableHandle):
         columns a matched update sets; the source may then omit the others (inserted rows get
         nulls there). One commit with ``rows_updated``, ``rows_inserted`` and ``rows_removed``;
         no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
-        null key matches nothing. See docs/python-api.md."""
+        null key matches nothing. ``schema_mode="merge"`` first adds the source's new columns,
+        as ``append`` does. See docs/python-api.md."""
         with self.transaction() as tx:
             tx.upsert(
                 data,
@@ -193,6 +205,7 @@ class Table(TableHandle):
                 when_not_matched=when_not_matched,
                 when_not_matched_by_source=when_not_matched_by_source,
                 columns=columns,
+                schema_mode=schema_mode,
             )
             return tx.commit()
 

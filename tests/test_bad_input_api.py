@@ -94,7 +94,11 @@ Case = tuple[str, type[ManifestTableError], Callable[[mt.Table], Any], str]
 
 CASES: list[Case] = [
     # --- garbage collection arguments ---------------------------------------------------
-    ("gc-retain-for-int", InvalidArgumentError, lambda t: t.gc(retain_for=3600), "retain_for must be a datetime.timedelta"),
+    ("gc-retain-for-list", InvalidArgumentError, lambda t: t.gc(retain_for=[3600]), "retain_for must be a datetime.timedelta"),
+    ("gc-retain-for-bool", InvalidArgumentError, lambda t: t.gc(retain_for=True), "retain_for must be a datetime.timedelta"),
+    ("gc-retain-for-seconds-below-grace", InvalidArgumentError, lambda t: t.gc(retain_for=3600), "shorter than grace"),
+    ("gc-grace-nan", InvalidArgumentError, lambda t: t.gc(grace=float("nan")), "grace must be a finite number"),
+    ("gc-grace-negative-seconds", InvalidArgumentError, lambda t: t.gc(grace=-1), "grace cannot be negative"),
     ("gc-grace-str", InvalidArgumentError, lambda t: t.gc(grace="one day"), "not a duration: 'one day'"),
     ("gc-retain-versions-str", InvalidArgumentError, lambda t: t.gc(retain_versions="3"), "retain_versions must be an integer"),
     ("gc-retain-versions-zero", InvalidArgumentError, lambda t: t.gc(retain_versions=0), "retain_versions must be at least 1"),

@@ -54,7 +54,8 @@ def test_gc_and_compact_take_text(tmp_path: Path):
     (lambda p: mt.create_table(p, SCHEMA, deadline="soon"), "not a duration: 'soon'"),
     (lambda p: mt.create_table(p, SCHEMA, deadline="0"), "deadline must be above 0"),
     (lambda p: mt.create_table(p, SCHEMA, compresion="zstd"), "did you mean 'compression'"),
-    (lambda p: mt.create_table(p, SCHEMA).gc(grace=3600), "grace must be a datetime.timedelta .* such as '7d'"),
+    (lambda p: mt.create_table(p, SCHEMA).gc(grace=[3600]), "grace must be a datetime.timedelta .* such as '7d'"),
+    (lambda p: mt.create_table(p, SCHEMA).gc(grace=3600, retain_for=60), "shorter than grace"),
 ])
 def test_bad_text_is_refused_before_anything_is_written(tmp_path: Path, call, message):
     with pytest.raises(InvalidArgumentError, match=message):

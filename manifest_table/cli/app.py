@@ -21,10 +21,12 @@ import pyarrow.fs as pafs
 
 from ..errors import InvalidFilterError, ManifestTableError
 from ..expressions.literals import QUOTE_HINT
-from . import database, maintain, mirror, read, write
+from ..format.manifest import DATABASE_HINT
+from ..format.schema import MERGE_HINT
+from . import database, maintain, mirror, options, read, write
 from .options import common_options
 
-PROG = read.PROG
+PROG = options.PROG
 
 
 def run() -> NoReturn:
@@ -116,7 +118,16 @@ def _one_line(exc: BaseException, args: argparse.Namespace) -> str:
     where = getattr(args, "where", None) or ""
     if isinstance(exc, InvalidFilterError) and '"' in where and "single quotes" not in message:
         message += QUOTE_HINT
+    for python, cli in CLI_WORDS.items():
+        message = message.replace(python, cli)
     return message
+
+
+CLI_WORDS = {
+    MERGE_HINT: "--schema-mode merge adds new columns",
+    DATABASE_HINT: "use manifest-table db COMMAND DB_URI, and DB_URI/TABLE for its tables",
+}
+"""What the library's messages say in Python's words, in the command line's."""
 
 
 def _silence_stdout() -> None:

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from ..errors import InputFileError
+from ..format.schema import MERGE_HINT
 
 LINES_PER_BATCH = 65536
 _SPECIAL = frozenset({"NaN", "Infinity", "-Infinity"})
@@ -107,7 +108,7 @@ def read_json_lines(path: str, source: IO[bytes], schema: pa.Schema) -> Iterator
         rows = _objects(path, first, lines)
         unknown = set().union(*rows) - set(schema.names)
         if unknown:
-            raise InputFileError(f"cannot read {where}: unknown columns {sorted(unknown)}")
+            raise InputFileError(f"cannot read {where}: unknown columns {sorted(unknown)} ({MERGE_HINT})")
         try:
             yield pa.RecordBatch.from_arrays(
                 [from_json([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema

@@ -15,6 +15,7 @@ from ..table import Table
 from .inputs import CsvDialect
 
 T = TypeVar("T")
+PROG = "manifest-table"
 duration = parse_duration
 size = parse_size
 

@@ -17,11 +17,10 @@ from ..errors import InvalidArgumentError, VersionExpiredError
 from ..table import Table
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
-from .options import csv_options, names, open_from, whole_number
+from .options import PROG, csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
-PROG = "manifest-table"
 PREVIEW_ROWS = 20
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import InvalidFilterError
 from .literals import Value, filter_error, literal, quote_name, render_literal, unknown_column
 
 _KERNELS = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked", "/": "divide_checked"}
@@ -118,6 +119,33 @@ def _scalar(value: Value | None) -> pa.Scalar:
             return pa.scalar(value, pa.uint64())
         return pa.scalar(Decimal(value), pa.decimal128(38, 0))
     return pa.scalar(value)
+
+
+@dataclass(frozen=True)
+class Constant(Term):
+    """A value already converted to its column's type (``update(values=...)``): stored as
+    given, NaN, infinities and bytes included, which filter literals do not take."""
+
+    scalar: pa.Scalar
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        value = self.scalar.as_py()
+        if value is None:
+            return "NULL"
+        try:
+            return render_literal(literal(value))
+        except InvalidFilterError:  # no filter text for it (NaN, bytes, a list): as Python writes it
+            return repr(value)
+
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        return dataclasses.replace(self, arrow_type=self.scalar.type)
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.scalar(self.scalar)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from ..arguments import did_you_mean
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
 from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
 
+MERGE_HINT = "schema_mode='merge' adds new columns"
+
 
 def encode_schema(schema: pa.Schema) -> str:
     """Arrow IPC bytes, base64: exact for every Arrow type, including nested and metadata."""
@@ -74,7 +76,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if missing:
         problems.append(f"missing columns {missing}")
     if extra:
-        problems.append(f"unknown columns {extra}{did_you_mean(extra, missing)}")
+        problems.append(f"unknown columns {extra}{did_you_mean(extra, missing)} ({MERGE_HINT})")
     if len(names) != len(table.schema.names):
         problems.append("duplicate column names")
     if problems:

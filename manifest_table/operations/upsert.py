@@ -42,7 +42,7 @@ from ..data.scan import POSITION_COLUMN
 from ..errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
-from .append import append
+from .append import append, apply_schema_mode
 from .staging import Staging
 
 WHEN_MATCHED = ("update", "ignore", "delete")
@@ -173,10 +173,11 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
     return keys
 
 
-def upsert(staging: Staging, data: Any, rules: MergeRules) -> UpsertCounts:
-    """Stage steps 1-4."""
-    schema = staging.scan().schema
+def upsert(staging: Staging, data: Any, rules: MergeRules, schema_mode: str | None = None) -> UpsertCounts:
+    """Stage steps 1-4 (``schema_mode="merge"``: adding the source's new columns first)."""
     data = arrow_input(data)
+    apply_schema_mode(staging, data, schema_mode)
+    schema = staging.scan().schema
     source_schema = rules.source_schema(data, schema)
     source = pa.Table.from_batches(list(batches_of(data, source_schema)), source_schema)
     keys = rules.keys
