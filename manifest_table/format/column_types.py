@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -254,12 +255,10 @@ def _float_overflow(before: pa.Array | pa.ChunkedArray, after: pa.Array | pa.Chu
     """A finite value that became infinite in a cast to a narrower float (Arrow's "safe"
     cast rounds 1e39 to float32's infinity), at any depth; None if there is none. Infinities
     and NaN given as such stay as given."""
-    pairs = zip(before.chunks, after.chunks) if isinstance(before, pa.ChunkedArray) else [(before, after)]
-    for old, new in pairs:
-        for source, result in _float_leaves(old, new):
-            lost = pc.and_(pc.is_finite(source), pc.invert(pc.is_finite(result)))
-            if pc.any(lost).as_py():
-                return float(source.filter(lost)[0].as_py())
+    for source, result in _float_leaves(before, after):
+        lost = pc.and_(pc.is_finite(source), pc.invert(pc.is_finite(result)))
+        if pc.any(lost).as_py():
+            return float(pc.filter(source, lost)[0].as_py())
     return None
 
 
@@ -273,13 +272,13 @@ def with_doubles(dtype: pa.DataType) -> pa.DataType:
     return pa.float64() if pat.is_float32(dtype) else rebuilt(dtype, with_doubles)
 
 
-def _float_leaves(source: pa.Array, result: pa.Array) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """Pairs of the float arrays inside a cast's source and result (of the same nesting)."""
+def _float_leaves(source: Any, result: Any) -> Iterator[tuple[Any, Any]]:
+    """Pairs of the float arrays (or chunked arrays) inside a cast's source and result."""
     kind = result.type
     if pat.is_floating(kind) and pat.is_floating(source.type) and kind.bit_width < source.type.bit_width:
         yield source, result
     elif _is_list(kind) and _is_list(source.type):
-        yield from _float_leaves(source.flatten(), result.flatten())
+        yield from _float_leaves(pc.list_flatten(source), pc.list_flatten(result))
     elif pat.is_struct(kind) and pat.is_struct(source.type):
         for pair in zip(source.flatten(), result.flatten()):
             yield from _float_leaves(*pair)

@@ -62,7 +62,7 @@ class _TableWrite:
 
     def __init__(self, options: SourceOptions, frame: StructType, overwrite: bool) -> None:
         self._options = options
-        self._target = TableCommit(options.location, frame, overwrite, options.where)
+        self._target = TableCommit(options.location, frame, overwrite, options.where, options.require_match)
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:

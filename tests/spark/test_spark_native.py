@@ -19,7 +19,7 @@ from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
-                                   VersionNotFoundError)
+                                   TableNotFoundError, VersionNotFoundError)
 from manifest_table.format.stats import table_stats
 from manifest_table.spark import compact, delete, read, upsert, write
 from manifest_table.spark import native_location
@@ -147,7 +147,7 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     # Column order and a narrower type (int into bigint) are conformed; overwrite with where.
     more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score",
                                                "CAST(id AS INT) AS id")
-    write(more, uri, "overwrite", where="id < 100")
+    write(more, uri, "overwrite", where="id < 100 OR id >= 1000")
     assert ids_of(t) == list(range(100, 300)) + list(range(1000, 1010))
     assert ids_of(t, version=1) == list(range(300))
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
@@ -381,8 +381,8 @@ def test_fallback_to_the_data_source_is_logged_once(spark, tmp_path: Path, caplo
         write(df, uri)
     assert ids_of(t) == sorted(list(range(20)) * 2)
     assert sum("Python data source" in r.getMessage() for r in caplog.records) == 1
-    write(df.filter("id < 5"), uri, "overwrite", where="id >= 10")  # the where option of the data source
-    assert ids_of(t) == sorted(list(range(10)) * 2 + list(range(5)))
+    write(df.filter("id >= 15"), uri, "overwrite", where="id >= 10")  # the where option of the data source
+    assert ids_of(t) == sorted(list(range(10)) * 2 + list(range(15, 20)))
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
 
 
@@ -428,3 +428,29 @@ def test_literals_a_column_cannot_hold_are_left_to_our_evaluator(spark, tmp_path
         python.delete(where)
         delete(spark, native.uri, where)
         assert native.to_arrow().sort_by("i").to_pylist() == python.to_arrow().sort_by("i").to_pylist(), where
+
+
+def test_an_overwrite_refuses_rows_outside_its_condition(spark, tmp_path: Path):
+    """Issue 30 item 1, on both paths: a row outside ``where`` would sit beside the rows it was
+    meant to replace, so the write is refused and nothing is written (not even a missing
+    table); ``require_match=False`` (option ``requireMatch`` ``"false"``) writes it."""
+    uri = str(tmp_path / "t")
+    df = spark.sql("SELECT 1L AS id, DATE '2026-11-01' AS day UNION ALL SELECT 2L, DATE '2026-11-02'")
+    where = "day = DATE '2026-11-01'"
+    assert_rejected(LocalStore(uri), InvalidArgumentError, lambda: write(df, uri, "overwrite", where=where),
+                    match=r"1 of the 2 new rows does not satisfy .* day = DATE '2026-11-02'.*requireMatch false")
+    with pytest.raises(TableNotFoundError):
+        mt.open_table(uri)  # (Spark's staging directories are left empty: no object)
+    write(df, uri)
+    t = mt.open_table(uri)
+    for path in ("native", "source"):
+        attempt = (lambda: write(df, uri, "overwrite", where=where)) if path == "native" else (
+            lambda: df.write.format("manifest_table").mode("overwrite").option("where", where).save(uri))
+        with pytest.raises(Exception, match="does not satisfy"):
+            attempt()
+        assert t.version == 1 and {f.name for f in Path(uri, "data").iterdir()} == {
+            f.path[len("data/"):] for f in t.manifest().files}
+    write(df.filter(where), uri, "overwrite", where=where)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+    df.write.format("manifest_table").mode("overwrite").option("where", where).option("requireMatch", "false").save(uri)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2, 2]
