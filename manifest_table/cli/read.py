@@ -116,7 +116,7 @@ def scan(args: argparse.Namespace) -> None:
     else:
         limit = args.limit or None  # 0: every row
     total = scan.count() if args.output and scan.where is None else None  # free without a filter
-    emit(args, fmt, _head(scan.to_batches(), limit), scan.schema, total)
+    emit(args, fmt, _head(scan.to_batches(), limit, noted=args.limit is None), scan.schema, total)
 
 
 def inspect(args: argparse.Namespace) -> None:
@@ -203,9 +203,10 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
 
 
-def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
-    """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
-    is not mistaken for the whole result."""
+def _head(batches: Iterator[pa.RecordBatch], limit: int | None, noted: bool) -> Iterator[pa.RecordBatch]:
+    """The first ``limit`` rows; ``noted`` (the default preview, not an explicit ``--limit``):
+    saying on stderr when rows were left out, so that a preview is not mistaken for the whole
+    result."""
     if limit is None:
         yield from batches
         return
@@ -213,7 +214,8 @@ def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.R
     for batch in batches:
         if batch.num_rows > left:
             yield batch.slice(0, left)
-            print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
+            if noted:
+                print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
             return
         yield batch
         left -= batch.num_rows
