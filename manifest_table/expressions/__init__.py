@@ -13,6 +13,7 @@ from .nodes import (
     And,
     Column,
     Comparison,
+    Computed,
     Expr,
     In,
     IsNull,
@@ -22,12 +23,14 @@ from .nodes import (
     col,
 )
 from .parser import parse, parse_term, to_expr, to_term
-from .terms import Arithmetic, Condition, Literal, Ref, Term, lit
+from .terms import Arithmetic, Condition, Function, Literal, Ref, Term, lit
 
 __all__ = [
     "And",
     "Arithmetic",
     "Condition",
+    "Computed",
+    "Function",
     "Literal",
     "Ref",
     "Term",

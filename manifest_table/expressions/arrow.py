@@ -39,9 +39,9 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
-    """`column op value`; `arrow_type` is the column's type once bound (None: Arrow decides)."""
-    field = pc.field(column)
+def comparison(field: pc.Expression, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`field op value` (`field`: a column, or a value computed from one); `arrow_type` is its
+    type once bound (None: Arrow decides)."""
     if arrow_type is None:  # unbound: Arrow's own casts
         return OPERATORS[op](field, value)
     if isinstance(value, float) and not pa.types.is_floating(arrow_type):
@@ -69,9 +69,10 @@ def _as_double(field: pc.Expression, arrow_type: pa.DataType) -> pc.Expression:
     return field.cast(pa.float64(), safe=False)
 
 
-def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
-    """`column [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
-    field = pc.field(column)
+def is_in(
+    field: pc.Expression, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None
+) -> pc.Expression:
+    """`field [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
     if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
         field, arrow_type = _as_double(field, arrow_type), pa.float64()  # an integer or decimal column vs doubles
     if arrow_type is None:
@@ -89,15 +90,18 @@ def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.
     return ~found if negated else found
 
 
-def is_null(column: str, negated: bool) -> pc.Expression:
-    field = pc.field(column)
+def is_null(field: pc.Expression, negated: bool) -> pc.Expression:
     return field.is_valid() if negated else field.is_null()
 
 
-def like(column: str, pattern: str, negated: bool) -> pc.Expression:
+def like(field: pc.Expression, pattern: str, negated: bool, case_insensitive: bool = False) -> pc.Expression:
     """LIKE with the kernels that keep its meaning: equality, starts_with, ends_with and
-    substring for the common shapes, an anchored RE2 regex for the rest."""
-    field, parsed = pc.field(column), parse_like(pattern)
+    substring for the common shapes, an anchored RE2 regex for the rest. ILIKE
+    (``case_insensitive``) is LIKE of the lower-cased value and pattern, as PostgreSQL, DuckDB
+    and Spark define it (``lower``: Unicode's simple case mapping, expressions/terms.py)."""
+    if case_insensitive:
+        field, pattern = pc.utf8_lower(field), pc.utf8_lower(pa.scalar(pattern)).as_py()
+    parsed = parse_like(pattern)
     pieces = parsed.pieces
     if parsed.literal is not None:
         matched = field == parsed.literal

@@ -72,8 +72,9 @@ def _compare(column: str, op: str, value: Value | None, columns: StatsColumns) -
         or pat.is_decimal(dtype)
     ) or isinstance(value, float | bool):
         return None
-    below = ds.field(low_name).is_null() | arrow.comparison(low_name, "<" if op == "<" else "<=", value, dtype)
-    above = ds.field(high_name).is_null() | arrow.comparison(high_name, ">" if op == ">" else ">=", value, dtype)
+    low, high = ds.field(low_name), ds.field(high_name)
+    below = low.is_null() | arrow.comparison(low, "<" if op == "<" else "<=", value, dtype)
+    above = high.is_null() | arrow.comparison(high, ">" if op == ">" else ">=", value, dtype)
     if op == "=":
         return below & above
     return below if op in ("<", "<=") else above
