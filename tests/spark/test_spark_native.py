@@ -454,3 +454,24 @@ def test_an_overwrite_refuses_rows_outside_its_condition(spark, tmp_path: Path):
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
     df.write.format("manifest_table").mode("overwrite").option("where", where).option("requireMatch", "false").save(uri)
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2, 2]
+
+
+def test_a_delete_by_what_sql_users_type_deletes_what_python_does(spark, tmp_path: Path):
+    """Issue 30 item 9 on Spark: ``%`` is translated to Spark's own ``%`` (SQL's remainder);
+    lower(), upper() and ILIKE are left to our evaluator (Spark maps case by Java's rules),
+    and either way a native delete removes exactly the rows the Python API removes."""
+    from manifest_table.expressions import parse
+    from manifest_table.spark.to_spark import exact
+
+    schema = pa.schema([("i", pa.int32()), ("s", pa.string())])
+    assert exact(parse("i % -3 = -1 AND i % 2 IN (0, 1)").bind(schema), schema) is not None
+    for text in ("lower(s) = 'a'", "upper(s) LIKE 'A%'", "s ILIKE 'a%'"):
+        assert exact(parse(text).bind(schema), schema) is None, text
+    data = pa.table({"i": pa.array([-7, -3, 0, 4, 5, None], pa.int32()), "s": ["Ab", "aB", "İx", "b", None, "AB"]})
+    python, native = (mt.create_table(str(tmp_path / name), data.schema) for name in ("python", "native"))
+    for t in (python, native):
+        t.append(data)
+    for where in ("i % 3 = -1", "i % -2 = 0 OR lower(s) = 'ab'", "s ILIKE 'i%'"):
+        python.delete(where)
+        delete(spark, native.uri, where)
+        assert native.to_arrow().to_pylist() == python.to_arrow().to_pylist(), where
