@@ -21,7 +21,7 @@ import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
                                    TableNotFoundError, VersionNotFoundError)
 from manifest_table.format.stats import table_stats
-from manifest_table.spark import compact, delete, read, upsert, write
+from manifest_table.spark import compact, delete, read, register, upsert, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
@@ -475,3 +475,20 @@ def test_a_delete_by_what_sql_users_type_deletes_what_python_does(spark, tmp_pat
         python.delete(where)
         delete(spark, native.uri, where)
         assert native.to_arrow().to_pylist() == python.to_arrow().to_pylist(), where
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python3", "/usr/bin/python3"])
+def test_workers_without_the_package_are_refused_before_the_job(spark, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, python: str):
+    """Issue 30 item 10: a worker Python that cannot import the package (missing, or one
+    without it or its dependencies) is one clear error before any job starts, not a hundred
+    lines ending in ModuleNotFoundError from a task."""
+    if not Path(python).exists() and python != "/nonexistent/python3":
+        pytest.skip(f"no {python} here")
+    t = mt.create_table(str(tmp_path / "t"), FLAT)
+    t.append(flat_rows(0, 10))
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", python)  # as if PYSPARK_PYTHON named it
+    for call in (lambda: delete(spark, t.uri, "id < 3"), lambda: register(spark)):
+        with pytest.raises(InvalidArgumentError, match=f"Spark starts its Python workers with '{python}'.*set PYSPARK_PYTHON"):
+            call()
+    assert t.version == 1
