@@ -1,27 +1,25 @@
 """A table by its location, the package's entry points: ``create_table``, ``open_table`` (also
 a database's table, ``DB_URI/TABLE``: docs/databases.md) and ``write_table`` (create from data).
-They sit above ``table.py`` and ``database/``, since opening may find either."""
+They sit above ``table.py`` and ``database/``, since opening may find either; what only
+creating or writing needs is imported by the function that does it (docs/benchmarks.md,
+"Start-up")."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Never
+from typing import TYPE_CHECKING, Any, Never
 
 import pyarrow as pa
 
 from .arguments import Seconds, Size, check_choice, check_schema_mode
-from .commit import CommitInfo
-from .data.ingest import arrow_input
-from .database.database import table_of_database
 from .errors import SchemaMismatchError, TableExistsError, TableNotFoundError
 from .format.manifest import FORMAT_VERSION, Manifest
-from .log.version import Version
-from .operations.append import write_rows
-from .operations.create import create, first_version
-from .operations.schema_change import new_columns
 from .storage import ObjectStore
 from .table import Table, options_of, table_at
+
+if TYPE_CHECKING:
+    from .commit import CommitInfo
 
 
 def create_table(
@@ -49,6 +47,8 @@ def create_table(
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
     The other keywords are the handle's options, as for ``open_table``."""
+    from .operations.create import create, first_version
+
     empty = first_version(schema, format_version, properties, mirrors)
     table = table_at(uri, store, storage_options, options_of(locals(), unknown))
     create(table, empty)
@@ -85,6 +85,8 @@ def open_table(
         parent, _, name = table.uri.rstrip("/").rpartition("/")
         if store is not None or not parent or not name:
             raise
+        from .database.database import table_of_database
+
         found = table_of_database(parent, name, storage_options, options)
         if found is None:
             raise
@@ -112,6 +114,9 @@ def write_table(
     every row). ``schema_mode="merge"`` adds the data's new columns. ``table_options`` are
     ``create_table``'s; ``format_version``, ``properties`` and ``mirrors`` apply only when
     the table is created. Returns the table."""
+    from .data.ingest import arrow_input
+    from .operations.schema_change import new_columns
+
     check_choice("mode", mode, WRITE_MODES)
     check_schema_mode(schema_mode)
     data = arrow_input(data)  # one stream for the schema and the rows
@@ -141,6 +146,8 @@ def _first(
     properties: dict[str, int] | None = None,
     mirrors: Sequence[str] | None = None,
 ) -> Manifest:
+    from .operations.create import first_version
+
     return first_version(schema, format_version, properties, mirrors)
 
 
@@ -152,6 +159,10 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
     takes the files if it has the same columns (``replace``: in place of its rows), else
     ``SchemaMismatchError`` and nothing is written."""
+    from .log.version import Version
+    from .operations.append import write_rows
+    from .operations.create import create
+
     fields = Version.of(empty, table.log.segments).fields
     files = write_rows(table.io, data, fields, table.write_options)
     try:

@@ -21,7 +21,7 @@ import pytest
 import manifest_table as mt
 from manifest_table import cli
 from manifest_table.cli import main
-import manifest_table.cli.options  # noqa: F401 - patched below
+import manifest_table.entry_points  # noqa: F401 - patched below
 from tests.column_types import SUPPORTED, values as type_values
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
@@ -449,7 +449,7 @@ def test_version_and_help(run: Run):
 def test_unexpected_errors_keep_their_traceback(run: Run, uri: str, monkeypatch: pytest.MonkeyPatch):
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
-    monkeypatch.setattr(cli.options, "open_table", broken)
+    monkeypatch.setattr(manifest_table.entry_points, "open_table", broken)  # what cli.options.open_from calls
     with pytest.raises(RuntimeError, match="a bug"):
         main(["info", uri])
 

@@ -10,18 +10,24 @@ without a zone keeps wall-clock times and refuses a value with an offset rather 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.dataset as ds
 
 from ..arguments import check_unicode
 from ..errors import InputFileError
 from ..format.column_types import with_doubles
+from ..lazy import lazy
 from .jsonl import from_json, is_binary, read_json_lines, to_timestamp
+from .options import CsvDialect
+
+if TYPE_CHECKING:
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as ds
+else:
+    pacsv = lazy("pyarrow.csv")
+    ds = lazy("pyarrow.dataset")
 
 INPUT_FORMATS = {
     ".parquet": "parquet",
@@ -37,16 +43,6 @@ INPUT_FORMATS = {
 
 def format_of(path: str) -> str | None:
     return INPUT_FORMATS.get(Path(path).suffix.lower())
-
-
-@dataclass(frozen=True)
-class CsvDialect:
-    """How CSV files are read and written (``--delimiter``, ``--null-value``). Only the
-    listed texts, unquoted, are null: pyarrow's default list (``NA``, ``NULL``, ``N/A``,
-    ``NaN``, ...) turned Namibia's country code and every NaN into nulls."""
-
-    delimiter: str = ","
-    null_values: tuple[str, ...] = ("",)
 
 
 def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect()) -> pa.RecordBatchReader:

@@ -7,7 +7,6 @@ import argparse
 import sys
 from typing import Any
 
-from ..mirrors.sync import status
 from ..table import Table
 from .options import PROG, open_from
 from .progress import activity
@@ -41,6 +40,8 @@ def mirror(args: argparse.Namespace) -> int | None:
 
 def versions(table: Table) -> dict[str, int | None]:
     """Each mirror that is on, with the newest version it describes."""
+    from ..mirrors.sync import status  # (fastavro and the mirrors load only where needed)
+
     return status(table.log, table.mirrors)
 
 

@@ -8,18 +8,20 @@ import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..commit import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
-from ..table import Table
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
 from .options import PROG, csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
+
+if TYPE_CHECKING:
+    from ..commit import CommitInfo
+    from ..table import Table
 
 PREVIEW_ROWS = 20
 
@@ -159,8 +161,15 @@ def count(args: argparse.Namespace) -> None:
     print(open_from(args).scan([], args.where, args.version, args.as_of).count())
 
 
-def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
+def add_commands(command: Any) -> None:
     """Register the reading commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    snapshot = argparse.ArgumentParser(add_help=False)
+    snapshot.add_argument("--where", metavar="EXPR", help="filter, e.g. \"id > 5 AND name LIKE 'a%%'\"")
+    travel = snapshot.add_mutually_exclusive_group()
+    travel.add_argument("--version", type=int, metavar="N", help="read version N")
+    travel.add_argument(
+        "--as-of", metavar="TIMESTAMP", help="read the version current at an ISO 8601 time (no offset: UTC)"
+    )
     described = command("info", info, "show version, schema, size and row counts", aliases=["describe"])
     described.add_argument("--json", action="store_true", help="print JSON")
 

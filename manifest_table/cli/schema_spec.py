@@ -7,18 +7,26 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
 from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 from ..format.column_types import plain_type
+from ..lazy import lazy
 from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_csv, open_ipc
 from .jsonl import to_timestamp
 from .options import PROG
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pajson = lazy("pyarrow.json")
+    pq = lazy("pyarrow.parquet")
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},

@@ -24,16 +24,29 @@ import functools
 import math
 from collections.abc import Callable
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyarrow.acero import Declaration, ProjectNodeOptions, TableSourceNodeOptions
 
+from ..lazy import lazy
 from .like import ANY, parse_like
 from .literals import OPERATORS, Value, to_float32
 
-_TRUE, _FALSE, _NULL = pa.scalar(True), pa.scalar(False), pa.scalar(None, pa.bool_())
+if TYPE_CHECKING:
+    import pyarrow.acero as acero
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
+    acero = lazy("pyarrow.acero")
+
+
+def _boolean(value: bool | None) -> pa.Scalar:
+    """TRUE, FALSE or a null boolean (made when used: pyarrow's first conversion of a Python
+    value imports pandas, which a module import must not)."""
+    return pa.scalar(value, pa.bool_())
+
+
 _INT64 = (-(2**63), 2**63 - 1)
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -82,7 +95,7 @@ def is_in(
     if members:
         value_set = pa.array(members) if arrow_type is not None else members
         # Arrow's is_in says false for a null input; SQL says unknown, which NOT must keep.
-        found = pc.if_else(field.is_valid(), field.isin(value_set), _NULL)
+        found = pc.if_else(field.is_valid(), field.isin(value_set), _boolean(None))
         if arrow_type is not None and pa.types.is_floating(arrow_type) and 0.0 in values:
             found = found | (field == pa.scalar(0.0, arrow_type))  # -0.0 IN (0.0)
     else:
@@ -140,10 +153,10 @@ def evaluate(condition: pc.Expression, table: pa.Table) -> pa.ChunkedArray:
 
 def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     """A table of `columns` (name -> expression over `table`'s columns), in row order."""
-    plan = Declaration.from_sequence(
+    plan = acero.Declaration.from_sequence(
         [
-            Declaration("table_source", TableSourceNodeOptions(table)),
-            Declaration("project", ProjectNodeOptions(list(columns.values()), list(columns))),
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions(list(columns.values()), list(columns))),
         ]
     )
     return plan.to_table(use_threads=False)  # one thread keeps row order
@@ -156,12 +169,12 @@ def _grouped(
         groups = [functools.reduce(combine, items[i : i + _GROUP]) for i in range(0, len(items), _GROUP)]
         if len(groups) == 1:
             return groups[0]
-        items = [pc.if_else(group, _TRUE, _FALSE) for group in groups]
+        items = [pc.if_else(group, _boolean(True), _boolean(False)) for group in groups]
 
 
 def _for_every_value(field: pc.Expression, answer: bool) -> pc.Expression:
     """`answer` for every non-null value, unknown for null (a comparison decided by types)."""
-    return pc.if_else(field.is_valid(), _TRUE if answer else _FALSE, _NULL)
+    return pc.if_else(field.is_valid(), _boolean(answer), _boolean(None))
 
 
 def _neighbours(value: Value, arrow_type: pa.DataType) -> tuple[pa.Scalar | None, pa.Scalar | None, bool]:

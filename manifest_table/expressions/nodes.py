@@ -13,11 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..lazy import lazy
 from . import arrow, pruning
 from .like import parse_like
 from .literals import (
@@ -35,6 +35,11 @@ from .literals import (
 )
 from .pruning import ColumnStats, StatsLookup
 from .terms import Arithmetic, Literal, Ref, Term, term
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 MAX_DEPTH = 100
 """How deeply nodes may nest (NOT and alternating AND/OR). Every visitor recurses once per

@@ -12,15 +12,22 @@ whose NaN and widening rules stay in pruning.py; LIKE; IS NULL; NOT IN)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.types as pat
 
+from ..lazy import lazy
 from . import arrow
 from .literals import Value
 from .nodes import And, Comparison, Expr, In, Or, PruneOnly
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+else:
+    pc = lazy("pyarrow.compute")
+    ds = lazy("pyarrow.dataset")
 
 MAX_IN_VALUES = 64
 StatsColumns = Callable[[str], tuple[str, str, pa.DataType] | None]

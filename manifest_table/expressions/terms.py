@@ -28,14 +28,19 @@ import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import InvalidFilterError
+from ..lazy import lazy
 from .literals import Value, filter_error, literal, quote_name, render_literal, unknown_column
 from .pruning import ColumnStats, StatsLookup
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 _KERNELS = {
     "+": "add_checked",

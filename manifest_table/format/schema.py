@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..arguments import did_you_mean
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
+from ..lazy import lazy
 from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:
+    pq = lazy("pyarrow.parquet")
 
 MERGE_HINT = "schema_mode='merge' adds new columns"
 

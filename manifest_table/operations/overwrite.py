@@ -15,9 +15,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_bool
@@ -27,11 +26,17 @@ from ..expressions import Expr, Not, to_expr
 from ..expressions.literals import render_literal
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
+from ..lazy import lazy
 from ..storage import FileIO
 from ..wording import count
 from .append import append
 from .delete import delete
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 def overwrite(

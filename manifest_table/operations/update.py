@@ -15,11 +15,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import did_you_mean
@@ -30,8 +29,14 @@ from ..expressions import Column, Expr, Term, parse_term, to_expr, to_term
 from ..expressions.arrow import project
 from ..expressions.terms import Constant
 from ..format.column_types import assignable, cast_safely
+from ..lazy import lazy
 from .append import append
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) -> dict[str, Term]:

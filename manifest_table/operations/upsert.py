@@ -29,11 +29,10 @@ appended, in one commit whose cost follows the source, not the table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_choice, check_columns
@@ -42,8 +41,14 @@ from ..data.scan import POSITION_COLUMN
 from ..errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
+from ..lazy import lazy
 from .append import append, apply_schema_mode
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 WHEN_MATCHED = ("update", "ignore", "delete")
 WHEN_NOT_MATCHED = ("insert", "ignore")
