@@ -91,9 +91,8 @@ def scalars(dtype: pa.DataType) -> st.SearchStrategy[Any]:
     if t.is_floating(dtype):
         return st.floats(width=dtype.bit_width)
     if t.is_decimal(dtype):
-        digits = dtype.precision - dtype.scale
-        return st.decimals(min_value=-(Decimal(10) ** digits) + 1, max_value=Decimal(10) ** digits - 1,
-                           places=dtype.scale, allow_nan=False, allow_infinity=False)
+        most = 10**dtype.precision - 1
+        return st.integers(-most, most).map(lambda units: Decimal(units).scaleb(-dtype.scale))
     if t.is_string(dtype) or t.is_large_string(dtype):
         return TEXT
     if t.is_fixed_size_binary(dtype):

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from ..errors import InputFileError
+from ..format.column_types import appendable, cast_safely
 from ..format.schema import MERGE_HINT
 from ..lazy import lazy
 
@@ -216,7 +217,8 @@ def _leaf(values: list[Any], kind: pa.DataType) -> pa.Array:
         strange = {v for v in values if type(v) is str} - _SPECIAL
         if strange:
             raise ValueError(f"{sorted(strange)[0]!r} is not a {kind} value")
-        return pa.array([None if v is None else float(v) for v in values], kind)
+        doubles = pa.array([None if v is None else float(v) for v in values], pa.float64())
+        return cast_safely(doubles, kind, appendable, ValueError, f"a {kind} value")  # 1e39: no float32
     if is_binary(kind):
         return pa.array([None if v is None else _base64(v) for v in _expect(values, (str,), kind)], kind)
     if pat.is_decimal(kind):  # a safe cast from text: a digit the scale cannot hold is an error

@@ -14,6 +14,7 @@ from ..database import Database, open_database
 from ..entry_points import create_table, create_with_rows
 from ..errors import DatabaseNotFoundError, InvalidArgumentError, InvalidFilterError, TableNotFoundError
 from ..expressions import parse_term, to_expr
+from ..format.column_types import with_doubles
 from ..format.manifest import FORMAT_VERSION
 from ..operations.create import first_version
 from ..operations.overwrite import check_within
@@ -181,7 +182,7 @@ def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
     try:
         if pa.types.is_timestamp(arrow_type) and arrow_type.tz:
             return to_timestamp(pa.array([text]), arrow_type)[0].as_py()
-        return pa.array([text]).cast(arrow_type)[0].as_py()
+        return pa.array([text]).cast(with_doubles(arrow_type))[0].as_py()  # 1e39: refused, not float32 inf
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InvalidArgumentError(f"--value {name}={text!r} is not a value of type {arrow_type} ({exc})") from None
 
