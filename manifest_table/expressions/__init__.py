@@ -5,13 +5,13 @@ recorded in manifests (`str`). See docs/expressions.md.
 
 Modules, lowest first: `literals` (values, types, text), `like` (LIKE patterns), `pruning`
 (statistics), `arrow` (rows), `terms` (value expressions: arithmetic, what `update` assigns),
-`nodes` (the tree, delegating to those), `parser` (text).
+`nodes` (the tree, delegating to those), `builder` (`col(...)`), `parser` (text).
 """
 
 from ..format.stats import ColumnStats
+from .builder import Column, col
 from .nodes import (
     And,
-    Column,
     Comparison,
     Computed,
     Expr,
@@ -20,7 +20,6 @@ from .nodes import (
     Like,
     Not,
     Or,
-    col,
 )
 from .parser import parse, parse_term, to_expr, to_term
 from .terms import Arithmetic, Condition, Function, Literal, Ref, Term, lit

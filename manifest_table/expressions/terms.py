@@ -384,7 +384,7 @@ def _numeric(arrow_type: pa.DataType | None) -> bool:
 def term(value: Any) -> Term:
     """A Python value as a term: a term stays, ``col(name)`` is the column's value, anything
     else becomes a ``Literal``."""
-    from .nodes import Column  # nodes builds on this module
+    from .builder import Column  # the builder builds on this module
 
     if isinstance(value, Column):
         return Ref(value.name)
