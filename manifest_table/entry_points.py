@@ -2,25 +2,26 @@
 ``write_table`` (create from data). Each first asks whether the location is a database's table,
 ``DB_URI/TABLE`` (``database_above``, docs/databases.md): that is always the database's table,
 created in the database, never a standalone table in the database's folder. They sit above
-``table.py`` and ``database/``, since a location may name either."""
+``table.py`` and ``database/``, since a location may name either; what only creating or
+writing needs is imported by the function that does it (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Never
+from typing import TYPE_CHECKING, Any, Never
 
 import pyarrow as pa
 
-from .arguments import Seconds, Size, check_choice
-from .data.ingest import arrow_input
+from .arguments import Seconds, Size, check_choice, check_schema_mode
 from .database.database import database_above
-from .errors import StoreError, TableExistsError, TableNotFoundError
-from .format.manifest import FORMAT_VERSION
-from .operations.create import create, first_version
-from .operations.schema_change import new_columns
+from .errors import SchemaMismatchError, StoreError, TableExistsError, TableNotFoundError
+from .format.manifest import FORMAT_VERSION, Manifest
 from .storage import ObjectStore
 from .table import Table, options_of, table_at
+
+if TYPE_CHECKING:
+    from .commit import CommitInfo
 
 
 def create_table(
@@ -49,6 +50,8 @@ def create_table(
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
     The other keywords are the handle's options, as for ``open_table``. ``DB_URI/TABLE``
     creates the table in that database (``Database.create_table``)."""
+    from .operations.create import create, first_version
+
     empty = first_version(schema, format_version, properties, mirrors)
     options = options_of(locals(), unknown)
     found = None if store is not None else database_above(uri, storage_options, options, repair=True)
@@ -124,31 +127,106 @@ def write_table(
     **table_options: Any,
 ) -> Table:
     """Write ``data`` (anything ``append`` takes) to the table at ``uri``, creating it from the
-    data's schema when there is none (version 0, then the rows as version 1). ``mode``:
-    ``"error"`` (a table already there is ``TableExistsError``, nothing written), ``"append"``
-    or ``"overwrite"`` (replace every row). ``schema_mode="merge"`` adds the data's new
-    columns. ``table_options`` are ``create_table``'s; ``format_version``, ``properties`` and
-    ``mirrors`` apply only when the table is created. Returns the table."""
+    data's schema when there is none (version 0, then the rows as version 1; a write that
+    fails leaves no table: ``create_with_rows``). ``mode``: ``"error"`` (a table already
+    there is ``TableExistsError``, nothing written), ``"append"`` or ``"overwrite"`` (replace
+    every row). ``schema_mode="merge"`` adds the data's new columns. ``table_options`` are
+    ``create_table``'s; ``format_version``, ``properties`` and ``mirrors`` apply only when
+    the table is created. Returns the table."""
+    from .data.ingest import arrow_input
+    from .operations.schema_change import new_columns
+
     check_choice("mode", mode, WRITE_MODES)
+    check_schema_mode(schema_mode)
     data = arrow_input(data)  # one stream for the schema and the rows
     creation = {k: table_options.pop(k) for k in _CREATION_OPTIONS if k in table_options}
     try:
         table = open_table(uri, storage_options=storage_options, **table_options)
-        if mode == "error":
-            raise TableExistsError(
-                f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
-                "or mode='overwrite' to write to it)"
-            )
     except TableNotFoundError:
         schema = pa.schema(new_columns(data, pa.schema([])))
         try:
-            table = create_table(uri, schema, storage_options=storage_options, **creation, **table_options)
-        except TableExistsError:  # another writer created it meanwhile
+            return create_from_rows(
+                uri, schema, data, storage_options, options_of(table_options, {}), creation, mode == "overwrite"
+            )[0]
+        except TableExistsError:  # another writer created a database's table meanwhile
             if mode == "error":
                 raise
             table = open_table(uri, storage_options=storage_options, **table_options)
+    if mode == "error":
+        raise TableExistsError(
+            f"a table already exists at {table.uri} (mode='error'; pass mode='append' "
+            "or mode='overwrite' to write to it)"
+        )
     if mode == "overwrite":
         table.overwrite(data, schema_mode=schema_mode)
     else:
         table.append(data, schema_mode=schema_mode)
     return table
+
+
+def create_from_rows(
+    uri: str | os.PathLike[str],
+    schema: pa.Schema,
+    data: Any,
+    storage_options: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+    creation: dict[str, Any] | None = None,
+    replace: bool = False,
+) -> tuple[Table, CommitInfo]:
+    """The table at ``uri`` created holding ``data``, or nothing at all: a table of its own
+    through ``create_with_rows``, a database's (``DB_URI/TABLE``) in one database commit.
+    ``creation``: ``create_table``'s ``format_version``, ``properties`` and ``mirrors``;
+    ``replace``: see ``create_with_rows``."""
+    creation = creation or {}
+    found = database_above(uri, storage_options, options or {}, repair=True)
+    if found is not None:
+        db, name = found
+        with db.transaction() as tx:
+            tx.create_table(name, schema, **creation).append(data)
+            info = tx.commit()
+        return db.table(name), info
+    table = table_at(uri, None, storage_options, options or {})
+    return table, create_with_rows(table, _first(schema, **creation), data, replace)
+
+
+def _first(
+    schema: pa.Schema,
+    format_version: int = FORMAT_VERSION,
+    properties: dict[str, int] | None = None,
+    mirrors: Sequence[str] | None = None,
+) -> Manifest:
+    from .operations.create import first_version
+
+    return first_version(schema, format_version, properties, mirrors)
+
+
+def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = False) -> CommitInfo:
+    """Create the table ``empty`` describes (``first_version``) at ``table``'s location, holding
+    ``data``, or nothing at all. The rows are written first, into files no version references;
+    only then is version 0 created and the files committed as version 1. So bad data (a value
+    that does not fit, a stream that fails midway) leaves no table behind, only removed files,
+    as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
+    takes the files if it has the same columns (``replace``: in place of its rows), else
+    ``SchemaMismatchError`` and nothing is written."""
+    from .log.version import Version
+    from .operations.append import write_rows
+    from .operations.create import create
+
+    fields = Version.of(empty, table.log.segments).fields
+    files = write_rows(table.io, data, fields, table.write_options)
+    try:
+        try:
+            create(table, empty)
+        except TableExistsError:
+            if table.manifest().fields != fields:
+                raise SchemaMismatchError(
+                    f"a table with other columns was created at {table.uri} meanwhile; nothing was written"
+                ) from None
+        with table.transaction() as tx:
+            if replace:
+                tx.overwrite(empty.schema.empty_table())
+            tx.add_files(files)
+            return tx.commit()
+    except BaseException:
+        table.store.delete_unreferenced(f.path for f in files)
+        raise

@@ -22,9 +22,10 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 import manifest_table as mt
-from manifest_table.errors import CommitConflictError
+from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
 from tests.differential_model import Oracle, State, new_values
 from tests.differential_reads import compare_count, compare_own, shrink
@@ -272,13 +273,28 @@ def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
 
 
 def plan_overwrite(h: History, rng: random.Random, state: State) -> Change:
+    """With a condition, every new row must satisfy it: when the oracle says some do not, the
+    overwrite must be refused (changing nothing), and then goes through with
+    ``require_match=False``."""
     where = None if rng.random() < 0.4 else random_filter(rng, state.filter_columns())
     gone = frozenset(h.oracle.uids(state, where))
     count = rng.choice([0, 3, 20])
     rows, uids = h.new_rows(rng, state.columns, count)
-    text = f"overwrite with {count} rows where {None if where is None else where.ours}  (model: {len(gone)} rows)"
-    return Change(text, lambda w: w.overwrite(rows, None if where is None else where.ours),
-                  lambda s: s.without(gone).append(rows, uids), {"rows_deleted": len(gone), "rows_added": count})
+    fresh = State.empty(state.columns, state.format_version).append(rows, uids)
+    outside = count - len(h.oracle.uids(fresh, where))
+    text = (f"overwrite with {count} rows ({outside} outside the condition) where "
+            f"{None if where is None else where.ours}  (model: {len(gone)} rows)")
+
+    def run(w: Any) -> Any:
+        condition = None if where is None else where.ours
+        if not outside:
+            return w.overwrite(rows, condition)
+        with pytest.raises(InvalidArgumentError, match=f"^{outside} of the .* not satisfy"):
+            w.overwrite(rows, condition)
+        return w.overwrite(rows, condition, require_match=False)
+
+    return Change(text, run, lambda s: s.without(gone).append(rows, uids),
+                  {"rows_deleted": len(gone), "rows_added": count})
 
 
 def plan_upsert_keys(h: History, rng: random.Random, state: State) -> Change:

@@ -58,7 +58,8 @@ class Column:
         pattern = self.kind.like
         return FilterColumn(quoted, self.kind.duck_ref(quoted),
                             (lambda rng: literal(rng, self)) if literal else None,  # type: ignore[misc]
-                            (lambda rng: pattern(rng, self)) if pattern else None)  # type: ignore[misc]
+                            (lambda rng: pattern(rng, self)) if pattern else None,  # type: ignore[misc]
+                            integer=pa.types.is_integer(self.type))
 
     def value(self, rng: random.Random) -> Any:
         return None if (self.nullable and rng.random() < self.null_rate) or not self.pool else rng.choice(self.pool)

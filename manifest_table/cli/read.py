@@ -10,19 +10,20 @@ import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
-from .options import csv_options, names, open_from, whole_number
+from .options import PROG, csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
-PROG = "manifest-table"
+if TYPE_CHECKING:
+    from ..commit import CommitInfo
+
 PREVIEW_ROWS = 20
 
 
@@ -114,7 +115,7 @@ def scan(args: argparse.Namespace) -> None:
     scan = table.scan(args.columns, args.where, args.version, args.as_of)
     fmt = output_format(args)
     total = scan.count() if args.output and scan.where is None else None  # free without a filter
-    emit(args, fmt, _head(scan.to_batches(), _limit(args, fmt)), scan.schema, total)
+    emit(args, fmt, _head(scan.to_batches(), _limit(args, fmt), noted=args.limit is None), scan.schema, total)
 
 
 def changes(args: argparse.Namespace) -> None:
@@ -125,7 +126,7 @@ def changes(args: argparse.Namespace) -> None:
         args.start, args.end, start_as_of=args.since, end_as_of=args.until, columns=args.columns, where=args.where
     )
     fmt = output_format(args)
-    emit(args, fmt, _head(feed.to_batches(), _limit(args, fmt)), feed.schema, None)
+    emit(args, fmt, _head(feed.to_batches(), _limit(args, fmt), noted=args.limit is None), feed.schema, None)
     logging.getLogger(__name__).info(
         "the changes of versions %d..%d; continue with --from %d",
         feed.start_version + 1,
@@ -174,8 +175,15 @@ def count(args: argparse.Namespace) -> None:
     print(open_from(args).scan([], args.where, args.version, args.as_of).count())
 
 
-def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
+def add_commands(command: Any) -> None:
     """Register the reading commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    snapshot = argparse.ArgumentParser(add_help=False)
+    snapshot.add_argument("--where", metavar="EXPR", help="filter, e.g. \"id > 5 AND name LIKE 'a%%'\"")
+    travel = snapshot.add_mutually_exclusive_group()
+    travel.add_argument("--version", type=int, metavar="N", help="read version N")
+    travel.add_argument(
+        "--as-of", metavar="TIMESTAMP", help="read the version current at an ISO 8601 time (no offset: UTC)"
+    )
     described = command("info", info, "show version, schema, size and row counts", aliases=["describe"])
     described.add_argument("--json", action="store_true", help="print JSON")
 
@@ -239,9 +247,10 @@ def _limit(args: argparse.Namespace, fmt: str) -> int | None:
     return args.limit or None
 
 
-def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
-    """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
-    is not mistaken for the whole result."""
+def _head(batches: Iterator[pa.RecordBatch], limit: int | None, noted: bool) -> Iterator[pa.RecordBatch]:
+    """The first ``limit`` rows; ``noted`` (the default preview, not an explicit ``--limit``):
+    saying on stderr when rows were left out, so that a preview is not mistaken for the whole
+    result."""
     if limit is None:
         yield from batches
         return
@@ -249,7 +258,8 @@ def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.R
     for batch in batches:
         if batch.num_rows > left:
             yield batch.slice(0, left)
-            print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
+            if noted:
+                print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
             return
         yield batch
         left -= batch.num_rows

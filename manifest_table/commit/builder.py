@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import FrozenBitMap
 
 from ..data.tombstones import DeletionVectors, write_tombstone
@@ -35,10 +35,16 @@ from ..format.segment import (
     summarize,
     with_deletes,
 )
+from ..lazy import lazy
 from ..log.version import Version, locate
 from ..log.version_log import VersionLog
 from ..mirrors.types import check_mirrored
 from .changes import Changes, replacements_of, rewrites_to_json
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 class ManifestBuilder:

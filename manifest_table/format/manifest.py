@@ -46,6 +46,8 @@ MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime 
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
 
+DATABASE_HINT = "open it with open_database, and its tables as <database uri>/<table name>"
+
 
 def manifest_key(version: int) -> str:
     return f"{MANIFEST_PREFIX}v{version:020d}.json"
@@ -159,10 +161,7 @@ class Manifest:
     def from_doc(cls, doc: dict[str, Any], key: str = "manifest") -> Manifest:
         """``from_json`` of a decoded JSON object (a database's table root, format/database.py)."""
         if doc.get("kind") == "database":
-            raise TableNotFoundError(
-                f"{key} is a version of a database, not of a table: open it with "
-                "open_database, and its tables as <database uri>/<table name>"
-            )
+            raise TableNotFoundError(f"{key} is a version of a database, not of a table: {DATABASE_HINT}")
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = parent_version(doc, key, version)

@@ -23,22 +23,27 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import NotFound
 from ..format.field_ids import FieldIds
 from ..format.keys import DELTA_LOG_PREFIX
 from ..format.manifest import DataFile
 from ..format.mirrors import DELTA, setting
+from ..lazy import lazy
 from ..log.version import Version
 from .change import VersionChange, tombstones_of
 from .columns import Bounds, bounds_of
 from .delta_dv import descriptor, dv_file, dv_key
 from .source import Source, advance_hint, strict_json
 from .types import delta_type
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:
+    pq = lazy("pyarrow.parquet")
 
 LAST_CHECKPOINT = f"{DELTA_LOG_PREFIX}_last_checkpoint"
 _ENTRY = re.compile(r"_delta_log/([0-9]{20})\.(json|checkpoint\.parquet)")

@@ -17,21 +17,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import did_you_mean
+from ..data.ingest import column_of
 from ..data.scan import POSITION_COLUMN
-from ..errors import InvalidArgumentError, InvalidFilterError
-from ..expressions import Column, Expr, Literal, Term, parse_term, to_expr, to_term
+from ..errors import InvalidArgumentError, InvalidFilterError, SchemaMismatchError
+from ..expressions import Column, Expr, Term, parse_term, to_expr, to_term
 from ..expressions.arrow import project
+from ..expressions.terms import Constant
 from ..format.column_types import assignable, cast_safely
+from ..lazy import lazy
 from .append import append
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) -> dict[str, Term]:
@@ -59,8 +66,18 @@ def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) ->
     for name, value in plain.items():
         if isinstance(value, Term | Expr | Column):
             raise InvalidArgumentError(f"values[{name!r}] is an expression ({value}); pass it in set=")
-        terms[name] = Literal(value).bind(schema)
+        terms[name] = _plain_value(schema.field(name), value)
     return terms
+
+
+def _plain_value(field: pa.Field, value: Any) -> Term:
+    """``value`` converted as ``append`` converts a row's value for ``field`` (ingest.py):
+    stored as given when the column holds it, NaN, infinities and bytes included."""
+    try:
+        array = column_of(field, [value])
+    except SchemaMismatchError as exc:
+        raise InvalidArgumentError(f"update cannot store values[{field.name!r}] = {value!r}: {exc}") from None
+    return Constant(array[0]).bind(pa.schema([field]))
 
 
 def _expression(name: str, value: Any, schema: pa.Schema) -> Term:

@@ -31,11 +31,10 @@ appended, in one commit whose cost follows the source, not the table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_choice, check_columns
@@ -44,8 +43,14 @@ from ..data.scan import POSITION_COLUMN
 from ..errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
-from .append import append
+from ..lazy import lazy
+from .append import append, apply_schema_mode
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 WHEN_MATCHED = ("update", "ignore", "delete")
 WHEN_NOT_MATCHED = ("insert", "ignore")
@@ -175,10 +180,11 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
     return keys
 
 
-def upsert(staging: Staging, data: Any, rules: MergeRules) -> UpsertCounts:
-    """Stage steps 1-4."""
-    schema = staging.scan().schema
+def upsert(staging: Staging, data: Any, rules: MergeRules, schema_mode: str | None = None) -> UpsertCounts:
+    """Stage steps 1-4 (``schema_mode="merge"``: adding the source's new columns first)."""
     data = arrow_input(data)
+    apply_schema_mode(staging, data, schema_mode)
+    schema = staging.scan().schema
     source_schema = rules.source_schema(data, schema)
     source = pa.Table.from_batches(list(batches_of(data, source_schema)), source_schema)
     keys = rules.keys

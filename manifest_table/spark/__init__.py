@@ -24,10 +24,13 @@ from .native_write import write  # noqa: E402
 from .operations import compact, delete  # noqa: E402
 from .source import FORMAT_NAME, ManifestTableDataSource  # noqa: E402
 from .upsert import upsert  # noqa: E402
+from .workers import check_python_workers  # noqa: E402
 
 
 def register(spark: Any) -> None:
-    """Make ``format("manifest_table")`` available in ``spark``."""
+    """Make ``format("manifest_table")`` available in ``spark`` (whose Python workers must be
+    able to import this package: ``check_python_workers``)."""
+    check_python_workers(spark)
     spark.dataSource.register(ManifestTableDataSource)
 
 

@@ -49,6 +49,7 @@ KNOWN_OPTIONS = frozenset(
         "row_group_size",
         "compression",
         "where",
+        "requirematch",
         "app_id",
         "checkpointlocation",
         *STORAGE_KEYS,
@@ -129,6 +130,8 @@ class SourceOptions:
     checkpoint_location: str | None = None
     where: Expr | None = None
     """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
+    require_match: bool = True
+    """Overwrite with ``where``: every written row must satisfy it (option ``requireMatch``)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -159,6 +162,7 @@ class SourceOptions:
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"),
             where=to_expr(options["where"]) if options.get("where") else None,
+            require_match=_bool(options, "requirematch", default=True),
         )
 
     @property
@@ -181,8 +185,8 @@ def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -
     return value
 
 
-def _bool(options: Mapping[str, str], key: str) -> bool:
-    text = str(options.get(key, "false")).strip().lower()
+def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    text = str(options.get(key, str(default))).strip().lower()
     if text not in ("true", "false"):
         raise InvalidArgumentError(f"option {key} must be true or false, not {options[key]!r}")
     return text == "true"

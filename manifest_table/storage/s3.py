@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import NotFound, PreconditionFailed
+from ..errors import NotFound, PreconditionFailed, StoreError
 from .base import ObjectInfo
 from .cloud import CONNECT_TIMEOUT, READ_TIMEOUT, CloudStore, resolve_options, split_location
 
@@ -178,6 +178,15 @@ class S3Store(CloudStore):
             raise self._error("delete", key, e) from e
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _error(self, op: str, key: str, cause: BaseException, note: str = "") -> StoreError:
+        """A missing bucket is the user's to fix, and botocore's text does not say so."""
+        if isinstance(cause, ClientError) and _code(cause) == "NoSuchBucket":
+            return StoreError(
+                f"the S3 bucket {self.bucket!r} does not exist (at the endpoint in use): create it "
+                f"first, e.g. aws s3 mb s3://{self.bucket}"
+            )
+        return super()._error(op, key, cause, note)
 
     def _put(self, op: str, key: str, data: bytes, **condition: str) -> str:
         try:

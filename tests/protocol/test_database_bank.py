@@ -53,6 +53,9 @@ def _transfer(db: mt.Database, transfer: int, src: str, src_id: int, dst: str, d
 def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) -> None:
     rng = random.Random(writer)
     db = mt.open_database(uri, recheck_after=1.0, deadline=DEADLINE)
+    warm = db.transaction()  # the library loads what a call uses on first use: not on the clock
+    warm.table(TABLES[0]).update({"balance": "balance + 0"}, where="id = 0")
+    warm.abort()
     n = 0
     start.wait()
     deadline = time.monotonic() + seconds
@@ -105,6 +108,8 @@ def _check(uri: str, acks: list[dict[str, Any]]) -> None:
     assert sorted(ledger) == sorted(a["transfer"] for a in acks), "acknowledged transfers and the ledger differ"
     for info in db.history():
         snap = db.snapshot(version=info.version)
+        if "ledger" not in snap.tables():  # version 0, not yet expired by the writers' GC
+            continue
         entries = snap.table("ledger").to_arrow().to_pylist()
         expected = {t: dict.fromkeys(range(ACCOUNTS), OPENING) for t in TABLES}
         for e in entries:
