@@ -16,7 +16,7 @@ import pyarrow as pa
 from .arguments import Seconds, Size, check_choice, check_schema_mode
 from .database.database import database_above
 from .errors import SchemaMismatchError, StoreError, TableExistsError, TableNotFoundError
-from .format.manifest import FORMAT_VERSION, Manifest
+from .format.manifest import DATABASE_HINT, FORMAT_VERSION, Manifest
 from .storage import ObjectStore
 from .table import Table, options_of, table_at
 
@@ -106,10 +106,7 @@ def open_table(
     try:
         table.log.manifest(pointer.version)  # cached for the first read
     except TableNotFoundError:  # a database's version (format/manifest.py)
-        raise TableNotFoundError(
-            f"{table.uri} is a database, not a table: open it with open_database, and its "
-            f"tables as {table.uri.rstrip('/')}/<table name>"
-        ) from None
+        raise TableNotFoundError(f"{table.uri} is a database, not a table: {DATABASE_HINT}") from None
     return table
 
 

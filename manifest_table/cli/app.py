@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "history": ("read", "list versions, newest first", ()),
     "scan": ("read", "print rows, or write them to a file", ()),
     "count": ("read", "count live rows", ()),
+    "changes": ("read", "print the rows changed since a version", ()),
     "inspect": ("read", "print the table's versions, data files or segments as a table", ()),
     "create": ("write", "create an empty table", ()),
     "append": ("write", "append Parquet, CSV, JSON-lines or Arrow files in one commit", ()),

@@ -14,19 +14,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..data.tombstones import DeletionVectors
 from ..expressions import Expr
 from ..expressions.arrow import project
 from ..format.field_ids import FieldIds
+from ..lazy import lazy
 from ..log.version import Version
 from ..storage import FileIO, ObjectStore
 from .plan import Pair, Rows, plan_commit
 from .rows import rows_at
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -40,7 +47,6 @@ CHANGE_COLUMNS = pa.schema(
 )
 CHANGE_TYPES = ("insert", "delete", "update_preimage", "update_postimage")
 _INSERT, _DELETE, _PRE, _POST = range(len(CHANGE_TYPES))
-_NAMES = pa.array(CHANGE_TYPES, pa.string())
 PAIRS_AT_ONCE = 65536
 """Update pairs interleaved into one batch at most."""
 
@@ -151,7 +157,7 @@ def _paired(pair: Pair, reading: ChangeReading, stamp: _Stamp, kinds: set[str]) 
         rows = None
         if stamp.columns:
             rows = pa.concat_tables([_as_feed(old, stamp), _as_feed(new, stamp)]).take(pa.array(order[kept]))
-        yield from stamp.batches(rows, _NAMES.take(pa.array(found[kept])))
+        yield from stamp.batches(rows, _change_names().take(pa.array(found[kept])))
 
 
 def _as_feed(table: pa.Table, stamp: _Stamp) -> pa.Table | None:
@@ -183,3 +189,10 @@ def _aligned(left: Iterator[pa.Table], right: Iterator[pa.Table]) -> Iterator[tu
         n = min(a.num_rows, b.num_rows, PAIRS_AT_ONCE)
         yield a.slice(0, n), b.slice(0, n)
         a, b = a.slice(n), b.slice(n)
+
+
+@cache
+def _change_names() -> pa.Array:
+    """``CHANGE_TYPES`` as an Arrow array, made on first use: ``pa.array`` of Python values
+    imports pandas, which ``import manifest_table`` must not (docs/benchmarks.md, "Start-up")."""
+    return pa.array(CHANGE_TYPES, pa.string())

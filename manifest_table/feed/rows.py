@@ -10,17 +10,24 @@ ranged GET), so a transient failure repeats only that read (storage/fileio.py)."
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
+from ..lazy import lazy
 from ..storage import FileIO
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+else:
+    ds = lazy("pyarrow.dataset")
+    pq = lazy("pyarrow.parquet")
 
 READ_BYTES = 8 * 1024 * 1024
 """Uncompressed row-group bytes (the footer's, all columns) one read decodes at most, past
