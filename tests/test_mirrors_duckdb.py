@@ -11,47 +11,30 @@ versions are checked through ``iceberg_scan`` and the other readers (tests/test_
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
 import manifest_table as mt
+from tests.cached_env import cache_dir, installed
 from tests.duckdb_mirror_reader import canonical
 from tests.mirror_readers import PROPERTIES, SCHEMA, delta_rows, rows, run_history
 
 PACKAGES = ["duckdb==1.4.4", "pytz",
             *(f"duckdb-ext-{name}==1.4.4.20260205" for name in ("iceberg", "avro", "delta", "httpfs"))]
 """(pytz: DuckDB 1.4.4's Python client needs it to return zoned timestamps.)"""
-ENV = Path(os.environ.get("MT_DUCKDB_ENV", Path.home() / ".cache" / "manifest_table" /
-                          f"duckdb-1.4.4-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:8]}"))
+ENV = Path(os.environ.get("MT_DUCKDB_ENV", cache_dir("duckdb-1.4.4", PACKAGES)))
 READER = Path(__file__).with_name("duckdb_mirror_reader.py")
 
 
 def _environment() -> Path:
-    """The directory holding DuckDB 1.4.4 and its extensions, installed once: into a fresh
-    directory renamed into place, so concurrent test runs never see half an install."""
-    marker = ENV / ".complete"
-    if not marker.exists():
-        staging = ENV.with_name(f"{ENV.name}.{uuid.uuid4().hex}")
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                               str(staging), *PACKAGES], capture_output=True, text=True)
-        assert done.returncode == 0, f"installing {PACKAGES} failed: {done.stderr[-2000:]}"
-
-        (staging / ".complete").touch()
-        ENV.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            staging.rename(ENV)
-        except OSError:  # another run installed it first
-            shutil.rmtree(staging, ignore_errors=True)
-    return ENV
+    """The directory holding DuckDB 1.4.4 and its extensions, installed once."""
+    return installed(ENV, PACKAGES)
 
 
 def _duckdb(queries: dict[str, str], secret: str | None = None) -> dict[str, object]:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError, NotFound, StoreError
 from .base import ObjectStore
+from .local import fsync_written
 from .retry import RetryPolicy
 
 T = TypeVar("T")
@@ -109,6 +110,8 @@ class FileIO:
             stream = fs.open_output_stream(path)
         with stream as sink:
             yield sink
+        if isinstance(fs, pafs.LocalFileSystem):
+            fsync_written(path)
 
 
 _READS = RetryPolicy()
