@@ -99,8 +99,10 @@ def _page_reader(
         column = meta.schema.column(leaf)
         if column.max_repetition_level:
             return None
-        field = schema.field(column.name) if column.name in schema.names else None
-        template = _template(field, str(column)) if field is not None else None
+        if column.name not in schema.names:
+            return None
+        field = schema.field(column.name)
+        template = _template(field, str(column))
         if template is None:
             return None
         start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset

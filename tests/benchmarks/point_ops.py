@@ -85,7 +85,8 @@ def _layout(
 ) -> tuple[list[list[Any]], dict[str, float]]:
     """Round-robin over the operations, ours then DuckLake's, each call on a new key."""
     load = os.getloadavg()[0]
-    keys = iter(range(total // 3, total, 7919))
+    step = min(7919, (total - total // 3) // (len(OPS) * (repeat + 1) + 1))
+    keys = iter(range(total // 3, total, max(1, step)))
     ours: dict[str, list[float]] = {op: [] for op in OPS}
     theirs: dict[str, list[float]] = {op: [] for op in OPS}
     calls: dict[str, Callable[[int], Any]] = {
