@@ -15,9 +15,8 @@ from ..maintenance.job import JobOptions, describe_compaction, describe_plan, fi
 from ..operations.compaction import plan_compaction
 from ..table import Table
 from ..wording import count
-from .options import checked, duration, fraction, open_from, retention, size, storage_options
+from .options import PROG, checked, duration, fraction, open_from, retention, size, storage_options
 from .progress import activity
-from .read import PROG
 
 
 def compact(args: argparse.Namespace) -> None:

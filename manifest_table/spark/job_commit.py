@@ -16,21 +16,32 @@ from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchErr
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
+from ..operations.overwrite import check_within
+from ..storage import FileIO
 from ..table import Table
 from .options import TableLocation
 from .schema import check_write_schema, exchange_schema
 
 log = logging.getLogger("manifest_table.spark")
+_REQUIRE_MATCH_REMEDY = "write them anyway with require_match=False (the data source: option requireMatch false)"
 
 
 class TableCommit:
     """Where a Spark job's files go and how they are committed. Built on the driver before
     the job runs, so a DataFrame that does not fit the table fails before any task starts."""
 
-    def __init__(self, location: TableLocation, frame: StructType, overwrite: bool, where: Expr | None = None) -> None:
+    def __init__(
+        self,
+        location: TableLocation,
+        frame: StructType,
+        overwrite: bool,
+        where: Expr | None = None,
+        require_match: bool = True,
+    ) -> None:
         self.location = location
         self.overwrite = overwrite
         self.where = where
+        self.require_match = require_match
         if where is not None and not overwrite:
             raise InvalidArgumentError("where applies to overwrites only; this write appends")
         try:
@@ -48,10 +59,15 @@ class TableCommit:
             self.base_version = base.version
             self.fields = base.fields  # the job's files carry its field ids and physical names
         if where is not None:
-            where.bind(self.table_schema)  # an unknown column fails now, not after the job
+            self.where = where.bind(self.table_schema)  # an unknown column fails now, not after the job
 
     def commit(self, files: Sequence[DataFile], app_transaction: tuple[str, int] | None = None) -> CommitInfo:
-        """Add exactly ``files`` (after replacing the rows an overwrite replaces) in one commit."""
+        """Add exactly ``files`` (after replacing the rows an overwrite replaces) in one commit.
+        An overwrite's condition is checked against every row of the files first, as
+        ``Table.overwrite`` checks it, before a missing table is created."""
+        if self.overwrite and self.where is not None and self.require_match:
+            io = FileIO(self.location.store())
+            check_within(io, self.fields, files, self.where, _REQUIRE_MATCH_REMEDY)
         table = self._open_or_create()
         with table.transaction() as tx:  # an error before commit() removes the files
             if app_transaction is not None:
