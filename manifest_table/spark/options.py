@@ -44,6 +44,7 @@ STREAM_OPTIONS = (
     "maxFilesPerTrigger",
     "maxBytesPerTrigger",
     "skipChangeCommits",
+    "readChangeFeed",
 )
 """Options of streaming reads (spark.readStream), named as Delta's are."""
 
@@ -137,6 +138,8 @@ class StreamOptions:
     max_files: int | None = None
     max_bytes: int | None = None
     skip_change_commits: bool = False
+    read_change_feed: bool = False
+    """Stream the change rows of each commit (``Table.changes``) instead of appended rows."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -153,13 +156,23 @@ class StreamOptions:
         except InvalidArgumentError:
             raise InvalidArgumentError(f"option startingTimestamp is not an ISO 8601 time: {timestamp!r}") from None
         max_bytes = options.get("maxbytespertrigger")
-        return cls(
+        parsed = cls(
             starting_version=version,
             starting_timestamp=when,
             max_files=_int(options, "maxfilespertrigger", 0, minimum=1, name="maxFilesPerTrigger") or None,
             max_bytes=parse_size(str(max_bytes)) if max_bytes is not None else None,
             skip_change_commits=_bool(options, "skipchangecommits", name="skipChangeCommits"),
+            read_change_feed=_bool(options, "readchangefeed", name="readChangeFeed"),
         )
+        if parsed.read_change_feed and parsed.skip_change_commits:
+            raise InvalidArgumentError("skipChangeCommits applies to the append stream, not with readChangeFeed")
+        if parsed.read_change_feed and version is None and when is None:
+            raise InvalidArgumentError(
+                "readChangeFeed streams the changes of commits from startingVersion (a version, or latest) "
+                "or startingTimestamp: give one (to begin with the table's rows, read version V and stream "
+                "the changes from startingVersion V + 1)"
+            )
+        return parsed
 
     def given(self) -> list[str]:
         """The streaming options set (a batch read refuses them)."""
@@ -169,6 +182,7 @@ class StreamOptions:
             self.max_files,
             self.max_bytes,
             self.skip_change_commits or None,
+            self.read_change_feed or None,
         )
         return [name for name, value in zip(STREAM_OPTIONS, values) if value is not None]
 

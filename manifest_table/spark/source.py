@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import InvalidArgumentError, NotSupportedError
 from ..expressions import And, Expr
+from ..feed import CHANGE_COLUMNS
 from ..format.manifest import DataFile
 from .from_spark import from_spark_filter
 from .options import SourceOptions
@@ -50,6 +51,8 @@ class ManifestTableDataSource(DataSource):
         # Spark pickles this instance after schema() and plans every query of the DataFrame
         # from it: pinning the version here makes them all read the same snapshot.
         self.pinned_version = snapshot.version
+        if opts.stream.read_change_feed:
+            return spark_schema(pa.schema([*snapshot.schema, *CHANGE_COLUMNS]))
         return spark_schema(snapshot.schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -57,7 +60,10 @@ class ManifestTableDataSource(DataSource):
         if opts.where is not None:
             raise InvalidArgumentError("option where applies to overwrite writes; filter a read with .filter()")
         if opts.stream.given():
-            raise InvalidArgumentError(f"options {opts.stream.given()} apply to streaming reads (spark.readStream)")
+            raise InvalidArgumentError(
+                f"options {opts.stream.given()} apply to streaming reads (spark.readStream); a batch read of "
+                "the change feed is manifest_table.spark.read_changes"
+            )
         pinned = getattr(self, "pinned_version", None)  # unset when the user gave the schema
         if pinned is not None:
             opts = replace(opts, version=pinned, as_of=None)

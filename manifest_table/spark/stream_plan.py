@@ -1,10 +1,11 @@
 """Planning a streaming read: which rows of which commits each micro-batch reads.
 
-A stream is a sequence of *units*, each the rows of one data file as one version lists it:
-first, unless the query names where to start, the live files of the version current when it
-started (its snapshot), then, commit after commit, what ``units_of`` takes from each commit
-(its version and its parent's: DESIGN.md 19, changes derived, not written): for the append
-stream, the files a commit added, found as the mirrors find them (mirrors/change.py).
+A stream is a sequence of *units*: first, unless the query names where to start, the live
+files of the version current when it started (its snapshot), one unit each, then, commit after
+commit, what ``units_of`` takes from each commit (its version and its parent's: DESIGN.md 19,
+changes derived, not written), found as the mirrors and the change feed find them
+(mirrors/change.py): for the append stream, the files a commit added, one unit each; for the
+change feed, the commit's change rows, one unit (``Table.changes``, read whole).
 A *position* (Spark's offset) is the next unit to read: ``(version, index)``, ``snapshot``
 telling a snapshot's units from a commit's. A version whose units are all read is written as
 ``(version + 1, 0)``, so every position has one form and Spark's comparison of offsets (their
@@ -18,8 +19,7 @@ first batch is planned and recovered from that batch's end when it is planned ag
 
 Everything here is decided by immutable manifests, so planning the same ``(start, end)`` again
 after a restart gives the same units: with Spark's checkpoint of offsets and an idempotent
-sink, that is exactly-once. The planner does no Spark work; a change feed plans with another
-``units_of`` (the rows a commit deleted or replaced) over the same positions."""
+sink, that is exactly-once. The planner does no Spark work."""
 
 from __future__ import annotations
 
@@ -75,14 +75,22 @@ AFTER_LATEST = Position(-1, 0)
 
 @dataclass(frozen=True)
 class Unit:
-    """The live rows of ``file`` as ``version`` lists it (its deletes at that version)."""
+    """The live rows of ``file`` as ``version`` lists it (its deletes at that version); or,
+    without ``file``, the change rows of commit ``version`` (the change feed), read whole:
+    ``touched`` are the data files it added, removed or deleted rows of."""
 
     version: int
-    file: DataFile
+    file: DataFile | None = None
+    touched: tuple[DataFile, ...] = ()
+
+    @property
+    def files(self) -> tuple[DataFile, ...]:
+        """The data files the unit reads, which rate limits count."""
+        return (self.file,) if self.file is not None else self.touched
 
     @property
     def size(self) -> int:
-        return self.file.size
+        return sum(f.size for f in self.files)
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,7 @@ class Limit:
     def admits(self, files: int, size: int, unit: Unit) -> bool:
         if files == 0:
             return True
-        if self.max_files is not None and files + 1 > self.max_files:
+        if self.max_files is not None and files + len(unit.files) > self.max_files:
             return False
         return self.max_bytes is None or size + unit.size <= self.max_bytes
 
@@ -131,6 +139,19 @@ def appended_rows(skip_change_commits: bool) -> UnitsOf:
         return tuple(Unit(commit.version, f) for f in added if f.live_rows > 0)
 
     return units_of
+
+
+def changed_rows(parent: Version | None, commit: Version) -> Sequence[Unit]:
+    """The change feed: a commit that changed the table's files is one unit, its change rows;
+    a compaction moves rows and changes none."""
+    if parent is None:
+        touched = tuple(commit.files)
+    elif "rewrites" in commit.parameters:
+        return ()
+    else:
+        change = version_change(parent, commit)
+        touched = (*change.added, *change.removed, *(after for _, after in change.redeleted))
+    return (Unit(commit.version, touched=touched),) if touched else ()
 
 
 class StreamPlanner:
@@ -185,7 +206,7 @@ class StreamPlanner:
             if unit is not None:
                 if limit is not None and not limit.admits(files, size, unit):
                     return end
-                files, size = files + 1, size + unit.size
+                files, size = files + len(unit.files), size + unit.size
             end = after
 
     def units(self, start: Position, end: Position) -> list[Unit]:

@@ -1,5 +1,6 @@
 """``spark.readStream.format("manifest_table")``: the rows that commits append, micro-batch
-after micro-batch, with table versions as offsets.
+after micro-batch, with table versions as offsets; with ``readChangeFeed``, the change rows of
+each commit (``Table.changes``: inserts, deletes, update pairs), one task per commit.
 
 Spark keeps one instance of the reader in a Python process on the driver for the life of the
 query (``initialOffset``, ``latestOffset``, ``partitions``, ``commit``), and pickles it to
@@ -26,12 +27,13 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..feed import CHANGE_COLUMNS
 from ..format.entries import DataFile
 from .options import SourceOptions
 from .planning import group_files
 from .read_files import for_spark, read_columns, scan_files
 from .schema import exchange_schema
-from .stream_plan import Limit, Position, StreamPlanner, appended_rows
+from .stream_plan import Limit, Position, StreamPlanner, appended_rows, changed_rows
 
 
 @dataclass
@@ -43,6 +45,13 @@ class UnitsPartition(InputPartition):
     files: tuple[DataFile, ...]
 
 
+@dataclass
+class CommitPartition(InputPartition):
+    """One read task of a change feed's micro-batch: the change rows of commit ``version``."""
+
+    version: int
+
+
 class TableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The append stream of one table, read under the schema the query started with."""
 
@@ -52,7 +61,9 @@ class TableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         manifest = table.manifest(pinned_version)
         self._fields_version = manifest.version
         self._fields = manifest.fields
-        self._columns = read_columns(schema, manifest.schema)
+        self._change_feed = options.stream.read_change_feed
+        ours = [f for f in schema.fields if f.name not in CHANGE_COLUMNS.names] if self._change_feed else schema.fields
+        self._columns = read_columns(StructType(ours), manifest.schema)
         self._output = exchange_schema(schema)
         self._until: int | None = None
         self._planner: StreamPlanner | None = None  # made on the driver, never pickled
@@ -64,7 +75,7 @@ class TableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def planner(self) -> StreamPlanner:
         if self._planner is None:
             table = self._options.location.open()
-            units_of = appended_rows(self._options.stream.skip_change_commits)
+            units_of = changed_rows if self._change_feed else appended_rows(self._options.stream.skip_change_commits)
             self._planner = StreamPlanner(table, self._fields, self._fields_version, units_of)
         return self._planner
 
@@ -95,14 +106,28 @@ class TableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         units = self.planner.units(Position.of_offset(start), Position.of_offset(end))
+        if self._change_feed:
+            return [CommitPartition(u.version) for u in units]
         groups = group_files(units, self._options.parallelism, self._options.max_partition_bytes)
-        return [UnitsPartition(max(u.version for u in group), tuple(u.file for u in group)) for group in groups]
+        return [
+            UnitsPartition(max(u.version for u in group), tuple(f for u in group for f in u.files)) for group in groups
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, UnitsPartition)
         location = self._options.location
+        if isinstance(partition, CommitPartition):
+            return self._changes(partition.version)
+        assert isinstance(partition, UnitsPartition)
         scan = scan_files(location, partition.version, self._fields, partition.files, self._columns, None)
         return for_spark(scan, self._output)
+
+    def _changes(self, version: int) -> Iterator[pa.RecordBatch]:
+        """The change rows of commit ``version`` in the query's schema (a commit before the
+        query's schema version is read in it; later ones have it: stream_plan.py)."""
+        table = self._options.location.open()
+        feed = table.changes(version - 1, max(version, self._fields_version), columns=self._columns)
+        for batch in feed.commit(version).to_batches():
+            yield batch.cast(self._output, safe=False)
 
     def commit(self, end: dict[str, Any]) -> None:
         self.planner.forget_before(Position.of_offset(end).version)

@@ -92,6 +92,37 @@ def test_a_database_table_streams(spark, tmp_path: Path):
     assert collect_batches(spark, f"{db.uri}/events", tmp_path / "c") == [list(range(9))]
 
 
+def test_the_change_feed_streams_each_commit_whole(spark, tmp_path: Path):
+    """``readChangeFeed``: every commit's change rows (``Table.changes``), one commit never
+    split across micro-batches, whatever the rate limit; a restart from the checkpoint reads
+    on from the next commit."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))  # version 1
+    t.append(rows(10, 20))  # version 2
+    t.delete("id IN (3, 15)")  # version 3: deletes in two files
+    t.update({"v": "'four'"}, "id = 4")  # version 4: an update pair
+    t.compact(min_deleted_fraction=0.01)  # version 5: no change rows
+    t.upsert(rows(18, 22), ["id"])  # version 6: two pairs, two inserts
+    batches: list[pa.Table] = []
+
+    def run(**options: str) -> None:
+        query = (spark.readStream.format("manifest_table").options(readChangeFeed="true", **options).load(t.uri)
+                 .writeStream.foreachBatch(lambda frame, batch_id: batches.append(frame.toArrow()))
+                 .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start())
+        query.awaitTermination(180)
+
+    def rows_of(table: pa.Table) -> list[tuple]:
+        return sorted(zip(*(table.column(c).to_pylist() for c in ("_commit_version", "_change_type", "id", "v"))))
+
+    run(startingVersion="2", maxFilesPerTrigger="1")
+    assert [sorted(set(b.column("_commit_version").to_pylist())) for b in batches if b.num_rows] == [[2], [3], [4], [6]]
+    assert rows_of(pa.concat_tables(batches)) == rows_of(t.changes(1).to_arrow())
+    t.delete("id = 0")  # version 7
+    batches.clear()
+    run(startingVersion="2")  # a start applies to a new query only: this one restarts from its checkpoint
+    assert rows_of(pa.concat_tables(batches)) == rows_of(t.changes(6).to_arrow())
+
+
 def test_a_start_version_garbage_collection_removed_fails_the_query(spark, tmp_path: Path):
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     for k in range(3):
@@ -109,6 +140,10 @@ def test_a_start_version_garbage_collection_removed_fails_the_query(spark, tmp_p
     (True, {"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be at least 1"),
     (True, {"maxBytesPerTrigger": "lots"}, "not a positive size"),
     (True, {"skipChangeCommits": "yes"}, "skipChangeCommits must be true or false"),
+    (True, {"readChangeFeed": "true"}, "readChangeFeed streams the changes of commits from startingVersion"),
+    (True, {"readChangeFeed": "true", "startingVersion": "1", "skipChangeCommits": "true"},
+     "skipChangeCommits applies to the append stream"),
+    (False, {"readChangeFeed": "true", "startingVersion": "1"}, "batch read of the change feed is .*read_changes"),
 ])
 def test_options_that_do_not_apply_are_refused(tmp_path: Path, stream, options, message):
     """As Spark calls the source (options lower case, as Spark hands them over), no session."""

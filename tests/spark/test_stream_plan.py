@@ -21,7 +21,15 @@ from manifest_table.errors import (
     VersionExpiredError,
     VersionNotFoundError,
 )
-from manifest_table.spark.stream_plan import AFTER_LATEST, LATEST, Limit, Position, StreamPlanner, appended_rows
+from manifest_table.spark.stream_plan import (
+    AFTER_LATEST,
+    LATEST,
+    Limit,
+    Position,
+    StreamPlanner,
+    appended_rows,
+    changed_rows,
+)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -197,3 +205,34 @@ def test_a_database_table_streams_from_any_version_of_its_database(tmp_path: Pat
         assert p.initial(start, None) == Position(start)
         assert [path for batch in batches(p, Position(start), None) for path in batch] == files
     assert batches(p, Position(4), Limit(max_files=1)) == [[files[1]]]
+
+
+def test_the_change_feed_plans_each_commit_that_changed_rows_as_one_unit(tmp_path: Path):
+    """One unit per commit with change rows, never split by a limit (the files it touched
+    count against it); a compaction has none, nor does a commit to another table."""
+    db = mt.create_database(str(tmp_path / "db"))
+    t = db.create_table("t", SCHEMA)  # version 1
+    t.append(rows(0, 10))  # version 2
+    t.append(rows(10, 20))  # version 3
+    t.delete("id IN (3, 15)")  # version 4: two files
+    t.compact(min_deleted_fraction=0.01)  # version 5
+    db.create_table("other", SCHEMA)  # version 6
+    t.update({"v": "'x'"}, "id = 4")  # version 7
+    latest = t.manifest()
+    p = StreamPlanner(t, latest.fields, latest.version, changed_rows)
+    assert [len(u.files) for u in p.units(Position(0), p.latest(Position(0), None))] == [1, 1, 2, 2]
+    assert [[u.version for u in p.units(start, end)] for start, end in ends(p, Position(0), Limit(max_files=1))] == [
+        [2], [3], [4], [7]]
+    assert [[u.version for u in p.units(start, end)] for start, end in ends(p, Position(0), Limit(max_files=3))] == [
+        [2, 3], [4], [7]]
+    feed = t.changes(0).to_arrow()
+    assert sorted(set(feed.column("_commit_version").to_pylist())) == [2, 3, 4, 7]
+
+
+def ends(p: StreamPlanner, start: Position, limit: Limit) -> list[tuple[Position, Position]]:
+    """The (start, end) of each micro-batch until caught up."""
+    out = []
+    while (end := p.latest(start, limit)) != start:
+        out.append((start, end))
+        start = end
+    return out
