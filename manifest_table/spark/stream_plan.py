@@ -113,45 +113,47 @@ UnitsOf = Callable[[Version | None, Version], Sequence[Unit]]
 
 
 def appended_rows(skip_change_commits: bool) -> UnitsOf:
-    """The append stream: a commit's added files; a compaction moves rows and adds none; a
-    commit that deleted or replaced rows (dropping a file whose rows were all deleted already
-    removes none) fails the stream, or with ``skip_change_commits`` is skipped whole (as
-    Delta's option of that name does: rows it added are skipped too)."""
+    """The append stream: a commit's added files; a commit that deleted or replaced rows
+    (dropping a file whose rows were all deleted already removes none) fails the stream, or
+    with ``skip_change_commits`` is skipped whole (as Delta's option of that name does: rows
+    it added are skipped too)."""
 
     def units_of(parent: Version | None, commit: Version) -> Sequence[Unit]:
-        if parent is None:
-            added = list(commit.files)
-        elif "rewrites" in commit.parameters:
+        added, removed, redeleted = _file_changes(parent, commit)
+        changed = sum(1 for f in removed if f.live_rows) + len(redeleted)
+        if changed and skip_change_commits:
             return ()
-        else:
-            change = version_change(parent, commit)
-            changed = sum(1 for f in change.removed if f.live_rows) + len(change.redeleted)
-            if changed and skip_change_commits:
-                return ()
-            if changed:
-                raise ChangeCommitError(
-                    f"version {commit.version} ({commit.operation}) deleted or replaced rows of {changed} data "
-                    "file(s); a streaming read emits appended rows only: set the option skipChangeCommits to "
-                    "true to skip commits that delete or update rows (rows they add are skipped too), or start "
-                    "a new query after it with startingVersion"
-                )
-            added = change.added
+        if changed:
+            raise ChangeCommitError(
+                f"version {commit.version} ({commit.operation}) deleted or replaced rows of {changed} data "
+                "file(s); a streaming read emits appended rows only: set the option skipChangeCommits to "
+                "true to skip commits that delete or update rows (rows they add are skipped too), or start "
+                "a new query after it with startingVersion"
+            )
         return tuple(Unit(commit.version, f) for f in added if f.live_rows > 0)
 
     return units_of
 
 
 def changed_rows(parent: Version | None, commit: Version) -> Sequence[Unit]:
-    """The change feed: a commit that changed the table's files is one unit, its change rows;
-    a compaction moves rows and changes none."""
-    if parent is None:
-        touched = tuple(commit.files)
-    elif "rewrites" in commit.parameters:
-        return ()
-    else:
-        change = version_change(parent, commit)
-        touched = (*change.added, *change.removed, *(after for _, after in change.redeleted))
+    """The change feed: a commit that changed the table's files is one unit, its change rows."""
+    added, removed, redeleted = _file_changes(parent, commit)
+    touched = (*added, *removed, *(after for _, after in redeleted))
     return (Unit(commit.version, touched=touched),) if touched else ()
+
+
+def _file_changes(
+    parent: Version | None, commit: Version
+) -> tuple[Sequence[DataFile], Sequence[DataFile], Sequence[tuple[DataFile, DataFile]]]:
+    """The files ``commit`` added, removed, and deleted rows of (before, after): all its
+    files when the table did not exist before it; none for a compaction, which moves rows
+    without changing any (neither stream reads it)."""
+    if parent is None:
+        return commit.files, (), ()
+    if "rewrites" in commit.parameters:
+        return (), (), ()
+    change = version_change(parent, commit)
+    return change.added, change.removed, change.redeleted
 
 
 class StreamPlanner:
