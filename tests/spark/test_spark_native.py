@@ -92,14 +92,16 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
 @pytest.fixture(params=["jvm", "anti-join"])
 def deletes_by(request, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways a native read drops deleted rows: the JVM function, and the anti-join it
-    falls back to (live_row.py)."""
+    falls back to (live_row.py). Projections and filters on top are Spark's own work: read
+    tests of them run with the function only."""
     if request.param == "anti-join":
         monkeypatch.setenv(live_row.SWITCH, "0")
     return request.param
 
 
 def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table, deletes_by):
-    for version in (0, 4, 5, 7):  # empty, no deletes, deletes, deletes and a clean new file
+    versions = (0, 4, 5, 7) if deletes_by == "jvm" else (5, 7)  # (the anti-join only reads files with deletes)
+    for version in versions:  # empty, no deletes, deletes, deletes and a clean new file
         expected = sorted_rows(table.scan(version=version).to_arrow())
         assert sorted_rows(read(spark, table.uri, version=version)) == expected, version
         if version in (4, 7):
@@ -115,7 +117,7 @@ def test_native_read_equals_the_python_api_and_the_data_source_for_every_version
     (["id", "x"], "id > 90 AND name IS NOT NULL"),
     (["id", "tags"], "amount <= 3.5 OR id = 104"),
 ])
-def test_native_read_projections_and_filters(spark, table, columns, where, deletes_by):
+def test_native_read_projections_and_filters(spark, table, columns, where):
     df = read(spark, table.uri).filter(where).select(*columns)
     key = columns[0]
     expected = table.scan(columns=columns, where=where).to_arrow()
@@ -187,7 +189,8 @@ def test_the_jvm_function_fails_rather_than_guess(spark, tmp_path: Path):
 
     def call(files, key: int) -> None:
         literal = live_row.deletes_literal(files, deleted, lambda file: file.path.rsplit("/", 1)[-1], by_size=True)
-        spark.range(1).select(F.call_function(live_row.FUNCTION, F.lit(key).cast("long"), F.lit(4).cast("long"), F.lit(literal))).collect()
+        row = F.call_function(live_row.FUNCTION, F.lit(key).cast("long"), F.lit(4).cast("long"), F.lit(literal))
+        spark.range(1).select(row).collect()
 
     with pytest.raises(Exception, match="have the same size"):
         call([f, f], f.size)

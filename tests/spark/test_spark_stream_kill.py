@@ -1,12 +1,13 @@
 """End-to-end exactly-once from our streaming source into our sink across drivers killed at
 random points (SIGKILL to the driver's whole process group: Python, the JVM, its workers),
-while a writer keeps appending to the source and compacting it. After the last driver catches
-up, the sink holds every row of the source exactly once.
+while a writer keeps appending to the source and compacting it. Then the test's own Spark
+session catches up from the same checkpoint, and the sink holds every row of the source
+exactly once.
 
 Each kill waits for the sink to gain a version after the driver started, then a random delay
 (so kills land before, inside and after batch commits). ``MT_SPARK_STREAM_KILLS`` (default 1)
-sets how many drivers are killed (each costs a driver start, about 15 s); ``MT_SPARK_STREAM_SEED``
-the random seed."""
+sets how many drivers are killed (each costs a driver start, about 10 s on a quiet machine);
+``MT_SPARK_STREAM_SEED`` the random seed."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ from manifest_table.errors import TableNotFoundError
 
 pytest.importorskip("pyspark")
 
+from tests.spark.stream_driver import stream_query
+
+pytest_plugins = ["tests.spark.fixtures"]
+
 KILLS = int(os.environ.get("MT_SPARK_STREAM_KILLS", "1"))
 SEED = int(os.environ.get("MT_SPARK_STREAM_SEED", str(random.randrange(10**6))))
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +43,7 @@ def rows(start: int, stop: int) -> pa.Table:
 
 
 class Appender(threading.Thread):
-    """Appends 10 rows every ~0.2 s (a compaction now and then) until stopped."""
+    """Appends 10 rows every ~0.45 s (a compaction now and then) until stopped."""
 
     def __init__(self, table: mt.Table, rng: random.Random) -> None:
         super().__init__(daemon=True)
@@ -48,7 +53,7 @@ class Appender(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self.done.wait(self.rng.uniform(0.05, 0.4)):
+            while not self.done.wait(self.rng.uniform(0.1, 0.8)):
                 self.table.append(rows(self.next_id, self.next_id + 10))
                 self.next_id += 10
                 if self.rng.random() < 0.1:
@@ -80,7 +85,7 @@ def wait_for(condition, seconds: float, what: str, process: subprocess.Popen) ->
 
 
 @pytest.mark.timeout(900)
-def test_exactly_once_across_killed_drivers(tmp_path: Path):
+def test_exactly_once_across_killed_drivers(spark, tmp_path: Path):
     rng = random.Random(SEED)
     print(f"MT_SPARK_STREAM_SEED={SEED}")
     source = mt.create_table(str(tmp_path / "source"), SCHEMA)
@@ -91,7 +96,7 @@ def test_exactly_once_across_killed_drivers(tmp_path: Path):
     try:
         for _ in range(KILLS):
             before = version_of(str(sink))
-            process = driver(args + ["run"], log)
+            process = driver(args, log)
             try:
                 assert process.stdout is not None and process.stdout.readline().strip() == "started"
                 wait_for(lambda before=before: version_of(str(sink)) > before, 300,
@@ -104,7 +109,6 @@ def test_exactly_once_across_killed_drivers(tmp_path: Path):
         appender.done.set()
         appender.join()
     assert appender.error is None, appender.error
-    process = driver(args + ["catch-up"], log)
-    assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    stream_query(spark, *args, catch_up=True).awaitTermination(600)
     got = mt.open_table(str(sink)).to_arrow().column("id").to_pylist()
     assert sorted(got) == list(range(appender.next_id)), f"seed {SEED}"
