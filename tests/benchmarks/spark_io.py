@@ -9,7 +9,9 @@ reads them as they are (no deleted row dropped: what the deletes cost), ours rea
 with no deletes, 1% of each file's rows deleted at random positions, or 10% deleted in one
 clustered run per file. Writes start from one DataFrame cached in memory, all zstd. Runs are
 round-robin (A/B interleaved) and each ratio is the median of the per-round ratios to Spark's
-own reader or writer in the same round (above 1.00x: faster than Spark). ``path`` says how
+own reader or writer in the same round (above 1.00x: faster than Spark); ``CPU`` is the same
+ratio of CPU time, of this process and every process under it (Spark's JVM, its Python
+workers), which a shared machine's load moves much less than wall time. ``path`` says how
 each read ran: Spark's Parquet reader alone, with deleted rows dropped by the JVM function
 (manifest_table_live_row) or by the broadcast anti-join it falls back to, or the data source.
 The anti-join is timed too (``MANIFEST_TABLE_SPARK_JVM=0``), for docs/design/006-spark-deletes.md.
@@ -83,16 +85,17 @@ def main() -> None:
         writes, table = _writes(spark, work, args)
         writer = "Spark's Parquet writer"
         paths = {SPARK: writer, NATIVE: writer, SOURCE: "Python data source (Arrow)"}
-        rows = [["write, zstd", name, paths[name], seconds(t.median), _ratio(writes[SPARK], t)]
+        rows = [["write, zstd", name, paths[name], seconds(t.median), *_ratios(writes[SPARK], t)]
                 for name, t in writes.items()]
         for case, timings, paths in _reads(spark, work, table, args.rows, args.repeat):
-            rows += [[case, name, paths[name], seconds(t.median), _ratio(timings[SPARK], t)]
+            rows += [[case, name, paths[name], seconds(t.median), *_ratios(timings[SPARK], t)]
                      for name, t in timings.items()]
         deletes = _delete_one(spark, work, args)
     spark.stop()
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     print_table(f"Spark reads and writes, {args.rows:,} rows of 6 columns (medians of {args.repeat}; "
                 f"ratio: median of per-round ratios to Spark's own Parquet)",
-                ["case", "reader / writer", "path", "time", "vs Spark"], rows)
+                ["case", "reader / writer", "path", "time", "vs Spark", "CPU vs Spark"], rows)
     print_table(f"Spark delete of 1 row of {args.delete_rows:,}, end to end", ["delete", "median", "runs"],
                 [["manifest_table.spark.delete", seconds(statistics.median(deletes[1:])),
                   ", ".join(seconds(d) for d in deletes[1:])]])
@@ -120,7 +123,7 @@ def _writes(spark: Any, work: str, args: argparse.Namespace) -> tuple[dict[str, 
         SPARK: writer("zstd", frame.write.option("compression", "zstd").parquet),
         NATIVE: writer("native", lambda uri: write(frame, uri)),
         SOURCE: writer("source", frame.write.format(FORMAT).mode("append").save),
-    }, args.repeat)
+    }, args.repeat, cpu_clock=tree_cpu)
     frame.unpersist()
     return timings, outputs["native"][0]
 
@@ -152,7 +155,8 @@ def _reads(spark: Any, work: str, clean: str, rows: int,
             loads[ANTI_JOIN] = shaped(lambda uri=uri: _without_jvm(lambda: read(spark, uri)))
         loads[SOURCE] = shaped(lambda uri=uri: spark.read.format(FORMAT).option("pushdown", True).load(uri))
         paths = {name: _path(load) for name, load in loads.items()}
-        out.append((case, compare({name: _drain(load) for name, load in loads.items()}, repeat), paths))
+        out.append((case, compare({name: _drain(load) for name, load in loads.items()}, repeat, cpu_clock=tree_cpu),
+                    paths))
     return out
 
 
@@ -185,9 +189,33 @@ def _path(load: Callable[[], Any]) -> str:
     return "Spark's Parquet reader"
 
 
-def _ratio(spark: Timing, ours: Timing) -> str:
-    """The median over rounds of Spark's time over ours in the same round."""
-    return f"{statistics.median(s / o for s, o in zip(spark.samples, ours.samples)):.2f}x"
+def _ratios(spark: Timing, ours: Timing) -> list[str]:
+    """The medians over rounds of Spark's wall and CPU time over ours in the same round."""
+    return [f"{statistics.median(s / o for s, o in zip(mine, theirs)):.2f}x"
+            for mine, theirs in ((spark.samples, ours.samples), (spark.cpu, ours.cpu))]
+
+
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and every live process under it (Linux /proc):
+    in local mode that is Spark's JVM and its Python workers too."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+            used[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0.0)
+        todo += parents.get(pid, [])
+    return total
 
 
 def _with_deletes(uri: str, positions: Callable[[np.random.Generator, int], np.ndarray]) -> str:
