@@ -189,6 +189,15 @@ def _read_plan(
     frame = spark.read.schema(spark_schema(stored)).options(**hadoop_options(location)).parquet(*paths)
     if keep is not None:
         frame = frame.filter(keep)
+    positions = (
+        [F.col("_metadata.file_name").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(ROW_COLUMN)]
+        if with_positions
+        else []
+    )
+    if all(source == name and file_type is None for name, source, file_type in plan):
+        # the files hold the table's columns as they are (no schema change since): no projection
+        # to build, which cost tens of round trips to the JVM per read
+        return frame.select("*", *positions) if positions else frame
     columns = []
     for (name, source, file_type), field in zip(plan, target.fields):
         if source is None:
@@ -196,9 +205,7 @@ def _read_plan(
         else:
             column = quoted(source)
             columns.append((column.cast(field.dataType) if file_type is not None else column).alias(name))
-    if with_positions:
-        columns += [F.col("_metadata.file_name").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(ROW_COLUMN)]
-    return frame.select(*columns)
+    return frame.select(*columns, *positions)
 
 
 def _deleted_rows(spark: Any, files: Sequence[DataFile], deleted: Callable[[DataFile], BitMap]) -> DataFrame:
