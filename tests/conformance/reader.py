@@ -218,14 +218,16 @@ def _state(root: Path, doc: dict[str, Any], where: str) -> State:
     }
     entries: list[Entry] = []
     for i, summary in enumerate(_of(doc, "segments", list, where)):
-        entries += _segment(root, _key(summary.get("path"), "segments/", f"{where}: segments[{i}]"), overrides)
+        path = summary.get("path") if type(summary) is dict else None
+        entries += _segment(root, _key(path, "segments/", f"{where}: segments[{i}]"), overrides)
     entries += [_entry(e, f"{where}: tail[{i}]") for i, e in enumerate(_of(doc, "tail", list, where))]
     for e in entries:  # an override names a file of a segment; its cardinality is checked here
         if e.deletes is not None and e.deletes.cardinality > e.rows:
             raise Corrupt(f"{where}: {e.path} has {e.deletes.cardinality} deleted rows of {e.rows}")
     _listed_once([e.path for e in entries], where)
     totals = _of(doc, "totals", dict, where)
-    for name, value in (("files", len(entries)), ("rows", sum(e.rows for e in entries))):
+    sums = {"files": len(entries), "rows": sum(e.rows for e in entries), "bytes": sum(e.size for e in entries)}
+    for name, value in sums.items():
         if _int(totals, name, f"{where}: totals") != value:
             raise Corrupt(f"{where}: totals.{name} is {totals[name]}, its files sum to {value}")
     return State(pa.schema(fields, metadata=schema.metadata), tuple(ids), mapping, tuple(entries))
