@@ -27,7 +27,7 @@ import pytest
 from tests.mirror_canonical import of_arrow
 from tests.mirror_matrix import (SPARK_VERSIONS, Case, Outcome, build_cases, metadata_file, null_counts,
                                  quoted)
-from tests.reader_envs import DUCKDB_1_4, DUCKDB_1_5, PYSPARK_4_1, ROOT, installed, run_reader
+from tests.reader_envs import DUCKDB, NO_FILE_CACHE, PYSPARK_4_1, ROOT, installed, read_duckdb, run_reader
 
 SPARK_PACKAGES = ["io.delta:delta-spark_4.1_2.13:4.4.0", "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"]
 REFUSED_BY_PYARROW_PATH = {"columnMapping", "deletionVectors"}
@@ -86,8 +86,10 @@ def test_python_readers_read_every_retained_version(cases: list[Case]) -> None:
     _report([deltalake, pyiceberg, polars])
 
 
-@pytest.mark.parametrize("release, packages", [("1.4.4", DUCKDB_1_4), ("1.5.5", DUCKDB_1_5)])
-def test_duckdb_reads_every_retained_version(cases: list[Case], release: str, packages: list[str]) -> None:
+@pytest.mark.parametrize("release", sorted(DUCKDB))
+def test_duckdb_reads_every_retained_version(cases: list[Case], release: str) -> None:
+    """Reads that come back wrong are read again with DuckDB's file cache off (what one
+    excuse needs to know: tests/mirror_matrix.py)."""
     queries: dict[str, str] = {}
     expected: dict[str, tuple[Case, int, Any]] = {}
     for case in cases:
@@ -105,10 +107,14 @@ def test_duckdb_reads_every_retained_version(cases: list[Case], release: str, pa
                 key = f"{case.seed}/{latest}/{source.split()[0]} IS NULL {name}"
                 queries[key] = f"SELECT count(*) FROM {scan} WHERE {quoted(name)} IS NULL"
                 expected[key] = (case, latest, [[str(nulls[name])]])
-    env = installed(f"duckdb-{release}", packages)
-    found = json.loads(run_reader("duckdb_mirror_reader.py", env, json.dumps({"queries": queries})))
-    assert found.pop("duckdb") == release
+    found = read_duckdb(release, queries)
     outcome = Outcome(f"duckdb {release}")
+    wrong = {key: sql for key, sql in queries.items() if found[key] != expected[key][2]}
+    again = read_duckdb(release, wrong, [NO_FILE_CACHE]) if wrong else {}
+    for key, rows in again.items():
+        case, version, _ = expected[key]
+        if rows == expected[key][2]:
+            case.exact_without_file_cache.add((outcome.reader, version, key.split("/", 2)[2]))
     for key, (case, version, rows) in expected.items():
         outcome.check(case, version, key.split("/", 2)[2], found[key], rows)
     _report([outcome])
