@@ -15,7 +15,8 @@ by its upstream issue, matched narrowly (the reader, the kind of read, and the c
 under which the reader is known to fail).
 
 Environment: ``MT_MIRROR_MATRIX_CASES`` (default 2), ``MT_MIRROR_MATRIX_STEPS`` (default 14),
-``MT_MIRROR_MATRIX_SPARK`` (versions per case Spark reads, default 2; 0: every one),
+``MT_MIRROR_MATRIX_SPARK`` (versions Spark reads in all, default 2; 0: every version of every
+case),
 ``MT_DIFF_SEED`` (the first case's seed, as in tests/test_differential.py)."""
 
 from __future__ import annotations
@@ -120,6 +121,17 @@ def build(seed: int, directory: Path) -> Case:
 
 def build_cases(directory: Path) -> list[Case]:
     return [build(SEED + k, directory) for k in range(CASES)]
+
+
+def spark_sample(cases: list[Case], rng: random.Random) -> list[tuple[Case, int]]:
+    """The versions Spark reads: ``SPARK_VERSIONS`` in all, the first case's newest and older
+    ones drawn from every case (an older version is where time travel by timestamp can
+    resolve wrong); every version of every case if it is 0. Spark's cost is mostly its start
+    and first reads, so the sample is bounded however many cases run."""
+    if SPARK_VERSIONS == 0:
+        return [(case, version) for case in cases for version in sorted(case.versions)]
+    older = [(case, version) for case in cases for version in sorted(case.versions)[:-1]]
+    return [(cases[0], max(cases[0].versions))] + rng.sample(older, min(len(older), SPARK_VERSIONS - 1))
 
 
 def metadata_file(case: Case, version: int) -> str:
