@@ -157,16 +157,18 @@ def _date64_as_datetime(case: Case, version: int, label: str) -> bool:
     return "incoming: Datetime('ms') != target: Date" in case.last_error
 
 
-def vectors_past_first_blob(metadata: str) -> list[str]:
-    """The data files whose deletion vector the current snapshot of ``metadata`` (a local
-    metadata file) reads from past the first blob of its Puffin file."""
+def deletion_vectors(metadata: str) -> dict[str, tuple[str, int]]:
+    """Data file -> (Puffin file, blob offset) of each deletion vector the current snapshot of
+    ``metadata`` (a local metadata file) reads."""
     meta = json.loads(Path(metadata).read_text())
     current = [s for s in meta.get("snapshots", []) if s["snapshot-id"] == meta.get("current-snapshot-id")]
-    out = []
+    out = {}
     for listed in _avro(current[0]["manifest-list"]) if current else []:
         if listed["content"] == 1:
-            out += [e["data_file"]["referenced_data_file"] for e in _avro(listed["manifest_path"])
-                    if e["status"] != 2 and (e["data_file"]["content_offset"] or 0) > len(b"PFA1")]
+            for entry in _avro(listed["manifest_path"]):
+                f = entry["data_file"]
+                if entry["status"] != 2 and f["file_format"].upper() == "PUFFIN":
+                    out[f["referenced_data_file"]] = (f["file_path"], f["content_offset"])
     return out
 
 
@@ -177,7 +179,7 @@ def _avro(location: str) -> list[dict[str, Any]]:
 
 def _file_cache_misreads_vector(case: Case, version: int, label: str) -> bool:
     return (("duckdb 1.5.5", version, label) in case.exact_without_file_cache
-            and bool(vectors_past_first_blob(metadata_file(case, version))))
+            and any(offset > len(b"PFA1") for _, offset in deletion_vectors(metadata_file(case, version)).values()))
 
 
 EXCUSES = [

@@ -15,11 +15,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.table import StaticTable
 
 import manifest_table as mt
 from tests.mirror_canonical import of_arrow
-from tests.mirror_matrix import vectors_past_first_blob
+from tests.mirror_matrix import deletion_vectors
 from tests.mirror_readers import PROPERTIES, SCHEMA, delta_rows, rows, run_history
 from tests.reader_envs import NO_FILE_CACHE, read_duckdb
 
@@ -71,26 +72,32 @@ def test_duckdb_reads_widened_columns(tmp_path: Path) -> None:
 
 
 def test_duckdb_1_5_5_file_cache_misreads_a_later_puffin_blob(tmp_path: Path) -> None:
-    """The shape the reader matrix excuses for DuckDB 1.5.5 (tests/mirror_matrix.py), made
-    deterministic: one delete's Puffin file holds file A's large vector first and B's after
-    it. Reading version 4 (A's vector only, from that file) caches a range from A's blob to
-    the footer, grown to fill the gap; version 3 then takes B's vector from the start of that
-    range, A's, and drops B's even rows instead of its deleted one (duckdb-iceberg#1182).
-    pyiceberg and DuckDB 1.4.4 read both right, and so does 1.5.5 with its file cache off."""
+    """The shape the reader matrix excuses for DuckDB 1.5.5 (tests/mirror_matrix.py), in the
+    smallest history and the read order that always show it (duckdb-iceberg#1182). Version
+    4 deletes a row in each of three files: one Puffin file of three vectors of equal length,
+    P1, P2, P3 in its order. Reading version 6 (P3 alone from that file) caches P3's range;
+    version 5 (P1 and P3 from it) grows P1's read over the gap up to P3's, so the range holds
+    P2 too; version 4 then takes P2 from the start of that range: P1's bitmap, applied to
+    P2's file. pyiceberg and DuckDB 1.4.4 read all three right, and so does 1.5.5 with its
+    file cache off."""
     uri = str(tmp_path / "t")
     t = mt.create_table(uri, pa.schema([("id", pa.int64())]), mirrors=["iceberg"])
-    t.append(pa.table({"id": pa.array(range(1000), pa.int64())}))
-    t.append(pa.table({"id": pa.array(range(1000, 1010), pa.int64())}))
-    t.delete("id < 1000 AND id % 2 = 0 OR id = 1001")
-    t.delete("id = 1003")
-    queries = {f"v{v}": f"SELECT * FROM iceberg_scan('{uri}/metadata/v{v}.metadata.json')" for v in (4, 3)}
-    expected = {f"v{v}": _rows(t, v) for v in (4, 3)}
-    assert [len(vectors_past_first_blob(f"{uri}/metadata/v{v}.metadata.json")) for v in (4, 3)] == [0, 1]
+    for first in (0, 10, 20):
+        t.append(pa.table({"id": pa.array(range(first, first + 10), pa.int64())}))
+    t.delete("id IN (0, 11, 22)")  # the file of ids 10k.. loses its row at position k
+    vectors = deletion_vectors(f"{uri}/metadata/v4.metadata.json")
+    assert len(vectors) == 3 and len({puffin for puffin, _ in vectors.values()}) == 1
+    by_offset = sorted(vectors, key=lambda path: vectors[path][1])
+    p1, p2, _ = (pq.read_table(path.removeprefix("file://"))["id"][0].as_py() for path in by_offset)
+    t.delete(f"id = {p2 + 9}")
+    t.delete(f"id = {p1 + 9}")
+    queries = {f"v{v}": f"SELECT * FROM iceberg_scan('{uri}/metadata/v{v}.metadata.json')" for v in (6, 5, 4)}
+    expected = {f"v{v}": _rows(t, v) for v in (6, 5, 4)}
     assert {k: of_arrow(StaticTable.from_metadata(q.split("'")[1]).scan().to_arrow()) for k, q in queries.items()} \
         == expected
     assert read_duckdb("1.4.4", queries) == expected
     assert read_duckdb("1.5.5", queries, [NO_FILE_CACHE]) == expected
     misread = read_duckdb("1.5.5", queries)
-    assert misread["v4"] == expected["v4"]
-    b_rows = [r for r in misread["v3"] if int(r[0]) >= 1000]
-    assert [r[0] for r in b_rows] == [str(i) for i in range(1001, 1010, 2)], "DuckDB fixed #1182? drop the excuse"
+    assert {k: v for k, v in misread.items() if v != expected[k]}.keys() == {"v4"}
+    in_p2 = sorted(int(r[0]) for r in misread["v4"] if p2 <= int(r[0]) < p2 + 10)  # type: ignore[index]
+    assert in_p2 == [p2 + k for k in range(10) if k != p1 // 10], "DuckDB fixed #1182? then drop its excuse"
