@@ -21,9 +21,9 @@ from ..arguments import check_size
 from ..errors import InvalidArgumentError, StoreError
 from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
-from ..format.root import with_field_ids
 from ..format.schema import check_schema
 from ..format.stats import FooterGaps, stats_from_parquet
+from ..format.stored_schema import with_field_ids
 from ..lazy import lazy
 from ..storage import FileIO
 
