@@ -9,13 +9,16 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..format.manifest import Manifest
 from ..format.root import SegmentSummary
-from ..format.segment import Segment
 from .segments import SegmentReader
+
+if TYPE_CHECKING:
+    from ..format.segment import Segment
 
 _SEGMENT_READERS = 4
 
