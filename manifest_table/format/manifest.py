@@ -83,6 +83,10 @@ class Manifest:
     """Format v2: the other formats this table is mirrored to, with their options
     (format/mirrors.py, docs/mirrors.md)."""
 
+    def __post_init__(self) -> None:
+        if (self.index is None) == self.stored_schema.has_field_ids:
+            raise ValueError("a format-v2 version's schema has field ids, a v1 version's has none")
+
     @property
     def timestamp(self) -> datetime:
         return datetime.fromtimestamp(self.timestamp_ms / 1000, UTC)
@@ -98,10 +102,6 @@ class Manifest:
 
         tail = ListedPaths.of("the root's tail", [f.path for f in self.tail])
         check_listed_once(manifest_key(self.version), [*segments, tail])
-
-    def __post_init__(self) -> None:
-        if (self.index is None) == self.stored_schema.has_field_ids:
-            raise ValueError("a format-v2 version's schema has field ids, a v1 version's has none")
 
     @property
     def fields(self) -> FieldIds:
