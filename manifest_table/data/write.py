@@ -11,7 +11,6 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,8 @@ from ..lazy import lazy
 from ..storage import FileIO
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -101,7 +102,7 @@ def write_data_files(
     files again for its next run). ``physical_names``: the names the files carry the columns
     under (``FieldIds.physical_names``) where they differ from the schema's; the entries'
     stats keep the schema's names."""
-    from ..format.schema import check_schema
+    from ..format.schema import check_schema  # (opening a table imports this module for WriteOptions)
 
     check_schema(schema, appending=True)
     keys: list[str] = []
@@ -159,6 +160,8 @@ def _write(
 ) -> list[DataFile]:
     """Cut the row groups into files on this thread (where the caller's stream is read) and
     encode the files on ``workers`` threads."""
+    from concurrent.futures import ThreadPoolExecutor  # (as check_schema: with the first write)
+
     flow = _Flow(MAX_BUFFERED)
     futures: list[Future[DataFile]] = []
     encoding = _Encoding(True, None)

@@ -11,7 +11,6 @@ count``, history, the pointer) never imports pyarrow (docs/benchmarks.md, "Start
 
 from __future__ import annotations
 
-import decimal
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -32,11 +31,14 @@ from .stats import ColumnStats, StoredStats, encode_stats
 from .stored_schema import MAX_FIELD_ID, StoredSchema, names_to_ids
 
 if TYPE_CHECKING:
+    import decimal
+
     import pyarrow as pa
     import pyarrow.types as pat
 
     from .listed_once import ListedPaths
 else:
+    decimal = lazy("decimal")  # (with the stats that hold decimals: not for a count)
     pa = lazy("pyarrow")
     pat = lazy("pyarrow.types")
 

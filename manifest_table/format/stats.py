@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import decimal
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..lazy import lazy
 
 if TYPE_CHECKING:
+    import decimal
+
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from .stored_schema import StoredSchema
 else:
+    decimal = lazy("decimal")
     pa = lazy("pyarrow")
     pc = lazy("pyarrow.compute")
     pq = lazy("pyarrow.parquet")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,6 +60,8 @@ class Version(Manifest):
         if len(summaries) <= 1:
             yield from (self.segment(s.path) for s in summaries)
             return
+        from concurrent.futures import ThreadPoolExecutor  # (not for a version read without segments)
+
         with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
             yield from pool.map(lambda s: self.segment(s.path), summaries)
 
