@@ -11,17 +11,20 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Never
 
-import pyarrow as pa
-
 from .arguments import Seconds, Size, check_choice, check_schema_mode
 from .database.database import database_above
 from .errors import SchemaMismatchError, StoreError, TableExistsError, TableNotFoundError
 from .format.manifest import DATABASE_HINT, FORMAT_VERSION, Manifest
+from .lazy import lazy
 from .storage import ObjectStore
 from .table import Table, options_of, table_at
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .commit import CommitInfo
+else:
+    pa = lazy("pyarrow")
 
 
 def create_table(

@@ -1,7 +1,8 @@
 """The table facade: create or open a table, write to it, read it, inspect its history.
 
 Each operation's module is imported by the method that runs it, so that opening a table and
-reading it (``manifest-table count``) loads no writer, maintenance or mirror code."""
+reading it loads no writer, maintenance or mirror code, and opening it and reading its
+manifest (``manifest-table count``) no pyarrow either (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
 
 from .arguments import (
     Duration,
@@ -22,19 +21,19 @@ from .arguments import (
     did_you_mean,
 )
 from .commit.loop import CommitOptions
-from .data.file_sets import VersionFiles
-from .data.scan import Scan, Snapshot
-from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
 from .errors import InvalidArgumentError
-from .expressions import Expr, to_expr
-from .feed import ChangeFeed, change_range
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .storage import ObjectStore, store_for_uri
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .commit import CommitInfo
+    from .data.scan import Scan
+    from .expressions import Expr
+    from .feed import ChangeFeed
     from .log.version import Version
     from .metadata_tables import Inspector
     from .operations.garbage_collection import GCReport
@@ -61,9 +60,17 @@ class Table(TableHandle):
     def schema(self) -> pa.Schema:
         return self._latest().schema
 
-    def manifest(self, version: int | None = None) -> Version:
-        """The manifest of ``version`` (default: the latest)."""
-        return self._latest() if version is None else self.log.manifest(check_version(version))
+    def manifest(self, version: int | None = None, as_of: datetime | str | None = None) -> Version:
+        """The manifest of the latest version, or of ``version``, or of the version current at
+        ``as_of``: what a read of them sees (``scan``), its counts included (``live_rows``,
+        ``totals``) without pyarrow."""
+        if version is not None and as_of is not None:
+            raise InvalidArgumentError("pass version or as_of, not both")
+        if version is not None:
+            return self.log.manifest(check_version(version))
+        if as_of is not None:
+            return self.log.as_of(check_time(as_of))
+        return self._latest()
 
     def _latest(self) -> Version:
         return self.log.manifest(self.log.read_pointer().version)
@@ -94,14 +101,12 @@ class Table(TableHandle):
         as_of: datetime | str | None = None,
     ) -> Scan:
         """Read the latest version, or ``version``, or the version current at ``as_of``."""
-        if version is not None and as_of is not None:
-            raise InvalidArgumentError("pass version or as_of, not both")
-        if version is not None:
-            manifest = self.log.manifest(check_version(version))
-        elif as_of is not None:
-            manifest = self.log.as_of(check_time(as_of))
-        else:
-            manifest = self._latest()
+        from .data.file_sets import VersionFiles
+        from .data.scan import Scan, Snapshot
+        from .data.tombstones import DeletionVectors
+        from .expressions import to_expr
+
+        manifest = self.manifest(version, as_of)
         dvs = DeletionVectors(self.store)
         snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of, fields=manifest.fields)
         return Scan(snapshot, self.io, columns, to_expr(where))
@@ -126,6 +131,8 @@ class Table(TableHandle):
         log, nothing extra written by writers. The version is the cursor: next time, start
         at ``end_version``. A start that GC removed is ``VersionExpiredError``. See
         docs/changes.md."""
+        from .feed import ChangeFeed, change_range
+
         start, end = change_range(self.log, start_version, end_version, start_as_of, end_as_of)
         return ChangeFeed(self.log, self.io, self.store, start, end, columns, where)
 

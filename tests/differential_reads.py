@@ -18,6 +18,7 @@ import pyarrow as pa
 
 import manifest_table as mt
 from manifest_table.format.column_types import rebuilt
+from tests.cli_run import cli_count
 from tests.differential_model import BEFORE, Oracle, State
 from tests.filter_generator import Text, quoted_name, random_filter, string_literal
 
@@ -290,6 +291,8 @@ class Checker:
         paths: dict[str, Path] = {name: ((lambda q, way=way: way(scan_of(reader, q))), compare_own)
                                   for name, way in OWN_PATHS.items()}
         paths["scan().count()"] = (lambda q: scan_of(reader, q).count(), compare_count)
+        paths["manifest-table count"] = (
+            lambda q: cli_count(self.uri, q.version, None if q.where is None else q.where.ours), compare_count)
         paths["scan().to_pandas()"] = (lambda q: scan_of(reader, q), compare_pandas)
         paths["to_duckdb"] = (lambda q: duckdb_read(reader, q, self.con), compare_foreign)
         paths["to_duckdb under id=7/"] = (lambda q: duckdb_read(hive, q, self.con), compare_foreign)

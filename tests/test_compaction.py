@@ -22,6 +22,7 @@ from manifest_table import Table, create_table, open_table
 from manifest_table.commit.changes import Rewrite
 from manifest_table.errors import CommitConflictError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
+from manifest_table.format.stored_schema import StoredSchema
 from manifest_table.log.version import Version
 from manifest_table.operations.compaction import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
                                         rewrite_record)
@@ -70,7 +71,7 @@ def filled(t: Table, files: int = 6, per_file: int = 10) -> None:
 
 # --- planning (manifest only) -----------------------------------------------------------
 def manifest_of(*files: DataFile) -> Version:
-    return Version(1, 0, 0, "c", "append", SCHEMA, files)
+    return Version(1, 0, 0, "c", "append", StoredSchema.of(SCHEMA), files)
 
 
 def file(name: str, size: int, rows: int = 100, deleted: int = 0) -> DataFile:

@@ -6,6 +6,7 @@ name."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import uuid
@@ -20,12 +21,13 @@ import pytest
 
 from manifest_table import Table, create_table, open_table
 from manifest_table.errors import CommitConflictError, CommitFailedError, CorruptTableError, InvalidArgumentError
-from manifest_table.format.manifest import DataFile, manifest_key
+from manifest_table.format.manifest import DataFile, manifest_key, version_of_key
 from manifest_table.format.pointer import POINTER_KEY
 from manifest_table.operations.garbage_collection import collect_garbage
 from manifest_table.storage import LocalStore, MemoryStore, ObjectStore
 from manifest_table.storage.prefixed import PrefixedStore
 from manifest_table.storage.s3 import S3Store
+from tests.cli_run import cli_count
 from tests.conftest import make_store
 from tests.crafted import DELETED, ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer, small_table
 
@@ -262,6 +264,36 @@ def test_stats_of_the_wrong_type_fail_only_the_reads_that_use_them() -> None:
         with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.d is Decimal\('-Infinity'\)"):
             t.scan(where="d > 1").count()
     assert pa.types.is_string(t.schema.field("name").type)
+
+
+
+@pytest.mark.parametrize("fmt", [1, 2])
+def test_a_schema_that_does_not_decode_fails_every_read_that_uses_it_and_no_count(fmt: int, tmp_path: Path) -> None:
+    """The schema is decoded when first used (format/stored_schema.py): the count command,
+    which reads the manifest's counts alone, answers; every read of rows, and every commit,
+    fails with the manifest and the field named, each time. Format v2's field ids above
+    ``last_field_id`` are found the same way."""
+    root = tmp_path / "t"
+    t = create_table(str(root), SCHEMA, format_version=fmt)
+    t.append(rows(range(ROWS)))
+    t.delete(f"id < {DELETED}")
+    good = latest_doc(t)["schema"]
+    crafted = {"schema": base64.b64encode(b"not arrow ipc").decode()}, "field schema: manifest schema does not decode"
+    cases = [crafted] + ([({"schema": good, "last_field_id": 2}, r"field last_field_id is 2; expected an integer in \[4,")]
+                         if fmt == 2 else [])
+    for change, message in cases:
+        doc = latest_doc(t)
+        doc.update(change)
+        key = commit_raw(t, doc)
+        listed = sorted(info.key for info in t.store.list())
+        assert cli_count(str(root)) == ROWS - DELETED
+        assert [c.version for c in t.history(limit=2)] == [t.version, t.version - 1]
+        for read in (lambda: t.scan().to_arrow(), lambda: t.scan(where="id > 5").count(), lambda: t.schema,
+                     lambda: t.append(rows(range(20, 22)))):
+            for _ in range(2):  # the manifest is cached: a second use fails the same way
+                with pytest.raises(CorruptTableError, match=f"^{key}: {message}"):
+                    read()
+        assert sorted(info.key for info in t.store.list()) == listed and t.version == version_of_key(key)
 
 
 # --- a data file listed twice in one version (format v2) ------------------------------------

@@ -11,7 +11,8 @@ small files and row groups, and
 a random history (tests/differential_history.py) kept in a pyarrow model with DuckDB as the
 SQL oracle (tests/differential_model.py). Then every retained version is read from fresh
 handles through every path (tests/differential_reads.py): the scan's `to_arrow`,
-`to_batches`, `to_reader`, `pa.table(scan)`, `to_pandas` and `count`, `to_duckdb` (also with
+`to_batches`, `to_reader`, `pa.table(scan)`, `to_pandas` and `count`, the `manifest-table
+count` command (which answers from the manifest without pyarrow), `to_duckdb` (also with
 the table under an `id=7/` directory), `to_polars` (a Polars predicate and projection pushed
 down), the writer's handle, time travel by `as_of`; then random filters (tests/
 filter_generator.py, with fractional and out-of-range literals) through the scan, its count

@@ -15,7 +15,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError,
                                    SchemaMismatchError, UpgradeRequiredError)
-from manifest_table.format.root import FIELD_ID
+from manifest_table.format.field_ids import FIELD_ID
 from manifest_table.storage import LocalStore
 
 DATA = Path(__file__).parent / "data"
@@ -99,8 +99,8 @@ def test_field_ids_come_from_last_field_id_and_are_never_reused(table: mt.Table)
     with table.update_schema() as s:
         s.drop_column("tag")
         s.add_column("tag", pa.string())
-    index = table.manifest().index
-    assert index.field_ids == (1, 2, 3, 4, 6) and index.last_field_id == 6
+    manifest = table.manifest()
+    assert manifest.fields.ids == (1, 2, 3, 4, 6) and manifest.index.last_field_id == 6
     table.append(batch([2], table.schema))
     newest = table.manifest().tail[-1].path
     assert written_ids(table, newest) == [1, 2, 3, 4, 6]
@@ -157,7 +157,7 @@ def test_deletes_overwrite_and_compaction_after_evolution(table: mt.Table) -> No
     assert rows(table.to_arrow()) == before
     # Compaction writes the current schema, with its field ids.
     for f in table.manifest().files:
-        assert written_ids(table, f.path) == list(table.manifest().index.field_ids)
+        assert written_ids(table, f.path) == list(table.manifest().fields.ids)
 
 
 def test_update_and_upsert_after_evolution(table: mt.Table) -> None:

@@ -32,15 +32,38 @@ def test_importing_the_package_imports_neither_pandas_nor_pyarrow_dataset() -> N
 
 
 def test_counting_a_table_loads_no_reader_writer_or_mirror_code(tmp_path: Path) -> None:
-    """Opening a table and counting its rows reads the pointer and one manifest: pyarrow's
-    core decodes the schema, nothing else loads (pandas alone took 0.2 s per call)."""
+    """A scan's count reads the pointer and one manifest: pyarrow's core loads with the
+    scan, nothing else does (pandas alone took 0.2 s per call; point_reads.py brought it back
+    through pyarrow.dataset)."""
     table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": [1, 2, 3]}))
     table.delete("id = 2")
     found = imported_after(f"import manifest_table as mt; assert mt.open_table({table.uri!r}).scan().count() == 2")
     assert found["pyarrow"] and not any(found[m] for m in HEAVY), found
-    found = imported_after(f"from manifest_table.cli import main; assert main(['count', {table.uri!r}]) == 0")
-    assert not any(found[m] for m in HEAVY), found
+
+
+def test_the_count_command_imports_no_pyarrow(tmp_path: Path) -> None:
+    """``manifest-table count`` answers from the manifest's own counts, its schema left
+    encoded (format/stored_schema.py): no pyarrow, numpy or pyroaring, whose import was most
+    of the command's time (docs/benchmarks.md, "Start-up"). A table of either format and a
+    database's table, at the latest version, at a version and as of a time; the counts are
+    checked against the scan's by tests/test_differential.py."""
+    v1 = mt.create_table(tmp_path / "v1", pa.schema([("id", pa.int64())]), format_version=1)
+    mt.create_database(tmp_path / "db")
+    tables = [v1, mt.create_table(tmp_path / "v2", v1.schema), mt.create_table(f"{tmp_path / 'db'}/t", v1.schema)]
+    for table in tables:
+        table.append(pa.table({"id": [1, 2, 3]}))
+        table.delete("id = 2")
+        as_of = table.manifest().timestamp.isoformat()
+        before = str(table.version - 1)  # (the append's version)
+        calls = [["count", table.uri], ["count", table.uri, "--version", before], ["count", table.uri, "--as-of", as_of]]
+        code = "from manifest_table.cli import main\n" + "".join(f"assert main({argv!r}) == 0\n" for argv in calls)
+        done = subprocess.run([sys.executable, "-c", f"{code}import sys; print(sorted(sys.modules))"],
+                              capture_output=True, text=True, check=True)
+        *counts, modules = done.stdout.splitlines()
+        assert counts == ["2", "3", "2"], (table.uri, counts)
+        loaded = {name.split(".")[0] for name in json.loads(modules.replace("'", '"'))}
+        assert not loaded & {"pyarrow", "numpy", "pyroaring", "pandas"}, (table.uri, sorted(loaded))
 
 
 def test_help_and_version_import_no_library_code() -> None:

@@ -16,6 +16,7 @@ import manifest_table as mt
 from manifest_table.errors import InvalidArgumentError, StoreError
 from manifest_table.format.manifest import Manifest, manifest_key
 from manifest_table.format.pointer import POINTER_KEY, encode_pointer
+from manifest_table.format.stored_schema import StoredSchema
 from manifest_table.storage import FileIO, LocalStore
 from manifest_table.data.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
@@ -82,7 +83,7 @@ def test_table_with_an_unwritable_schema_fails_before_writing(tmp_path: Path) ->
     refuses that schema): appends fail with a typed error and write nothing."""
     store = LocalStore(tmp_path / "t")
     schema = pa.schema([("h", pa.float16())])
-    store.put_if_absent(manifest_key(0), Manifest(0, None, 0, "c0", "create", schema, ()).to_json())
+    store.put_if_absent(manifest_key(0), Manifest(0, None, 0, "c0", "create", StoredSchema.of(schema), ()).to_json())
     store.put_if_absent(POINTER_KEY, encode_pointer(0))
     t = mt.open_table(str(tmp_path / "t"))
     before = object_listing(store)

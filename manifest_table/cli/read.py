@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from ..errors import InvalidArgumentError
+from ..lazy import lazy
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
 from .options import PROG, csv_options, names, open_from, whole_number
@@ -22,7 +21,11 @@ from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ..commit import CommitInfo
+else:
+    pa = lazy("pyarrow")
 
 PREVIEW_ROWS = 20
 
@@ -172,7 +175,13 @@ def emit(
 
 
 def count(args: argparse.Namespace) -> None:
-    print(open_from(args).scan([], args.where, args.version, args.as_of).count())
+    """Without ``--where``, the manifest's own counts (``Manifest.live_rows``, what
+    ``Scan.count`` answers then): no pyarrow is imported (docs/benchmarks.md, "Start-up")."""
+    table = open_from(args)
+    if args.where is None:
+        print(table.manifest(args.version, args.as_of).live_rows)
+    else:
+        print(table.scan([], args.where, args.version, args.as_of).count())
 
 
 def add_commands(command: Any) -> None:

@@ -35,6 +35,7 @@ from ..format.segment import (
     summarize,
     with_deletes,
 )
+from ..format.stored_schema import StoredSchema
 from ..lazy import lazy
 from ..log.version import Version, locate
 from ..log.version_log import VersionLog
@@ -80,6 +81,9 @@ class ManifestBuilder:
             parameters["rewrites"] = rewrites_to_json(changes.rewrites)
         if changes.replaced:
             parameters["replaced"] = replacements_to_json(replacements_of(changes, self._tombstones.positions))
+        stored_schema = prev.stored_schema
+        if changes.upgrade is not None:  # the v1 columns get their ids (``_upgrade``), kept in the schema
+            stored_schema = StoredSchema.of(prev.schema, prev.fields.ids)
         apps = dict(prev.app_transactions)
         if changes.app_transaction:
             apps[changes.app_transaction[0]] = changes.app_transaction[1]
@@ -89,7 +93,7 @@ class ManifestBuilder:
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
             commit_id=commit_id,
             operation=changes.operation,
-            schema=prev.schema,
+            stored_schema=stored_schema,
             tail=files,
             parameters=parameters,
             metrics=metrics,
@@ -122,14 +126,14 @@ class ManifestBuilder:
 
     def _upgrade(self, prev: Version, properties: Properties) -> FileIndex:
         """A v1 version's files as a v2 index: segments of ``segment_target_files`` entries."""
-        field_ids = tuple(range(1, len(prev.schema) + 1))
+        field_ids = prev.fields.ids  # a v1 table's: 1..n by position (``plain``)
         files = prev.tail
         chunk = properties.segment_target_files
         segments = tuple(
             self._write(entries_of(files[i : i + chunk], prev.schema, field_ids), prev, field_ids)
             for i in range(0, len(files), chunk)
         )
-        return FileIndex(field_ids, len(field_ids), properties, prev.totals, segments, {})
+        return FileIndex(len(field_ids), properties, prev.totals, segments, {})
 
     # --- v2: what changed -----------------------------------------------------------------
     def _v2(self, prev: Version, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex]:
@@ -174,7 +178,7 @@ class ManifestBuilder:
         if len(tail) > props.tail_limit:
             chunk = props.segment_target_files
             segments += [
-                self._write(entries_of(tail[i : i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
+                self._write(entries_of(tail[i : i + chunk], prev.schema, prev.fields.ids), prev, prev.fields.ids)
                 for i in range(0, len(tail), chunk)
             ]
             tail = []
@@ -228,7 +232,7 @@ class ManifestBuilder:
     ) -> SegmentSummary | None:
         """One segment of the entries of ``sources`` minus ``removed``, with the deletion
         vectors of ``deletes`` folded in (and taken out of the map)."""
-        field_ids = prev.index.field_ids  # type: ignore[union-attr]
+        field_ids = prev.fields.ids
         tables = []
         for summary in sources:
             table = prev.segment(summary.path).table

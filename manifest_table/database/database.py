@@ -1,5 +1,7 @@
 """The database facade: create or open a database, its tables by name, its transactions,
-snapshots and history (docs/databases.md, docs/design/003-databases.md)."""
+snapshots and history (docs/databases.md, docs/design/003-databases.md). What only writes,
+gc and the change feed need is imported by the method that runs it: opening a database's
+table and reading its manifest loads no pyarrow (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
@@ -8,26 +10,25 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ..arguments import Duration, Size, check_int, check_time, check_version
-from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
-from ..feed import change_range
 from ..format.database import DatabaseVersion, check_table_name
 from ..format.manifest import FORMAT_VERSION, manifest_key
 from ..format.pointer import POINTER_KEY, Pointer
-from ..operations.create import create_log
-from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
 from ..table import handle_args
-from .changes import DatabaseChanges
-from .garbage_collection import collect_database_garbage
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
-from .transaction import DatabaseTransaction, database_commit_info
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..commit import CommitInfo
+    from ..operations.garbage_collection import GCReport
+    from .changes import DatabaseChanges
+    from .transaction import DatabaseTransaction
 
 
 class Database(DatabaseHandle):
@@ -52,6 +53,8 @@ class Database(DatabaseHandle):
         tables it wrote to what it did to them."""
         if limit is not None:
             check_int("limit", limit, minimum=0)
+        from .transaction import database_commit_info
+
         return [database_commit_info(v) for v in self.log.history(limit)]
 
     def changes(
@@ -66,6 +69,9 @@ class Database(DatabaseHandle):
         current at ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the
         latest), in database-version order, each batch with a ``_table`` column (changes.py,
         docs/changes.md). The database version is the cursor."""
+        from ..feed import change_range
+        from .changes import DatabaseChanges
+
         return DatabaseChanges(self, *change_range(self.log, start_version, end_version, start_as_of, end_as_of))
 
     def table(self, name: str) -> DatabaseTable:
@@ -81,6 +87,8 @@ class Database(DatabaseHandle):
 
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> DatabaseTransaction:
+        from .transaction import DatabaseTransaction
+
         return DatabaseTransaction(self)
 
     def create_table(
@@ -139,6 +147,8 @@ class Database(DatabaseHandle):
     ) -> GCReport:
         """Expire old database versions and delete what no retained version needs, over every
         table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        from .garbage_collection import collect_database_garbage
+
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
 
     # --- internals ----------------------------------------------------------------------
@@ -208,6 +218,8 @@ def create_database(
         operation="create_database",
         tables={},
     )
+    from ..operations.create import create_log
+
     create_log(db.store, db.log, first, exists)
     return db
 

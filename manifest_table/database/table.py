@@ -6,9 +6,8 @@ commits. Garbage collection belongs to the database; its mirrors are the table's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
@@ -19,6 +18,9 @@ from ..storage.prefixed import PrefixedStore
 from ..table import Table
 from .handle import DatabaseHandle
 from .table_log import DatabaseTableLog
+
+if TYPE_CHECKING:
+    from ..commit import CommitInfo
 
 
 class DatabaseTable(Table):

@@ -6,10 +6,8 @@ are database commits (``commit_table``, commit.py)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..commit.loop import CommitOptions
-from ..commit.loop import commit as commit_loop
-from ..commit.table_commit import TableProposal
 from ..errors import TableNotFoundError, TableRenamedError, VersionNotFoundError
 from ..format.database import DatabaseVersion, at_version
 from ..format.manifest import Manifest
@@ -17,8 +15,11 @@ from ..format.pointer import Pointer
 from ..log.version import Version
 from ..log.version_log import VersionLog
 from ..storage import ObjectStore
-from .commit import DatabaseProposal, TablePart
 from .log import DatabaseLog
+
+if TYPE_CHECKING:
+    from ..commit.loop import CommitOptions
+    from ..commit.table_commit import TableProposal
 
 
 class DatabaseTableLog(VersionLog):
@@ -141,6 +142,9 @@ class DatabaseTableLog(VersionLog):
         self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
     ) -> Version:
         """A commit of this table alone: a database commit of one table (commit.py)."""
+        from ..commit.loop import commit as commit_loop
+        from .commit import DatabaseProposal, TablePart  # (the commit machinery loads on use)
+
         db_base = self.database.manifest(base.version)
         committed = commit_loop(
             self.database,

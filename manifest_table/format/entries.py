@@ -27,7 +27,7 @@ class DataFile:
     rows: int
     size: int
     stats: Mapping[str, ColumnStats] = field(default_factory=dict, compare=False)
-    encoded_stats: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    encoded_stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """``stats`` as stored, kept from the manifest it was read from: every commit rewrites the
     whole file list, and re-encoding unchanged stats would dominate its cost."""
     deletes: DeletionVector | None = None

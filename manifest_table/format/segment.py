@@ -18,7 +18,6 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .json_fields import MAX_INT64
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .listed_once import ListedPaths
+from .root import SegmentSummary
 from .stats import ColumnStats, has_stats, instant_type
 
 if TYPE_CHECKING:
@@ -70,18 +70,6 @@ def entries_schema(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
             ]
         fields.append(pa.field(f"nulls_{fid}", pa.int64()))
     return pa.schema(fields)
-
-
-@dataclass(frozen=True)
-class SegmentSummary:
-    """What a root says about one segment: enough to skip it, and to count without it."""
-
-    path: str
-    files: int
-    rows: int
-    deleted: int
-    bytes: int
-    stats: Mapping[str, ColumnStats]
 
 
 class Segment:

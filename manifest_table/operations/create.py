@@ -27,6 +27,7 @@ from ..format.mirrors import merged, requested
 from ..format.pointer import POINTER_KEY, encode_pointer
 from ..format.root import FileIndex, Properties, Totals
 from ..format.schema import check_schema
+from ..format.stored_schema import StoredSchema
 from ..handle import TableHandle
 from ..log.version import Version
 from ..log.version_log import PointerLog
@@ -51,14 +52,14 @@ def first_version(
         raise InvalidArgumentError("mirrors apply to format version 2 tables only")
     ids = tuple(range(1, len(schema) + 1))
     check_mirrored(plain(schema), wanted)
-    index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
+    index = FileIndex(len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
     return Manifest(
         version=0,
         parent_version=None,
         timestamp_ms=int(time.time() * 1000),
         commit_id=uuid.uuid4().hex,
         operation="create",
-        schema=schema,
+        stored_schema=StoredSchema.of(schema, ids if index is not None else None),
         tail=(),
         format_version=format_version,
         index=index,
