@@ -14,7 +14,7 @@ from .arguments import Seconds, Size, check_choice
 from .data.ingest import arrow_input
 from .database.database import table_of_database
 from .errors import TableExistsError, TableNotFoundError
-from .format.manifest import FORMAT_VERSION
+from .format.manifest import NEW_TABLE_FORMAT_VERSION
 from .operations.create import create, first_version
 from .operations.schema_change import new_columns
 from .storage import ObjectStore
@@ -27,8 +27,8 @@ def create_table(
     *,
     store: ObjectStore | None = None,
     storage_options: dict[str, str] | None = None,
-    format_version: int = FORMAT_VERSION,
-    properties: dict[str, int] | None = None,
+    format_version: int = NEW_TABLE_FORMAT_VERSION,
+    properties: dict[str, Any] | None = None,
     mirrors: Sequence[str] | None = None,
     target_file_size: Size | None = None,
     row_group_size: Size | None = None,
@@ -42,7 +42,8 @@ def create_table(
     **unknown: Never,
 ) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
-    ``properties`` tune format v2's metadata layout (``format.root.Properties``);
+    ``properties`` (docs/format.md, "Properties"): ``gc_grace`` (``"24h"``) and format v2's
+    layout limits; one that release 0.3.0 does not know makes it format version 3.
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
     The other keywords are the handle's options, as for ``open_table``."""

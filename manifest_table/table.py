@@ -33,6 +33,7 @@ from .operations.compaction import compact
 from .operations.garbage_collection import GCReport, collect_garbage
 from .operations.schema_change import SchemaUpdate, update_schema
 from .operations.set_mirrors import set_mirrors
+from .operations.set_properties import set_properties
 from .operations.upgrade import upgrade
 from .storage import ObjectStore, store_for_uri
 from .transaction import Transaction
@@ -216,8 +217,21 @@ class Table(TableHandle):
 
         return sync(self.log, self._latest())
 
+    # --- properties ---------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Every property of the table at the latest version, set or default, as stored
+        (``{"gc_grace": "24h", "tail_limit": 32, ...}``; docs/format.md, "Properties")."""
+        return self._latest().properties.shown(self.property_scope)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set table properties in one commit (``{"gc_grace": "6h"}``; a value None restores
+        the default). An unknown name or a bad value is an ``InvalidArgumentError``; a
+        format-v1 table raises ``UpgradeRequiredError`` (run ``upgrade()`` first)."""
+        return set_properties(self, properties)
+
     # --- maintenance --------------------------------------------------------------------
-    def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
+    def upgrade(self, properties: dict[str, Any] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
         return upgrade(self, properties)

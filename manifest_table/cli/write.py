@@ -12,7 +12,7 @@ from ..commit import CommitInfo
 from ..database import open_database
 from ..entry_points import create_table
 from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableExistsError, TableNotFoundError
-from ..format.manifest import FORMAT_VERSION
+from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..table import Table
 from ..wording import count
@@ -32,7 +32,7 @@ def create(args: argparse.Namespace) -> None:
 
 
 def _create(args: argparse.Namespace, schema: pa.Schema) -> Table:
-    format_version = getattr(args, "format_version", FORMAT_VERSION)
+    format_version = getattr(args, "format_version", NEW_TABLE_FORMAT_VERSION)
     table = create_in_place(args.uri, schema, storage_options(args), format_version)
     print(f"created {table.uri} (version 0, format version {format_version}) with {count(len(schema), 'column')}")
     return table
@@ -150,9 +150,9 @@ def add_commands(command: Any) -> None:
     created.add_argument(
         "--format-version",
         type=int,
-        choices=(1, FORMAT_VERSION),
-        default=FORMAT_VERSION,
-        help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)",
+        choices=range(1, FORMAT_VERSION + 1),
+        default=NEW_TABLE_FORMAT_VERSION,
+        help=f"table format (default {NEW_TABLE_FORMAT_VERSION}; 1 is readable by releases before format v2)",
     )
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)

@@ -24,7 +24,8 @@ from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
-from ..format.root import FileIndex, Properties, Totals
+from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
+from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
     SegmentSummary,
@@ -56,6 +57,7 @@ class ManifestBuilder:
 
     def build(self, prev: Version, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
+        prev.properties.check_writable(f"table {self._log.location}")
         before = prev.fields
         if changes.schema is not None:
             prev = prev.with_fields(changes.schema.fields, changes.schema.last_field_id)
@@ -65,6 +67,8 @@ class ManifestBuilder:
             # mirror setting is caught here, after rebasing.
             check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
+        if index is not None and changes.properties:
+            index = replace(index, properties=index.properties.updated(changes.properties))
         metrics = dict(changes.metrics)
         if changes.deletes:
             metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
@@ -85,7 +89,7 @@ class ManifestBuilder:
             parameters=parameters,
             metrics=metrics,
             app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version,
+            format_version=max(prev.format_version, index.properties.format_version) if index else prev.format_version,
             index=index,
             mirrors=mirrors if index is not None else {},
         )
@@ -115,7 +119,7 @@ class ManifestBuilder:
         """A v1 version's files as a v2 index: segments of ``segment_target_files`` entries."""
         field_ids = tuple(range(1, len(prev.schema) + 1))
         files = prev.tail
-        chunk = properties.segment_target_files
+        chunk = properties[SEGMENT_TARGET_FILES]
         segments = tuple(
             self._write(entries_of(files[i : i + chunk], prev.schema, field_ids), prev, field_ids)
             for i in range(0, len(files), chunk)
@@ -154,7 +158,7 @@ class ManifestBuilder:
             segment = located[path][1]
             if segment is not None:
                 removed_from.setdefault(segment, set()).add(path)
-        if len(deletes) > props.deletes_limit:
+        if len(deletes) > props[DELETES_LIMIT]:
             removed_from.update({key: removed_from.get(key, set()) for key in self._flush_plan(prev, deletes)})
 
         rewritten = [
@@ -162,8 +166,8 @@ class ManifestBuilder:
             for s in index.segments
         ]
         segments = [s for s in rewritten if s is not None and s.files]
-        if len(tail) > props.tail_limit:
-            chunk = props.segment_target_files
+        if len(tail) > props[TAIL_LIMIT]:
+            chunk = props[SEGMENT_TARGET_FILES]
             segments += [
                 self._write(entries_of(tail[i : i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
                 for i in range(0, len(tail), chunk)
@@ -188,7 +192,7 @@ class ManifestBuilder:
         for _, segment in locate(prev, deletes).values():
             if segment is not None:
                 holders[segment] = holders.get(segment, 0) + 1
-        keep = prev.index.properties.deletes_limit // 2  # type: ignore[union-attr]
+        keep = prev.properties[DELETES_LIMIT] // 2
         plan, remaining = [], len(deletes)
         for key, count in sorted(holders.items(), key=lambda kv: -kv[1]):
             if remaining <= keep:
@@ -200,12 +204,12 @@ class ManifestBuilder:
     def _merge_small(
         self, segments: list[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector]
     ) -> list[SegmentSummary]:
-        props = prev.index.properties  # type: ignore[union-attr]
+        props = prev.properties
 
         def small(s: SegmentSummary) -> bool:
-            return s.files < props.segment_target_files
+            return s.files < props[SEGMENT_TARGET_FILES]
 
-        while sum(map(small, segments)) > props.max_small_segments:
+        while sum(map(small, segments)) > props[MAX_SMALL_SEGMENTS]:
             i = min(
                 (j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
                 key=lambda j: segments[j].files + segments[j + 1].files,

@@ -15,7 +15,7 @@ from pyroaring import BitMap
 from ..expressions import Expr, Or
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
-from ..format.root import Properties
+from ..format.properties import Properties
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,9 @@ class Changes:
     mirrors: dict[str, dict[str, Any]] | None = None
     """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
     enabled one (format/mirrors.py). None leaves the setting as it is."""
+    properties: dict[str, Any] | None = None
+    """Set by ``Table.set_properties``: property name -> value (None: back to the default),
+    applied to the properties of the version the commit lands on (format/properties.py)."""
 
     def is_empty(self) -> bool:
         return not (
@@ -101,6 +104,7 @@ class Changes:
             or self.upgrade
             or self.schema
             or self.mirrors is not None
+            or bool(self.properties)
         )
 
     def delete_rows(self, path: str, positions: BitMap) -> None:

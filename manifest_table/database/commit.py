@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..commit.table_commit import TableProposal
 from ..errors import CommitConflictError
@@ -107,7 +107,7 @@ class TablePart:
 
 class DatabaseProposal:
     """A database commit: the tables it writes or creates, the ones it drops (name -> id)
-    and renames (old name -> (id, new name))."""
+    and renames (old name -> (id, new name)), and the database properties it sets."""
 
     def __init__(
         self,
@@ -115,19 +115,23 @@ class DatabaseProposal:
         parts: Sequence[TablePart],
         drops: Mapping[str, str] | None = None,
         renames: Mapping[str, tuple[str, str]] | None = None,
+        properties: Mapping[str, Any] | None = None,
     ) -> None:
         self._log, self.parts = log, list(parts)
         self.drops, self.renames = dict(drops or {}), dict(renames or {})
+        self.properties = dict(properties or {})
 
     def operation(self) -> str:
         actions = (
             [p.change.operation for p in self.parts]
             + ["drop_table"] * len(self.drops)
             + ["rename_table"] * len(self.renames)
+            + ["set_properties"] * bool(self.properties)
         )
         return actions[0] if len(actions) == 1 else "transaction"
 
     def build(self, prev: DatabaseVersion, commit_id: str) -> DatabaseVersion:
+        prev.properties.check_writable(f"database {self._log.location}")
         tables = dict(prev.tables)
         for name, table_id in self.drops.items():
             _check_catalog(prev, name, table_id)
@@ -150,6 +154,8 @@ class DatabaseProposal:
             created=tuple(p.name for p in self.parts if p.created is not None),
             dropped=tuple(self.drops),
             renamed={old: new for old, (_, new) in self.renames.items()},
+            properties=prev.properties.updated(self.properties),
+            format_version=prev.format_version,
         )
 
     def rebase(self, prev: DatabaseVersion, winner: DatabaseVersion) -> None:

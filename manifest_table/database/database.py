@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,14 +15,16 @@ from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name
-from ..format.manifest import FORMAT_VERSION
+from ..format.manifest import NEW_TABLE_FORMAT_VERSION
 from ..format.pointer import Pointer
+from ..format.properties import DATABASE
 from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
 from ..storage import ObjectStore
 from ..table import handle_args
 from .garbage_collection import collect_database_garbage
 from .handle import DatabaseHandle
+from .properties import set_database_properties
 from .table import DatabaseTable, table_of
 from .transaction import DatabaseTransaction, database_commit_info
 
@@ -61,6 +64,17 @@ class Database(DatabaseHandle):
         current at ``as_of``."""
         return DatabaseSnapshot(self, *self._version(version, as_of))
 
+    @property
+    def properties(self) -> dict[str, Any]:
+        """The database's properties at the latest version, set or default (``gc_grace``)."""
+        return self.log.manifest(self.log.read_pointer().version).properties.shown(DATABASE)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set database properties in one commit (``{"gc_grace": "6h"}``: how long gc leaves
+        unreferenced objects of every table, and what every commit's deadline derives from;
+        None restores the default). See docs/databases.md."""
+        return set_database_properties(self, properties)
+
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> DatabaseTransaction:
         return DatabaseTransaction(self)
@@ -71,7 +85,7 @@ class Database(DatabaseHandle):
         schema: pa.Schema,
         *,
         properties: dict[str, int] | None = None,
-        format_version: int = FORMAT_VERSION,
+        format_version: int = NEW_TABLE_FORMAT_VERSION,
         **unsupported: Any,
     ) -> DatabaseTable:
         """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken."""

@@ -11,6 +11,7 @@ from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
+from ..format.properties import DATABASE_TABLE
 from ..storage import ObjectStore
 from ..storage.prefixed import PrefixedStore
 from ..table import Table
@@ -19,6 +20,8 @@ from .table_log import DatabaseTableLog
 
 
 class DatabaseTable(Table):
+    property_scope = DATABASE_TABLE
+
     def __init__(
         self,
         db: DatabaseHandle,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ..clock import Stamp
 from ..commit.loop import CommitOptions
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal
@@ -118,7 +119,7 @@ class DatabaseTableLog(VersionLog):
 
     # --- commits ------------------------------------------------------------------------
     def commit_table(
-        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: Stamp | None
     ) -> Version:
         """A commit of this table alone: a database commit of one table (commit.py)."""
         db_base = self.database.manifest(base.version)

@@ -3,18 +3,19 @@ created, dropped and renamed, committed as one database version (or not at all).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pyarrow as pa
 
+from ..clock import Stamp
 from ..commit import CommitInfo
 from ..commit.loop import AlreadyCommitted
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal
 from ..errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name, new_table_id
-from ..format.manifest import FORMAT_VERSION, Manifest
+from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION, Manifest
+from ..format.properties import DATABASE_TABLE
 from ..operations.create import first_version
 from ..transaction import CommitsOnExit, Transaction
 from .commit import DatabaseProposal, TablePart
@@ -44,7 +45,7 @@ class DatabaseTransaction(CommitsOnExit):
 
     def __init__(self, db: DatabaseHandle) -> None:
         self._db = db
-        self.started = time.monotonic()
+        self.started = Stamp.now()
         self.base, self.pointer = db.log.latest()
         self._tables: dict[str, TableTransaction] = {}
         self._created: dict[str, tuple[str, Manifest]] = {}
@@ -79,8 +80,8 @@ class DatabaseTransaction(CommitsOnExit):
         name: str,
         schema: pa.Schema,
         *,
-        properties: dict[str, int] | None = None,
-        format_version: int = FORMAT_VERSION,
+        properties: dict[str, Any] | None = None,
+        format_version: int = NEW_TABLE_FORMAT_VERSION,
         **unsupported: Any,
     ) -> Transaction:
         """Create table ``name`` in this commit; returns its transaction (to add rows)."""
@@ -91,9 +92,10 @@ class DatabaseTransaction(CommitsOnExit):
                 f"unknown options {sorted(unsupported)} for a database's table; known: "
                 "properties, format_version (mirrors are not supported in databases yet)"
             )
-        if format_version != FORMAT_VERSION:
+        if format_version not in range(NEW_TABLE_FORMAT_VERSION, FORMAT_VERSION + 1):
             raise InvalidArgumentError(
-                f"a database's tables use format version {FORMAT_VERSION}, not {format_version!r}"
+                f"a database's tables use format version {NEW_TABLE_FORMAT_VERSION} or {FORMAT_VERSION}, "
+                f"not {format_version!r}"
             )
         taken = (
             name in self._created
@@ -102,7 +104,7 @@ class DatabaseTransaction(CommitsOnExit):
         )
         if taken:
             raise TableExistsError(f"a table {name!r} already exists in database {self._db.uri}")
-        self._created[name] = (new_table_id(), first_version(schema, FORMAT_VERSION, properties, None))
+        self._created[name] = (new_table_id(), first_version(schema, format_version, properties, None, DATABASE_TABLE))
         return self.table(name)
 
     def drop_table(self, name: str) -> None:

@@ -211,7 +211,7 @@ def write_commit(src: Source, change: VersionChange) -> bool:
     added = change.added + [new for _, new in change.redeleted]
     actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
     data = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
-    if not src.create(json_key(cur.version), data):
+    if not src.commit_point(json_key(cur.version), data, cur.gc_grace):
         return False
     if cur.version % cur.mirrors[DELTA]["checkpoint_interval"] == 0:
         write_checkpoint(src, cur)
@@ -231,7 +231,7 @@ def write_checkpoint(src: Source, cur: Version) -> None:
     table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
-    src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
+    src.commit_point(checkpoint_key(cur.version), sink.getvalue().to_pybytes(), cur.gc_grace)
     advance_hint(
         src.store,
         LAST_CHECKPOINT,

@@ -132,7 +132,7 @@ def write_version(
         next_row_id += new.rows if new.content == DATA else 0
     parent = prev_meta["current-snapshot-id"] if prev_meta else None
     list_key = f"{METADATA_PREFIX}snap-{sid}-{uuid.uuid4().hex}.avro"
-    src.store.put_if_absent(list_key, manifest_list(entries, sid, parent, sequence, first_row_id))
+    src.create(list_key, manifest_list(entries, sid, parent, sequence, first_row_id))
     snapshot = {
         "snapshot-id": sid,
         **({"parent-snapshot-id": parent} if parent is not None else {}),
@@ -152,7 +152,10 @@ def write_version(
     }
     metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)
     data = json.dumps(metadata, separators=(",", ":")).encode()
-    if not src.create(metadata_key(cur.version), data) and src.store.get(metadata_key(cur.version)) != data:
+    if (
+        not src.commit_point(metadata_key(cur.version), data, cur.gc_grace)
+        and src.store.get(metadata_key(cur.version)) != data
+    ):
         return False
     _remember(src, IcebergState(cur.version, metadata, {slot_of(e["manifest_path"]): e for e in entries}))
     advance(src, cur.version)

@@ -13,12 +13,12 @@ steps, never the transaction's members."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pyroaring import BitMap
 
+from ..clock import Stamp
 from ..commit.changes import Changes
 from ..data.file_sets import StagedFiles, VersionFiles
 from ..data.scan import Scan, Snapshot
@@ -35,7 +35,9 @@ class Staging:
 
     def __init__(self, handle: TableHandle) -> None:
         self.handle = handle
-        self.started = time.monotonic()
+        self.started = Stamp.now()
+        """When the snapshot was read (or earlier: ``Transaction.add_files`` moves it back to
+        when the files it adds were written): the commit's deadline counts from it."""
         self.base, self.pointer = handle.log.latest()
         self.dvs = DeletionVectors(handle.store)
         self.changes = Changes(operation="")
