@@ -247,13 +247,15 @@ class Table(TableHandle):
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
     ) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
-        ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
-        ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
+        the grace period: the table's ``gc_grace`` property (``"24h"``), or a longer
+        ``grace``; a shorter one needs ``force`` (see docs/operations.md). Durations are
+        timedeltas or strings such as ``"7d"``, ``"36h"``; ages are measured on the store's
+        clock. ``dry_run`` only reports what would go."""
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 

@@ -334,7 +334,7 @@ def step_upgrade(h: History, rng: random.Random) -> None:
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
     h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
-    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None

@@ -102,11 +102,16 @@ def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grace",
         type=checked(duration),
-        default=timedelta(hours=24),
+        default=None,
         metavar="DURATION",
-        help="never delete an unreferenced object younger than this (default: 24h)",
+        help="never delete an unreferenced object younger than this (default: the table's gc_grace "
+        "property, 24h unless set; a shorter one needs --force)",
     )
-    parser.add_argument("--force", action="store_true", help="allow a retention shorter than the grace period")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="allow a grace shorter than the table's gc_grace, or a retention shorter than the grace",
+    )
 
 
 def add_compaction_arguments(parser: argparse.ArgumentParser) -> None:

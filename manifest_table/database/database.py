@@ -124,13 +124,14 @@ class Database(DatabaseHandle):
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
         now: datetime | None = None,
     ) -> GCReport:
         """Expire old database versions and delete what no retained version needs, over every
-        table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        table (database/garbage_collection.py; the rules of ``Table.gc``, with the database's
+        ``gc_grace``). ``now``: the store's time (default: read from the store)."""
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
 
     # --- internals ----------------------------------------------------------------------
