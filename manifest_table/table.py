@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -31,6 +32,7 @@ from .log.version import Version
 from .metadata_tables import Inspector
 from .operations.compaction import compact
 from .operations.garbage_collection import GCReport, collect_garbage
+from .operations.repair import RepairReport, repair
 from .operations.schema_change import SchemaUpdate, update_schema
 from .operations.set_mirrors import set_mirrors
 from .operations.set_properties import set_properties
@@ -96,7 +98,14 @@ class Table(TableHandle):
         else:
             manifest = self._latest()
         dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of, fields=manifest.fields)
+        snapshot = Snapshot(
+            manifest.version,
+            manifest.schema,
+            VersionFiles(manifest),
+            dvs.of,
+            fields=manifest.fields,
+            missing=functools.partial(self.log.object_missing, manifest.version),
+        )
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
@@ -235,6 +244,13 @@ class Table(TableHandle):
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
         return upgrade(self, properties)
+
+    def repair(self, dry_run: bool = False) -> RepairReport:
+        """Commit a version without the objects the latest version references that are gone
+        (a table that reads as ``CorruptTableError`` "references ..., which is missing"), after
+        confirming each one missing; the report names every lost file and its rows. A table
+        with nothing missing is left as it is. See docs/operations.md, "Repair"."""
+        return repair(self, dry_run)
 
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their

@@ -165,7 +165,7 @@ class ManifestBuilder:
             self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
             for s in index.segments
         ]
-        segments = [s for s in rewritten if s is not None and s.files]
+        segments = [s for s in rewritten if s is not None and s.files and s.path not in changes.dropped_segments]
         if len(tail) > props[TAIL_LIMIT]:
             chunk = props[SEGMENT_TARGET_FILES]
             segments += [
@@ -175,6 +175,8 @@ class ManifestBuilder:
             tail = []
         segments = self._merge_small(segments, prev, deletes)
 
+        if changes.dropped_segments:
+            return self._without_dropped(prev, segments, tail, deletes, newly_deleted)
         gone = [located[p][0] for p in changes.removed]
         old = index.totals
         totals = Totals(
@@ -182,6 +184,29 @@ class ManifestBuilder:
             old.rows - sum(f.rows for f in gone) + sum(f.rows for f in changes.added),
             old.deleted - sum(f.deleted_rows for f in gone) + newly_deleted,
             old.bytes - sum(f.size for f in gone) + sum(f.size for f in changes.added),
+        )
+        return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
+
+    def _without_dropped(
+        self,
+        prev: Version,
+        segments: list[SegmentSummary],
+        tail: list[DataFile],
+        deletes: dict[str, DeletionVector],
+        newly_deleted: int,
+    ) -> tuple[tuple[DataFile, ...], int, FileIndex]:
+        """The index once segments that are gone are dropped (a repair): the entries they held
+        are unknown, so the totals and the ``deletes`` map are counted anew from what is left."""
+        index = prev.index
+        assert index is not None
+        files = [f for s in segments for f in prev.segment(s.path).files(None, deletes)] + tail
+        listed = {f.path for f in files}
+        deletes = {path: ref for path, ref in deletes.items() if path in listed}
+        totals = Totals(
+            len(files),
+            sum(f.rows for f in files),
+            sum(f.deleted_rows for f in files),
+            sum(f.size for f in files),
         )
         return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
 

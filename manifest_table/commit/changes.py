@@ -94,6 +94,8 @@ class Changes:
     properties: dict[str, Any] | None = None
     """Set by ``Table.set_properties``: property name -> value (None: back to the default),
     applied to the properties of the version the commit lands on (format/properties.py)."""
+    dropped_segments: set[str] = field(default_factory=set)
+    """Set by ``Table.repair``: segments that are gone, dropped with every entry they held."""
 
     def is_empty(self) -> bool:
         return not (
@@ -105,6 +107,7 @@ class Changes:
             or self.schema
             or self.mirrors is not None
             or bool(self.properties)
+            or bool(self.dropped_segments)
         )
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
@@ -131,6 +134,7 @@ class Changes:
             self,
             added=list(self.added),
             removed=set(self.removed),
+            dropped_segments=set(self.dropped_segments),
             deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
             read_files=set(self.read_files),
             rewrites=list(self.rewrites),

@@ -20,6 +20,7 @@ from ..format.pointer import Pointer
 from ..format.properties import DATABASE
 from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
+from ..operations.repair import RepairReport
 from ..storage import ObjectStore
 from ..table import handle_args
 from .garbage_collection import collect_database_garbage
@@ -133,6 +134,12 @@ class Database(DatabaseHandle):
         table (database/garbage_collection.py; the rules of ``Table.gc``, with the database's
         ``gc_grace``). ``now``: the store's time (default: read from the store)."""
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
+
+    def repair(self, dry_run: bool = False) -> dict[str, RepairReport]:
+        """``Table.repair`` of every table of the latest version (one commit per damaged
+        table); each table's report, by name. See docs/operations.md, "Repair"."""
+        db = self.log.manifest(self.log.read_pointer().version)
+        return {name: self._named(db, name).repair(dry_run) for name in sorted(db.tables)}
 
     # --- internals ----------------------------------------------------------------------
     def _version(self, version: int | None, as_of: datetime | str | None) -> tuple[DatabaseVersion, Pointer]:

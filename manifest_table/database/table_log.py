@@ -11,7 +11,7 @@ from ..clock import Stamp
 from ..commit.loop import CommitOptions
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal
-from ..errors import TableNotFoundError, VersionNotFoundError
+from ..errors import NotFound, TableNotFoundError, VersionNotFoundError
 from ..format.database import DatabaseVersion, at_version
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
@@ -59,6 +59,9 @@ class DatabaseTableLog(VersionLog):
     def forget_before(self, version: int) -> None:
         self.database.forget_before(version)
 
+    def stored(self, version: int) -> bool:
+        return self.database.stored(version)
+
     # --- versions -----------------------------------------------------------------------
     def at(self, db: DatabaseVersion) -> Version | None:
         """The table at database version ``db``, or None if ``db`` does not hold it."""
@@ -69,7 +72,11 @@ class DatabaseTableLog(VersionLog):
             if name is None:
                 return None
             self._seen = max(self._seen, db.version)
-            state = self.database.root(db.tables[name].root)
+            key = db.tables[name].root
+            try:
+                state = self.database.root(key)
+            except NotFound:
+                raise self.object_missing(db.version, key) from None
         return Version.of(at_version(state, db, self.table_id), self.segments)
 
     def find(self, version: int) -> Version | None:

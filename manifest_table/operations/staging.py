@@ -13,6 +13,7 @@ steps, never the transaction's members."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -55,7 +56,8 @@ class Staging:
         files = StagedFiles(VersionFiles(self.base), frozenset(changes.removed), tuple(changes.added))
         staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
         fields = self.fields()
-        return Snapshot(self.base.version, fields.schema, files, self.dvs.of, staged, fields=fields)
+        missing = functools.partial(self.handle.log.object_missing, self.base.version)
+        return Snapshot(self.base.version, fields.schema, files, self.dvs.of, staged, fields=fields, missing=missing)
 
     def scan(self, columns: Sequence[str] | None = None, where: Expr | None = None) -> Scan:
         """A scan of the snapshot with the staged changes applied."""
