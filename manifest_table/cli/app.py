@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 
 from ..errors import InvalidFilterError, ManifestTableError
 from ..expressions.literals import QUOTE_HINT
-from . import database, maintain, mirror, read, write
+from . import database, maintain, mirror, properties, read, write
 from .options import common_options
 
 PROG = read.PROG
@@ -96,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     write.add_commands(command)
     maintain.add_commands(command)
     mirror.add_commands(command)
+    properties.add_commands(command)
     database.add_commands(commands, common)
     return parser
 

@@ -15,7 +15,7 @@ from ..maintenance.job import JobOptions, describe_compaction, describe_plan, fi
 from ..operations.compaction import plan_compaction
 from ..table import Table
 from ..wording import count
-from .options import checked, duration, fraction, open_from, retention, size, storage_options
+from .options import checked, duration, fraction, open_from, open_table_or_database, retention, size, storage_options
 from .progress import activity
 from .read import PROG
 
@@ -57,6 +57,14 @@ def gc(args: argparse.Namespace) -> None:
             force=args.force,
         )
     print(report)
+
+
+def repair(args: argparse.Namespace) -> None:
+    target = open_table_or_database(args)
+    with activity(f"checking {target.uri} for missing objects"):
+        found = target.repair(dry_run=args.dry_run)
+    for report in found.values() if isinstance(found, dict) else [found]:
+        print(report)
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -147,6 +155,10 @@ def add_commands(command: Any) -> None:
     add_gc_arguments(collected)
 
     command("upgrade", upgrade, "move a format v1 table to format v2 in one commit (older versions stay readable)")
+    repaired = command(
+        "repair", repair, "commit a version without the objects the latest one references that are missing"
+    )
+    repaired.add_argument("--dry-run", action="store_true", help="report what is lost; commit nothing")
 
     job = command(
         "maintain", maintain, "compaction then GC on a table or every table under a root", metavar="ROOT_OR_URI"

@@ -9,8 +9,9 @@ from datetime import timedelta
 from typing import TypeVar
 
 from ..arguments import parse_duration, parse_size
+from ..database import Database, open_database
 from ..entry_points import open_table
-from ..errors import InvalidArgumentError
+from ..errors import DatabaseNotFoundError, InvalidArgumentError
 from ..table import Table
 from .inputs import CsvDialect
 
@@ -87,6 +88,14 @@ def storage_options(args: argparse.Namespace) -> dict[str, str] | None:
 
 def open_from(args: argparse.Namespace) -> Table:
     return open_table(args.uri, storage_options=storage_options(args))
+
+
+def open_table_or_database(args: argparse.Namespace) -> Table | Database:
+    """The database at ``args.uri`` if there is one, else the table there."""
+    try:
+        return open_database(args.uri, storage_options=storage_options(args))
+    except DatabaseNotFoundError:
+        return open_from(args)
 
 
 def delimiter(text: str) -> str:
