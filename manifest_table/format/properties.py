@@ -202,10 +202,10 @@ def parse_updates(given: Any, scope: str) -> dict[str, Any]:
 def _where(prop: Property[Any], scope: str) -> str:
     if scope == DATABASE_TABLE and DATABASE in prop.scopes:
         return "a database's tables take it from the database (Database.set_properties)"
-    return "it applies to " + " and ".join(_SCOPE_NAMES[s] for s in sorted(prop.scopes))
-
-
-_SCOPE_NAMES = {TABLE: "tables", DATABASE_TABLE: "a database's tables", DATABASE: "databases"}
+    kinds = ["tables" if TABLES <= prop.scopes else "standalone tables" if TABLE in prop.scopes else ""]
+    kinds += ["a database's tables" if DATABASE_TABLE in prop.scopes and not TABLES <= prop.scopes else ""]
+    kinds += ["databases" if DATABASE in prop.scopes else ""]
+    return "it applies to " + " and ".join(kind for kind in kinds if kind)
 
 
 def _layout_names(scopes: frozenset[str]) -> list[str]:
