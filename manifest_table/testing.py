@@ -27,6 +27,11 @@ per (k, fault) on a fresh copy of the table, and check what is left::
             pass
         check_invariants(store.inner)
 
+For long runs (a history checker), ``FaultStorm`` fails calls at random, in bursts, with a
+third kind of fault, ``CONFLICT``: a conditional write refused unapplied (S3's 412, or 409
+ConditionalRequestConflict). ``skewed_clock`` runs the library with its host's clock off by
+some seconds (garbage collection must still delete nothing a writer staged within the grace).
+
 Call kinds of the store: ``get``, ``head``, ``put_if_absent``, ``put_if_match``, ``list``,
 ``delete``; of the data-file filesystem: ``fs_open_input``, ``fs_open_output``, ``fs_info``,
 ``fs_create_dir``, ``fs_delete``, ``fs_move``, ``fs_copy``. A failing output stream
@@ -36,22 +41,28 @@ whole file was written, for ``TIMEOUT``/``CRASH_AFTER``.
 
 from __future__ import annotations
 
+import random
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .errors import StoreError
+from . import clock
+from .errors import PreconditionFailed, StoreError
 from .storage.base import ObjectInfo, ObjectStore
 
 TRANSIENT = "transient"
 TIMEOUT = "timeout"
 CRASH_BEFORE = "crash_before"
 CRASH_AFTER = "crash_after"
-FAULTS = (TRANSIENT, TIMEOUT, CRASH_BEFORE, CRASH_AFTER)
+CONFLICT = "conflict"
+FAULTS = (TRANSIENT, TIMEOUT, CRASH_BEFORE, CRASH_AFTER, CONFLICT)
+CONDITIONAL_WRITES = frozenset({"put_if_absent", "put_if_match"})
 
 STORE_CALLS = ("get", "head", "put_if_absent", "put_if_match", "list", "delete")
 FS_CALLS = ("fs_open_input", "fs_open_output", "fs_info", "fs_create_dir", "fs_delete", "fs_move", "fs_copy")
@@ -108,6 +119,8 @@ class FaultPlan:
     def run(self, kind: str, key: str, apply: Callable[[], T]) -> T:
         """Record the call, and apply it (or not) as the plan says."""
         fault = self.enter(kind, key)
+        if fault == CONFLICT:
+            raise PreconditionFailed(f"injected conflict: {kind} {key} (not applied)")
         if fault == TRANSIENT:
             raise InjectedStoreError(f"injected transient error: {kind} {key} (not applied)")
         if fault == CRASH_BEFORE:
@@ -143,6 +156,59 @@ class FaultPlan:
             with self._lock:
                 self.crashed = True
             raise WriterCrashed(f"injected crash after {kind} {key}")
+
+
+class FaultStorm(FaultPlan):
+    """Random faults for long runs: a call of ``kinds`` (all when None) starts a burst with
+    probability ``rate``; the burst fails its call and the next ``burst - 1`` calls of the
+    same kind, each in one fault of ``faults`` (``TRANSIENT``: a 503, nothing applied;
+    ``TIMEOUT``: applied, the response lost; ``CONFLICT``, on conditional writes only: a 412
+    or 409, nothing applied). Calls are not recorded; ``injected`` counts the faults by kind."""
+
+    def __init__(
+        self,
+        rate: float,
+        faults: Iterable[str] = (TRANSIENT, TIMEOUT, CONFLICT),
+        burst: int = 3,
+        seed: int | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(kinds=kinds)
+        self.faults = tuple(faults)
+        if not set(self.faults) <= {TRANSIENT, TIMEOUT, CONFLICT}:
+            raise ValueError(f"a storm injects {TRANSIENT}, {TIMEOUT} or {CONFLICT}, not {self.faults}")
+        self.rate, self.burst = rate, burst
+        self.counts: Counter[str] = Counter()
+        self._random = random.Random(seed)
+        self._bursts: dict[str, tuple[str, int]] = {}
+
+    def enter(self, kind: str, key: str) -> str | None:
+        if self.kinds is not None and kind not in self.kinds:
+            return None
+        with self._lock:
+            fault, left = self._bursts.pop(kind, (None, 0))
+            if fault is None and self._random.random() < self.rate:
+                fault, left = self._random.choice(self.faults), self.burst
+            if fault is None:
+                return None
+            if left > 1:
+                self._bursts[kind] = (fault, left - 1)
+            if fault == CONFLICT and kind not in CONDITIONAL_WRITES:
+                fault = TRANSIENT
+            self.counts[fault] += 1
+            return fault
+
+
+@contextmanager
+def skewed_clock(seconds: float) -> Iterator[None]:
+    """Run the library as on a host whose clock is ``seconds`` ahead (negative: behind): every
+    wall-clock reading it makes (``manifest_table.clock``) is shifted; the store's clock is not."""
+    before = clock._skew
+    clock._skew = seconds
+    try:
+        yield
+    finally:
+        clock._skew = before
 
 
 class FaultyStore(ObjectStore):
