@@ -2,10 +2,9 @@
 gone (docs/operations.md, "Repair"). A version that references a missing object reads as
 ``CorruptTableError`` (log/version_log.py, ``object_missing``); this is the way back.
 
-1. Read the latest version (a segment that cannot be read because it is gone is lost) and
-   list what the store holds under ``data/`` and ``tombstones/``. A referenced key the listing
-   lacks is confirmed missing with a HEAD (a listing may lag behind a create), so nothing is
-   dropped for a store's hiccup.
+1. Read the latest version and list what the store holds under ``segments/``, ``data/`` and
+   ``tombstones/``. A referenced key the listing lacks is confirmed missing with a HEAD (a
+   listing may lag behind a create), so nothing is dropped for a store's hiccup.
 2. What is lost: a data file that is gone (its live rows); a data file whose deletion vector's
    tombstone object is gone (its live rows too: which of its rows were deleted is unknown, and
    keeping it would bring deleted rows back); a segment that is gone, with every entry it held
@@ -22,11 +21,8 @@ from ..arguments import check_bool
 from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
-from ..errors import NotFound
-from ..format.entries import DataFile
-from ..format.keys import DATA_PREFIX, TOMBSTONE_PREFIX
+from ..format.keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX
 from ..handle import TableHandle
-from ..log.version import Version
 from ..wording import count
 
 _SHOWN = 20
@@ -93,14 +89,18 @@ def repair(handle: TableHandle, dry_run: bool = False) -> RepairReport:
     started = Stamp.now()
     base, pointer = handle.log.latest()
     report = RepairReport(handle.uri, dry_run, base.version)
-    files, report.lost_segments = _entries(base)
-    stored = _stored(handle, {f.path for f in files} | {f.deletes.path for f in files if f.deletes})
+    summaries = base.index.segments if base.index is not None else ()
+    segments = _stored(handle, {s.path for s in summaries}, SEGMENT_PREFIX)
+    report.lost_segments = {s.path: s.rows - s.deleted for s in summaries if s.path not in segments}
+    deletes = base.index.deletes if base.index is not None else {}
+    files = [f for s in summaries if s.path in segments for f in base.segment(s.path).files(None, deletes)]
+    files += base.tail
+    keys = {f.path for f in files} | {f.deletes.path for f in files if f.deletes}
+    stored = _stored(handle, keys, DATA_PREFIX) | _stored(handle, keys, TOMBSTONE_PREFIX)
     for f in files:
-        gone = (
-            f.path if f.path not in stored else f.deletes.path if f.deletes and f.deletes.path not in stored else None
-        )
-        if gone is not None:
-            report.lost.append(LostFile(f.path, f.live_rows, gone))
+        gone = [key for key in (f.path, f.deletes.path if f.deletes else None) if key and key not in stored]
+        if gone:
+            report.lost.append(LostFile(f.path, f.live_rows, gone[0]))
     if not report.damaged or dry_run:
         return report
     changes = Changes(
@@ -114,24 +114,9 @@ def repair(handle: TableHandle, dry_run: bool = False) -> RepairReport:
     return report
 
 
-def _entries(base: Version) -> tuple[list[DataFile], dict[str, int]]:
-    """Every entry of ``base`` that can be read, and its segments that are gone (a segment
-    the listing lacks is confirmed by the failed read itself)."""
-    files: list[DataFile] = []
-    gone: dict[str, int] = {}
-    index = base.index
-    for summary in index.segments if index is not None else ():
-        try:
-            segment = base.segment(summary.path)
-        except NotFound:
-            gone[summary.path] = summary.rows - summary.deleted
-            continue
-        files += segment.files(None, index.deletes)  # type: ignore[union-attr]
-    return files + list(base.tail), gone
-
-
-def _stored(handle: TableHandle, keys: set[str]) -> set[str]:
-    """Those of ``keys`` the store holds: one LIST per prefix, then a HEAD for each key the
-    listing lacks."""
-    listed = {info.key for prefix in (DATA_PREFIX, TOMBSTONE_PREFIX) for info in handle.store.list(prefix)}
+def _stored(handle: TableHandle, keys: set[str], prefix: str) -> set[str]:
+    """Those of ``keys`` under ``prefix`` that the store holds: one LIST, then a HEAD for each
+    key the listing lacks (a cached copy proves nothing: the object may be gone since)."""
+    keys = {key for key in keys if key.startswith(prefix)}
+    listed = {info.key for info in handle.store.list(prefix)} if keys else set()
     return {key for key in keys if key in listed or handle.store.head(key) is not None}
