@@ -117,7 +117,7 @@ def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: Chec
     try:
         committed = {info.version: info.timestamp for info in table.history()}
         for version, state in enumerate(history.versions):
-            reader.version(version, state, _as_of(committed, history.versions, version))
+            reader.version(version, state, _as_of(committed, history.versions, version), version in history.damaged)
     except Exception as error:
         failures.append(Failure("reading the history", raised(error)))
     finally:

@@ -5,7 +5,8 @@ deleted, updated, inserted) against the model.
 Steps: append, delete, update, upsert and overwrite (with and without a condition), the same
 inside transactions (whose own scans are checked) and racing a second handle, compaction with
 small targets (files merge and split), schema changes (add, rename, drop, widen, append with
-``schema_mode="merge"``), upgrade from format v1, garbage collection, and adding a NOT NULL
+``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set, a data file lost and repaired,
+and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
 the writer's handle or a fresh one."""
 
@@ -18,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError
@@ -57,6 +59,8 @@ class History:
     """The types new columns may have."""
     steps: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    damaged: set[int] = field(default_factory=set)
+    """Versions that list a file deleted by hand: they read as ``CorruptTableError``."""
     """Wrong outcomes the history could carry on after (the model follows what happened)."""
     next_id: int = 0
     next_uid: int = 0
@@ -340,6 +344,34 @@ def step_gc(h: History, rng: random.Random) -> None:
         h.versions[version] = None
 
 
+def step_set_properties(h: History, rng: random.Random) -> None:
+    """A property set (or reset): a commit that changes no row, then seen by a fresh handle."""
+    name, value = rng.choice([("gc_grace", rng.choice(["6h", "2d", "90m", None])),
+                              ("tail_limit", rng.choice([1, 2, 32])), ("deletes_limit", rng.choice([1, 2, 64]))])
+    h.note(f"set_properties({{{name!r}: {value!r}}})")
+    h.committed(h.writer(rng).set_properties({name: value}), h.state)
+    assert mt.open_table(h.uri).properties[name] == ("24h" if value is None else value)
+
+
+def step_repair(h: History, rng: random.Random) -> None:
+    """A data file deleted by hand, then ``repair``: the rows of that file are lost, and every
+    version that listed it reads as corrupt (the model stops reading them)."""
+    victim = rng.choice(list(h.table.manifest().files)).path
+    lost = [t.column("id") for f, t in h.table.scan(columns=["id"]).matching_rows() if f.path == victim]
+    ids = pa.concat_arrays([c.combine_chunks() for c in lost]) if lost else pa.array([], pa.int64())
+    h.note(f"delete {victim} by hand ({len(ids)} live rows), then repair()")
+    listing = [v for v, state in enumerate(h.versions) if state is not None and victim in h.table.manifest(v).file_map()]
+    h.table.store.delete(victim)
+    report = h.writer(rng).repair()
+    assert [(f.path, f.rows) for f in report.lost] == [(victim, len(ids))], str(report)
+    state = h.state
+    for version in listing:
+        h.versions[version] = None
+        h.damaged.add(version)
+    kept = pc.invert(pc.is_in(state.data["id"].combine_chunks(), ids.cast(state.data["id"].type)))
+    h.committed(report.commit, state.keep(kept))
+
+
 def has_rows(h: History) -> bool:
     return h.state.data.num_rows > 0
 
@@ -364,6 +396,8 @@ STEPS: list[Step] = [
     (step_upgrade, 2, lambda h: not is_v2(h)),
     (step_required_column, 3, lambda h: is_v2(h) and not has_rows(h)),
     (step_gc, 0.3, lambda h: len(h.versions) > 5),
+    (step_set_properties, 0.5, is_v2),
+    (step_repair, 0.3, lambda h: h.state.data.num_rows > 0),
 ]
 
 
