@@ -149,10 +149,11 @@ class DatabaseTransaction(CommitsOnExit):
         if not parts and not self._dropped and not self._renamed:
             return CommitInfo(self.version, "transaction", self.base.timestamp, None, committed=False)
         change = DatabaseProposal(self._db.log, parts, self._dropped, self._renamed)
+        started = self.started  # or earlier, if a table's add_files says its files are older
+        for tx in self._tables.values():
+            started = started.earliest(tx.staging.started)
         try:
-            committed = commit_loop(
-                self._db.log, change, self.base, self.pointer, self._db.commit_options, self.started
-            )
+            committed = commit_loop(self._db.log, change, self.base, self.pointer, self._db.commit_options, started)
         except AlreadyCommitted as done:
             return CommitInfo(done.version.version, "transaction", self.base.timestamp, None, committed=False)
         return database_commit_info(committed)

@@ -165,6 +165,19 @@ def test_a_database_transaction_paused_past_the_databases_grace_commits_nothing(
     assert {i.key for i in store.list() if "/data/" in i.key or "/roots/" in i.key} == objects
 
 
+def test_a_database_transaction_adding_files_written_long_ago_gives_up(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    db.set_properties({"gc_grace": "1h"})
+    a = db.create_table("a", SCHEMA)
+    writer = a.transaction()  # files written by someone else, 50 minutes ago
+    writer.append(_rows(1))
+    files = writer.staging.changes.added
+    with pytest.raises(CommitFailedError, match="gave up before its commit point"):
+        with db.transaction() as tx:
+            tx.table("a").add_files(files, written_since=utc_now() - timedelta(minutes=50))
+    assert db.version == 2 and not (tmp_path / "db" / f"tables/{a.table_id}" / files[0].path).exists()
+
+
 def test_a_spark_job_longer_than_the_deadline_fails_cleanly(tmp_path: Path) -> None:
     """The driver's commit of files its executors wrote (spark/job_commit.py, used by the
     native write and the data source): the deadline counts from the job's start, or from
