@@ -60,8 +60,10 @@ TRANSIENT = "transient"
 TIMEOUT = "timeout"
 CRASH_BEFORE = "crash_before"
 CRASH_AFTER = "crash_after"
+FAULTS = (TRANSIENT, TIMEOUT, CRASH_BEFORE, CRASH_AFTER)
 CONFLICT = "conflict"
-FAULTS = (TRANSIENT, TIMEOUT, CRASH_BEFORE, CRASH_AFTER, CONFLICT)
+"""A conditional write refused unapplied (412/409): injected by ``FaultStorm`` (or a plan
+asking for it), not one of the ``FAULTS`` a fault matrix walks, since any other call cannot fail so."""
 CONDITIONAL_WRITES = frozenset({"put_if_absent", "put_if_match"})
 
 STORE_CALLS = ("get", "head", "put_if_absent", "put_if_match", "list", "delete")
@@ -99,8 +101,8 @@ class FaultPlan:
         kinds: Iterable[str] | None = None,
         keys: Callable[[str], bool] | None = None,
     ) -> None:
-        if fault not in FAULTS:
-            raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
+        if fault not in (*FAULTS, CONFLICT):
+            raise ValueError(f"fault must be one of {(*FAULTS, CONFLICT)}, not {fault!r}")
         if at is not None and at < 1:
             raise ValueError(f"at counts calls from 1, not {at}")
         self.at, self.fault = at, fault

@@ -257,3 +257,14 @@ def test_a_shorter_grace_than_the_tables_needs_force(tmp_path: Path) -> None:
     assert table.gc(grace="1h", force=True).grace == timedelta(hours=1)
     assert table.gc(grace="3h", retain_for="3h").grace == timedelta(hours=3)
     assert table.gc().grace == timedelta(hours=2)
+
+
+@pytest.mark.parametrize("when", ["yesterday", datetime(2026, 1, 1), 1700000000])
+def test_written_since_must_be_an_aware_datetime(when: Any) -> None:
+    table = mt.create_table("mem://t", SCHEMA, store=MemoryStore())
+    writer = table.transaction()
+    writer.append(_rows(1))
+    with table.transaction() as tx:
+        with pytest.raises(InvalidArgumentError, match="written_since must be a timezone-aware datetime"):
+            tx.add_files(writer.staging.changes.added, written_since=when)
+        assert tx.staging.changes.is_empty()
