@@ -709,7 +709,7 @@ def test_maintain_usage_errors_exit_2(run: Run, uri: str):
     """docs/operations.md and gc/README.md: no table at the root, or a retention shorter than
     the grace period, is a usage error (2), as for gc/maintain.py; it exited 1."""
     for argv, message in ([uri + "/nothing-here"], "no table at or under"), ([""], "the table location is empty"), (
-            [uri, "--retain-for", "1h"], "shorter than grace"):
+            [uri, "--retain-for", "1h", "--grace", "2h"], "shorter than grace"):
         code, out, err = run("maintain", *argv)
         assert (code, out) == (2, "") and err.startswith("manifest-table: error: ") and message in err
 

@@ -78,7 +78,7 @@ def test_job_on_one_healthy_table_exits_zero(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["--retain-for", "7x"], "not a duration"),
-    (["--retain-for", "1h"], "shorter than grace"),
+    (["--retain-for", "1h", "--grace", "2h"], "shorter than grace"),
     (["--target-file-size", "big"], "not a positive size"),
     (["--min-deleted-fraction", "0"], "not a fraction"),
     (["--retain-versions", "0", "--force"], "at least 1"),

@@ -23,11 +23,11 @@ from ..operations.garbage_collection import (
     Retention,
     check_grace,
     check_retention,
+    gc_clock,
     log,
     plan_versions,
     referenced_keys,
 )
-from ..storage.clock import store_now
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
 
@@ -48,7 +48,7 @@ def collect_database_garbage(
     dlog = db.log
     retention = Retention(retain_versions, retain_for, asked, force)
     check_grace(dlog, retention, db.uri)
-    now = now or store_now(db.store)  # before the pointer: see collect_garbage
+    now = now or gc_clock(db.store, dry_run)  # before the pointer
     report, retained, doomed, floor = plan_versions(dlog, db.store, db.uri, now, retention, dry_run)
     cutoff = now - report.grace
     needed = _needed(db, retained)

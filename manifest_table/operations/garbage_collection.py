@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from ..arguments import Duration, check_bool, check_duration, check_int, format_duration
+from ..clock import utc_now
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion
@@ -213,9 +214,7 @@ def collect_garbage(
     vlog: VersionLog = handle.log
     retention = Retention(retain_versions, retain_for, asked, force)
     check_grace(vlog, retention, handle.uri)
-    # Read the clock before the pointer: an object staged by a commit that lands after we read
-    # the pointer is then younger than ``now - grace`` however long this run takes.
-    now = now or store_now(handle.store)
+    now = now or gc_clock(handle.store, dry_run)
     report, retained, doomed, floor = plan_versions(
         vlog, handle.store, handle.uri, now, retention, dry_run, keep=lambda kept: _keep_mirrored(vlog, kept)
     )
@@ -251,6 +250,14 @@ class Retention:
     grace: timedelta | None
     """None: the ``gc_grace`` of the table or database."""
     force: bool
+
+
+def gc_clock(store: ObjectStore, dry_run: bool) -> datetime:
+    """The clock of a run, read before the pointer: an object staged by a commit that lands
+    after we read the pointer is then younger than ``now - grace`` however long the run takes.
+    The store's, read from a probe object; a dry run writes nothing, so it reads its host's
+    (it deletes nothing either: its report may differ from a real run's by the skew)."""
+    return utc_now() if dry_run else store_now(store)
 
 
 def check_grace(vlog: PointerLog[V], retention: Retention, uri: str) -> None:
