@@ -1,5 +1,6 @@
-"""One history-checker run: writer processes (workload.py) under faults, garbage collection
-and compaction running meanwhile on a clock 10 minutes off, then the checker (checker.py).
+"""One history-checker run: writer processes (workload.py) under faults, each on a clock up to
+10 minutes off, garbage collection and compaction running meanwhile on another such clock,
+then the checker (checker.py).
 
 Faults injected: in each writer, a ``FaultStorm`` (503s, lost responses of writes that
 landed, 412/409 on conditional writes, in bursts); from outside, SIGSTOP for longer than the
@@ -27,13 +28,11 @@ from pathlib import Path
 
 import manifest_table as mt
 from manifest_table.arguments import parse_duration
-from manifest_table.errors import ManifestTableError
+from manifest_table.errors import CommitConflictError, CommitFailedError, ManifestTableError
 from manifest_table.testing import skewed_clock
 from tests.history.checker import Report, check
-from tests.history.workload import Target, set_up, work
+from tests.history.workload import SKEWS, Target, set_up, work
 
-SKEWS = (-600.0, 0.0, 600.0)
-"""The clocks GC runs on: 10 minutes behind, right, 10 minutes ahead."""
 
 
 @dataclass
@@ -129,7 +128,8 @@ def run(root: str, options: dict[str, str] | None, workdir: Path, settings: Sett
 
 
 def _collect(target: Target, settings: Settings, seed: float, stop: threading.Event, outside: Outside) -> None:
-    """GC of ``s`` and of the database, with their own grace, on a clock that is off."""
+    """GC of ``s`` and of the database, with their own grace, and now and then a compaction,
+    on a clock that is off."""
     rng = random.Random(seed)
     s = mt.open_table(target.table, storage_options=target.options)
     db = mt.open_database(target.database, storage_options=target.options)
@@ -139,8 +139,17 @@ def _collect(target: Target, settings: Settings, seed: float, stop: threading.Ev
                 try:
                     outside.gc_deleted += len(collectable.gc(retain_for=settings.retain_for).deleted_keys)
                     outside.gc_runs += 1
+                    if collectable is s and rng.random() < 0.3:
+                        _compact(s)
                 except ManifestTableError as exc:
                     outside.gc_errors.append(f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _compact(table: mt.Table) -> None:
+    try:
+        table.compact()
+    except (CommitConflictError, CommitFailedError):
+        pass  # lost to a writer, or outlived its deadline: nothing committed
 
 
 def _transactions(log: Path) -> int:

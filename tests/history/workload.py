@@ -32,7 +32,7 @@ import pyarrow as pa
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, CommitFailedError, ManifestTableError
 from manifest_table.storage import store_for_uri
-from manifest_table.testing import FaultStorm, FaultyStore
+from manifest_table.testing import FaultStorm, FaultyStore, skewed_clock
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("txn", pa.string())])
 COUNTERS = range(4)
@@ -41,6 +41,8 @@ MOVABLE = range(100, 120)
 """Rows that move between ``a`` and ``b`` (all in ``a`` at first)."""
 SETUP = "setup"
 """The application id of the commits the workload starts from."""
+SKEWS = (-600.0, 0.0, 600.0)
+"""How far the clocks of writers and GC are off: 10 minutes behind, right, 10 minutes ahead."""
 ID_SPAN = 1_000_000
 """Ids a process may use: ``[(process + 1) * ID_SPAN, ...)``."""
 OPERATIONS = {
@@ -270,11 +272,13 @@ def _failed_commit(message: str) -> dict[str, Any]:
 
 def work(target: Target, process: int, log: str, seed: int, fault_rate: float, until: Any, ready: Any,
          transactions: int) -> None:
-    """A writer process: transactions until the wall-clock time in the shared ``until`` (0:
-    not set yet, so wait) or ``transactions``; ``ready`` counts the processes ready to start."""
+    """A writer process, on a clock up to 10 minutes off: transactions until the wall-clock time
+    in the shared ``until`` (0: not set yet, so wait) or ``transactions``; ``ready`` counts the
+    processes ready to start."""
     worker = Worker(target, process, Path(log), seed, fault_rate)
     with ready.get_lock():
         ready.value += 1
     while not until.value:
         time.sleep(0.02)
-    worker.run(lambda n: n >= transactions or time.time() >= until.value)
+    with skewed_clock(random.Random(seed).choice(SKEWS)):  # until is the true time: time.time()
+        worker.run(lambda n: n >= transactions or time.time() >= until.value)
