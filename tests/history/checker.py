@@ -85,6 +85,8 @@ def load(logs: Iterable[Path]) -> tuple[dict[str, Txn], Counter[str]]:
     txns: dict[str, Txn] = {}
     faults: Counter[str] = Counter()
     for path in logs:
+        if not path.exists():  # a writer killed before it opened its log did nothing
+            continue
         for line in path.read_text().splitlines():
             doc = json.loads(line)
             if "faults" in doc:

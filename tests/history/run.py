@@ -10,6 +10,10 @@ SIGKILL at random points (the process is replaced by a new one).
 Run a soak from the shell (docs/protocol.md, "The history checker")::
 
     nice python -m tests.history.run --store local --transactions 100000 --processes 4
+
+Run it from a copy of the code (``git archive HEAD | tar -x -C DIR``, then ``cd DIR``): writer
+processes restarted after a SIGKILL import the code afresh, so editing the checkout under a
+running soak changes the code it runs.
 """
 
 from __future__ import annotations
@@ -162,13 +166,16 @@ def main() -> None:
     parser.add_argument("--transactions", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", help="where the logs (and a local table) go; kept (default: a new temp dir)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = str(Path(tmp) / "history") if args.store == "local" else args.store
-        started = time.monotonic()
-        report = run(root, None, Path(tmp), Settings(args.processes, transactions=args.transactions, seed=args.seed,
-                                                     retain_for="30s"))
-        print(f"{time.monotonic() - started:.0f} s; {report}")
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="history-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    root = str(workdir / "history") if args.store == "local" else args.store
+    print(f"logs in {workdir}", flush=True)
+    started = time.monotonic()
+    settings = Settings(args.processes, transactions=args.transactions, seed=args.seed, retain_for="30s")
+    report = run(root, None, workdir, settings)
+    print(f"{time.monotonic() - started:.0f} s; {report}")
 
 
 if __name__ == "__main__":
