@@ -360,7 +360,8 @@ def step_repair(h: History, rng: random.Random) -> None:
     lost = [t.column("id") for f, t in h.table.scan(columns=["id"]).matching_rows() if f.path == victim]
     ids = pa.concat_arrays([c.combine_chunks() for c in lost]) if lost else pa.array([], pa.int64())
     h.note(f"delete {victim} by hand ({len(ids)} live rows), then repair()")
-    listing = [v for v, state in enumerate(h.versions) if state is not None and victim in h.table.manifest(v).file_map()]
+    listing = [v for v, state in enumerate(h.versions)  # the versions whose scans read the file
+               if state is not None and (entry := h.table.manifest(v).file_map().get(victim)) and entry.live_rows]
     h.table.store.delete(victim)
     report = h.writer(rng).repair()
     assert [(f.path, f.rows) for f in report.lost] == [(victim, len(ids))], str(report)
