@@ -54,6 +54,8 @@ import pyarrow.fs as pafs
 
 from . import clock
 from .errors import PreconditionFailed, StoreError
+from .format.keys import MANIFEST_PREFIX
+from .format.pointer import POINTER_KEY
 from .storage.base import ObjectInfo, ObjectStore
 
 TRANSIENT = "transient"
@@ -161,11 +163,15 @@ class FaultPlan:
 
 
 class FaultStorm(FaultPlan):
-    """Random faults for long runs: a call of ``kinds`` (all when None) starts a burst with
-    probability ``rate``; the burst fails its call and the next ``burst - 1`` calls of the
-    same kind, each in one fault of ``faults`` (``TRANSIENT``: a 503, nothing applied;
-    ``TIMEOUT``: applied, the response lost; ``CONFLICT``, on conditional writes only: a 412
-    or 409, nothing applied). Calls are not recorded; ``injected`` counts the faults by kind."""
+    """Random faults for long runs: a call of ``kinds`` (all when None) makes a burst due with
+    probability ``rate``. Bursts take the faults of ``faults`` in turn (from a random one, so a
+    run of a few bursts meets each kind), each at the next call it applies to: ``TRANSIENT`` (a
+    503, nothing applied) at any call; ``TIMEOUT`` (applied, the response lost) at a
+    conditional write; ``CONFLICT`` (a 412 or 409, nothing applied) at a conditional write of a
+    key writers race for, the pointer or a version's manifest (a uniquely named object meets
+    one only after its own retry landed, which the store's retries resolve). A burst fails its
+    call and the next ``burst - 1`` calls of that kind it applies to. Calls are not recorded;
+    ``counts`` counts the faults injected, by kind."""
 
     def __init__(
         self,
@@ -177,28 +183,43 @@ class FaultStorm(FaultPlan):
     ) -> None:
         super().__init__(kinds=kinds)
         self.faults = tuple(faults)
-        if not set(self.faults) <= {TRANSIENT, TIMEOUT, CONFLICT}:
+        if not self.faults or not set(self.faults) <= {TRANSIENT, TIMEOUT, CONFLICT}:
             raise ValueError(f"a storm injects {TRANSIENT}, {TIMEOUT} or {CONFLICT}, not {self.faults}")
         self.rate, self.burst = rate, burst
         self.counts: Counter[str] = Counter()
         self._random = random.Random(seed)
+        self._turn = self._random.randrange(len(self.faults))
+        self._due: str | None = None
         self._bursts: dict[str, tuple[str, int]] = {}
 
     def enter(self, kind: str, key: str) -> str | None:
         if self.kinds is not None and kind not in self.kinds:
             return None
         with self._lock:
-            fault, left = self._bursts.pop(kind, (None, 0))
-            if fault is None and self._random.random() < self.rate:
-                fault, left = self._random.choice(self.faults), self.burst
-            if fault is None:
+            fault, left = self._bursts.get(kind, (None, 0))
+            starts = fault is None
+            if starts:
+                if self._due is None and self._random.random() < self.rate:
+                    self._due, self._turn = self.faults[self._turn % len(self.faults)], self._turn + 1
+                fault, left = self._due, self.burst
+            if fault is None or not _applies(fault, kind, key):
                 return None
+            if starts:
+                self._due = None
             if left > 1:
                 self._bursts[kind] = (fault, left - 1)
-            if fault == CONFLICT and kind not in CONDITIONAL_WRITES:
-                fault = TRANSIENT
+            else:
+                self._bursts.pop(kind, None)
             self.counts[fault] += 1
             return fault
+
+
+def _applies(fault: str, kind: str, key: str) -> bool:
+    """Whether a storm's ``fault`` can strike a call (see ``FaultStorm``)."""
+    if fault == TRANSIENT:
+        return True
+    contended = key == POINTER_KEY or key.startswith(MANIFEST_PREFIX)
+    return kind in CONDITIONAL_WRITES and (fault == TIMEOUT or contended)
 
 
 @contextmanager

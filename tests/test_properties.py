@@ -112,7 +112,8 @@ def test_database_properties_apply_to_the_database_not_its_tables(tmp_path: Path
 def listed_property() -> Any:
     """A property whose value is a list, registered as a later release would add one."""
     def columns(name: str, value: Any) -> tuple[str, ...]:
-        if not isinstance(value, list | tuple) or not 1 <= len(value) <= 4 or not all(isinstance(v, str) for v in value):
+        names = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        if not names or not 1 <= len(value) <= 4:
             raise InvalidArgumentError(f"{name} must be a list of 1 to 4 column names, not {value!r}")
         return tuple(value)
 

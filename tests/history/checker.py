@@ -128,7 +128,7 @@ class Log:
     def _attempt(self, version: int) -> tuple[list[str], State] | Exception:
         try:
             return self._read(version)
-        except Exception as exc:  # noqa: BLE001 - any failure to read is the anomaly
+        except Exception as exc:
             return exc
 
 
@@ -222,9 +222,10 @@ def _check_log(log: Log, versions: dict[int, tuple[list[str], State]], txns: dic
             _anti_dependencies(graph, log, versions, txn, version, txns)
         if version != order[0]:
             for table in log.tables:
-                if actual.get(table, {}) != expected.get(table, {}):
+                want, got = expected.get(table, {}), actual.get(table, {})
+                if got != want:
                     report.add("partial or wrong commit", f"{log.name} version {version} ({names}), table {table}: "
-                                                          f"{_difference(expected.get(table, {}), actual.get(table, {}))}")
+                                                          f"{_difference(want, got)}")
         expected = _copy(actual)  # go on from what is there: one anomaly is reported once
     for component in nx.strongly_connected_components(graph):
         if len(component) > 1:
@@ -292,6 +293,9 @@ def _as_table(rows: dict[int, tuple[int, str]]) -> pa.Table:
 
 def _check_outcomes(txns: dict[str, Txn], placed: dict[str, list[tuple[str, int]]], finals: dict[str, State],
                     first: dict[str, int], report: Report) -> None:
+    # Rows of s deleted by a transaction that may have committed.
+    removed = {i for t in txns.values() if t.effect and t.outcome in ("ok", "unknown")
+               for i in t.effect.get("s", {}).get("delete", [])}
     for txn in txns.values():
         places = placed.get(txn.id, [])
         if len(places) > 1:
@@ -307,7 +311,7 @@ def _check_outcomes(txns: dict[str, Txn], placed: dict[str, list[tuple[str, int]
                 report.add("lost acknowledged commit", f"{txn.id} acknowledged at {log_name} version {version}, "
                                                        f"found at {places or 'no version'}")
         elif log_name == "s" and finals.get("s"):
-            _check_expired(txn, txns, finals["s"], report)
+            _check_expired(txn, removed, finals["s"], report)
     _check_counters(txns, placed, finals, report)
     if "db" in finals:
         a, b = finals["db"].get("a", {}), finals["db"].get("b", {})
@@ -316,11 +320,9 @@ def _check_outcomes(txns: dict[str, Txn], placed: dict[str, list[tuple[str, int]
             report.add("partial or wrong commit", f"movable rows not in exactly one table at the end: {wrong[:5]}")
 
 
-def _check_expired(txn: Txn, txns: dict[str, Txn], final: State, report: Report) -> None:
+def _check_expired(txn: Txn, removed: set[int], final: State, report: Report) -> None:
     """An acknowledged transaction whose version expired: its rows are in the latest version
-    unless a transaction that may have committed removed them."""
-    removed = {i for t in txns.values() if t.effect and t.outcome in ("ok", "unknown")
-               for i in t.effect.get("s", {}).get("delete", [])}
+    unless a transaction that may have committed removed them (``removed``)."""
     lost = [i for i, _ in (txn.effect or {}).get("s", {}).get("put", []) if i not in final["s"] and i not in removed]
     if lost:
         report.add("lost acknowledged commit", f"{txn.id} (expired version) put {lost[:5]}, gone from the latest")
@@ -335,7 +337,8 @@ def _check_counters(txns: dict[str, Txn], placed: dict[str, list[tuple[str, int]
         if final is None:
             continue
         for counter in COUNTERS:
-            increments = [t for t in txns.values() if t.effect and counter in t.effect.get(table, {}).get("increment", [])]
+            increments = [t for t in txns.values()
+                          if t.effect and counter in t.effect.get(table, {}).get("increment", [])]
             sure = sum(1 for t in increments if t.outcome == "ok" or t.id in placed)
             maybe = sum(1 for t in increments if t.outcome == "unknown" and t.id not in placed)
             value = final.get(counter, (None, ""))[0]

@@ -38,7 +38,6 @@ from tests.history.checker import Report, check
 from tests.history.workload import SKEWS, Target, set_up, work
 
 
-
 @dataclass
 class Settings:
     processes: int = 3
@@ -103,7 +102,9 @@ def run(root: str, options: dict[str, str] | None, workdir: Path, settings: Sett
             proc, generation = writers[slot]
             if not proc.is_alive():
                 continue
-            if rng.random() < 0.6:  # a pause longer than the grace
+            # A kill first, then a pause (so that even a short run has both), then at random.
+            injected = sum(outside.counts.values())
+            if injected == 1 or (injected > 1 and rng.random() < 0.6):  # a pause longer than the grace
                 os.kill(proc.pid, signal.SIGSTOP)  # type: ignore[arg-type]
                 time.sleep(parse_duration(settings.grace).total_seconds() + 0.5)
                 os.kill(proc.pid, signal.SIGCONT)  # type: ignore[arg-type]

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import manifest_table as mt
+from manifest_table.testing import CONFLICT, TIMEOUT, TRANSIENT, FaultStorm
 from tests.conftest import store_location
 from tests.history.checker import check
 from tests.history.run import Settings, run
@@ -25,6 +27,8 @@ from tests.history.workload import Target
 
 SECONDS = float(os.environ.get("MT_HISTORY_SECONDS", "4"))
 TRANSACTIONS = int(os.environ.get("MT_HISTORY_TRANSACTIONS", "0")) or None
+FAULTS = (TRANSIENT, TIMEOUT, CONFLICT, "SIGSTOP past the grace", "SIGKILL")
+"""Every kind of fault each run injects (run.py starts with a SIGKILL and a SIGSTOP)."""
 
 
 @pytest.mark.parametrize("kind", ["local", "seaweedfs", "gcs", "azure"])
@@ -33,6 +37,7 @@ def test_histories_under_faults_have_no_anomalies(kind: str, request: pytest.Fix
     report = run(root, options, tmp_path, Settings(seconds=SECONDS, transactions=TRANSACTIONS, seed=7))
     print(f"{kind}: {report}")
     assert report.transactions >= 10 and report.outcomes["ok"] >= 5, str(report)
+    assert set(FAULTS) <= set(report.faults), str(report)
     assert not report.anomalies, str(report)
 
 
@@ -78,7 +83,8 @@ def test_the_checker_finds_each_class_of_anomaly(history: tuple[Target, Path], t
         lines.append({"txn": "p9.1", "phase": "end", "outcome": "ok", "version": 0})  # increment no version holds
         read = next(line for line in lines if "s" in line.get("observed", {}))
         read["observed"]["s"][1] = "0" * 16  # dirty read: a read saw rows its version never held
-        increments = [line for line in lines if line.get("phase") == "intent" and line["effect"].get("s", {}).get("increment")]
+        increments = [line for line in lines
+                      if line.get("phase") == "intent" and line["effect"].get("s", {}).get("increment")]
         increments[1]["effect"]["s"] = dict(increments[0]["effect"]["s"])  # cycle: it read what another increment,
         increments[1]["snapshot"] = 0  # committed after its snapshot, wrote
         table = mt.open_table(str(root / "s"))  # unreadable version: the newest data file, deleted
@@ -87,3 +93,17 @@ def test_the_checker_finds_each_class_of_anomaly(history: tuple[Target, Path], t
     target, logs = tampered(history, tmp_path, change)
     report = check(target, logs)
     assert set(report.by_class) == set(ANOMALIES), str(report)
+
+
+def test_a_storm_takes_each_fault_in_turn_where_it_can_strike() -> None:
+    """``FaultStorm``: 503s anywhere, lost responses on conditional writes, 412/409 only on the
+    keys writers race for (a unique object's create meets one only after its own retry)."""
+    calls = [("get", "data/a.parquet"), ("list", "data/"), ("put_if_absent", "tombstones/b.roaring"),
+             ("put_if_absent", "manifest/v00000000000000000007.json"), ("put_if_match", "_latest_manifest")]
+    storm = FaultStorm(rate=0.2, burst=2, seed=5)
+    struck = [(kind, key, fault) for _ in range(300) for kind, key in calls if (fault := storm.enter(kind, key))]
+    assert Counter(fault for _, _, fault in struck) == storm.counts
+    assert set(storm.counts) == {TRANSIENT, TIMEOUT, CONFLICT}
+    assert max(storm.counts.values()) - min(storm.counts.values()) < len(struck) / 2  # in turn, not at random
+    assert {(kind, key) for kind, key, fault in struck if fault == TIMEOUT} == set(calls[2:])
+    assert {(kind, key) for kind, key, fault in struck if fault == CONFLICT} == set(calls[3:])
