@@ -19,6 +19,7 @@ RUNS = {
     "scale": ["--sizes", "10,50", "--repeat", "1", "--peers", ""],
     "upsert": ["--rows", "20000", "--source", "100", "--repeat", "1", "--peers", ""],
     "database_cost": ["--repeat", "1", "--seconds", "0.5", "--procs", "2", "--no-s3"],
+    "startup": ["--repeat", "1", "--peers", ""],
 }
 
 

@@ -8,12 +8,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..arguments import check_columns
@@ -22,8 +20,16 @@ from ..expressions import ColumnStats, Expr
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..format.stats import leaf_columns
+from ..lazy import lazy
 from ..storage import FileIO
 from .file_sets import FileSet, ListedFiles
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+else:
+    ds = lazy("pyarrow.dataset")
+    pq = lazy("pyarrow.parquet")
 
 POSITION_COLUMN = "__row_position"
 

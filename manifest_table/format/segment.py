@@ -20,19 +20,26 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
+from ..lazy import lazy
 from .column_types import parquet_form, widens
 from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .json_fields import MAX_INT64
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .listed_once import ListedPaths
 from .stats import ColumnStats, has_stats, instant_type
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pq = lazy("pyarrow.parquet")
 
 _DV_FIELDS = ("dv_path", "dv_offset", "dv_length", "dv_cardinality")
 # Writer-shaped keys, checked vectorised (RE2 syntax); any other key goes through stored_key.

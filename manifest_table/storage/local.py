@@ -16,11 +16,16 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING
 
 from ..errors import NotFound, PreconditionFailed, StoreError
+from ..lazy import lazy
 from .base import ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+else:
+    pafs = lazy("pyarrow.fs")
 
 _HIDDEN = "."  # temp files and the lock file start with this; list() skips them
 
