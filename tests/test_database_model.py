@@ -32,6 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import manifest_table as mt
 from manifest_table.errors import (
     CommitConflictError,
+    InvalidArgumentError,
     TableNotFoundError,
     TableRenamedError,
     VersionExpiredError,
@@ -233,9 +234,19 @@ class DatabaseModel(RuleBasedStateMachine):
                                                 when_not_matched=not_matched),
                        lambda s: model.upsert(s, source, matched, not_matched))
 
-    @rule(data=st.data(), rows=ROWS, condition=st.one_of(st.none(), CONDITIONS))
-    def overwrite(self, data: st.DataObject, rows: list, condition: Any) -> None:
-        self.write(data, lambda t, s: t.overwrite(table_of(rows, s), None if condition is None else condition[0]),
+    @rule(data=st.data(), rows=ROWS, condition=st.one_of(st.none(), CONDITIONS), require_match=st.booleans())
+    def overwrite(self, data: st.DataObject, rows: list, condition: Any, require_match: bool) -> None:
+        """New rows outside the condition are refused unless ``require_match=False`` (which
+        keeps them beside the rows outside the condition)."""
+        where = None if condition is None else condition[0]
+        if require_match and condition is not None and not all(condition[1](k, v) for k, v in rows):
+            chosen = self.handle(data)
+            if chosen is not None and self.latest.name_of(chosen[2]) == chosen[1]:
+                table, name, _ = chosen
+                with raises(InvalidArgumentError):
+                    table.overwrite(table_of(rows, self.latest.tables[name]), where)
+            return
+        self.write(data, lambda t, s: t.overwrite(table_of(rows, s), where, require_match=require_match),
                    lambda s: (model.overwrite(s, rows, condition), True), may_commit=True)
 
     @rule(data=st.data(), change=st.sampled_from(["add", "rename", "drop"]))

@@ -351,6 +351,7 @@ def _write_file(
                 use_dictionary=encoding.dictionary,
                 column_encoding=encoding.delta,
                 write_statistics=True,
+                write_page_index=True,
             ) as writer:
                 while (group := jobs.get()) is not None:
                     flow.check()

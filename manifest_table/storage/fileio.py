@@ -21,6 +21,7 @@ import pyarrow as pa
 from ..errors import CorruptTableError, NotFound, StoreError
 from ..lazy import lazy
 from .base import ObjectStore
+from .local import fsync_written
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ class FileIO:
             stream = fs.open_output_stream(path)
         with stream as sink:
             yield sink
+        if isinstance(fs, pafs.LocalFileSystem):
+            fsync_written(path)
 
 
 _READS = RetryPolicy()
