@@ -205,12 +205,15 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     that does not fit, a stream that fails midway) leaves no table behind, only removed files,
     as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
     takes the files if it has the same columns (``replace``: in place of its rows), else
-    ``SchemaMismatchError`` and nothing is written."""
+    ``SchemaMismatchError`` and nothing is written. The commit's deadline counts from before
+    the rows were written (a table created meanwhile may run GC on them: deadline.py)."""
+    from .clock import utc_now
     from .log.version import Version
     from .operations.append import write_rows
     from .operations.create import create
 
     fields = Version.of(empty, table.log.segments).fields
+    began = utc_now()
     files = write_rows(table.io, data, fields, table.write_options)
     try:
         try:
@@ -223,7 +226,7 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
         with table.transaction() as tx:
             if replace:
                 tx.overwrite(empty.schema.empty_table())
-            tx.add_files(files)
+            tx.add_files(files, written_since=began)
             return tx.commit()
     except BaseException:
         table.store.delete_unreferenced(f.path for f in files)
