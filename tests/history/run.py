@@ -20,6 +20,7 @@ running soak changes the code it runs.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import random
@@ -30,13 +31,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import manifest_table as mt
 from manifest_table.arguments import parse_duration
 from manifest_table.errors import CommitConflictError, CommitFailedError, ManifestTableError
 from manifest_table.testing import skewed_clock
 from tests.history.checker import Report, check
-from tests.history.workload import SKEWS, Target, set_up, work
+from tests.history.workload import SKEWS, STORM_FAULTS, Target, set_up, work
 
 
 @dataclass
@@ -51,6 +53,10 @@ class Settings:
     """Seconds between outside faults (a pause or a kill, at random)."""
     retain_for: str = "1h"
     seed: int = 0
+    least: int = 0
+    """Write past ``seconds`` (up to four times as long) until this many transactions have
+    ended and each writer-side fault kind was injected: a CI run on a loaded machine still
+    meets every fault."""
 
 
 @dataclass
@@ -90,6 +96,7 @@ def run(root: str, options: dict[str, str] | None, workdir: Path, settings: Sett
     while ready.value < settings.processes and all(proc.is_alive() for proc, _ in writers.values()):
         time.sleep(0.05)
     until.value = time.time() + (settings.seconds if settings.transactions is None else 10**9)
+    cap = until.value + 3 * settings.seconds
     writing = time.monotonic()
     stop = threading.Event()
     collector = threading.Thread(target=_collect, args=(target, settings, rng.random(), stop, outside))
@@ -98,7 +105,10 @@ def run(root: str, options: dict[str, str] | None, workdir: Path, settings: Sett
         while any(proc.is_alive() for proc, _ in writers.values()):
             next_fault = time.monotonic() + rng.uniform(0.5, settings.pause_every)
             while time.monotonic() < next_fault and any(proc.is_alive() for proc, _ in writers.values()):
+                _extend(until, logs, settings, cap)
                 time.sleep(0.1)
+            if time.time() >= until.value and len(outside.counts) == 2:
+                break  # the writing time is over, and a kill and a pause happened: let the writers finish
             slot = rng.randrange(settings.processes)
             proc, generation = writers[slot]
             if not proc.is_alive():
@@ -156,6 +166,20 @@ def _compact(table: mt.Table) -> None:
         table.compact()
     except (CommitConflictError, CommitFailedError):
         pass  # lost to a writer, or outlived its deadline: nothing committed
+
+
+def _extend(until: Any, logs: list[Path], settings: Settings, cap: float) -> None:
+    """Move the end of writing on (past a pause) while ``settings.least`` is not met."""
+    if not settings.least or time.time() < until.value - 0.5 or until.value >= cap:
+        return
+    ended, faults = 0, set()
+    for log in logs:
+        lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        ends = [line for line in lines if line.get("phase") == "end"]
+        ended += len(ends)
+        faults |= set(ends[-1].get("faults", {})) if ends else set()
+    if ended < settings.least or not set(STORM_FAULTS) <= faults:
+        until.value = min(cap, time.time() + parse_duration(settings.grace).total_seconds() + 1.5)
 
 
 def _transactions(log: Path) -> int:

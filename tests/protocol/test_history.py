@@ -34,7 +34,7 @@ FAULTS = (TRANSIENT, TIMEOUT, CONFLICT, "SIGSTOP past the grace", "SIGKILL")
 @pytest.mark.parametrize("kind", ["local", "seaweedfs", "gcs", "azure"])
 def test_histories_under_faults_have_no_anomalies(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     root, options = (str(tmp_path / "history"), None) if kind == "local" else store_location(kind, request)
-    report = run(root, options, tmp_path, Settings(seconds=SECONDS, transactions=TRANSACTIONS, seed=7))
+    report = run(root, options, tmp_path, Settings(seconds=SECONDS, transactions=TRANSACTIONS, seed=7, least=20))
     print(f"{kind}: {report}")
     assert report.transactions >= 10 and report.outcomes["ok"] >= 5, str(report)
     assert set(FAULTS) <= set(report.faults), str(report)
