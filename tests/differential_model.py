@@ -1,6 +1,6 @@
 """The model of the differential read-path test: the rows every version should hold, kept
 with pyarrow alone (never our reader), and DuckDB as the SQL oracle that says which of them a
-filter selects (DESIGN.md section 10: SQL semantics are the reference).
+filter selects (docs/expressions.md, "SQL semantics": SQL is the reference).
 
 Each row version carries a model-only id (`uid`): a write gives its rows fresh uids, so a
 delete staged on an old snapshot removes exactly the row versions it saw, whatever a

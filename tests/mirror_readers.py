@@ -1,5 +1,5 @@
 """Reading a table's mirrors with readers no one here wrote (pyiceberg, deltalake), and the
-random histories the mirror tests replay. DESIGN.md section 17 records what these readers do:
+random histories the mirror tests replay. docs/design/004-mirrors.md records what these readers do:
 deltalake's ``to_pyarrow_table`` refuses column mapping and deletion vectors, so its
 DataFusion scan is used."""
 

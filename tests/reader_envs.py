@@ -10,6 +10,7 @@ be reached, the test is skipped saying so; any other failure fails it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,10 @@ DUCKDB_1_4 = ["duckdb==1.4.4", "pytz", *(f"duckdb-ext-{n}==1.4.4.20260205" for n
 needs it to return zoned timestamps)."""
 DUCKDB_1_5 = ["duckdb==1.5.5", "pytz", *(f"duckdb-extension-{n}==1.5.5" for n in ("iceberg", "avro", "delta", "httpfs"))]
 """DuckDB 1.5.5 and its extensions as the ``duckdb-extension-*`` packages."""
+DUCKDB = {"1.4.4": DUCKDB_1_4, "1.5.5": DUCKDB_1_5}
+NO_FILE_CACHE = "SET enable_external_file_cache = false"
+"""Turns off DuckDB's cache of file ranges, which DuckDB 1.5.5's ``iceberg_scan`` misreads
+deletion vectors through (tests/mirror_matrix.py, ``EXCUSES``)."""
 PYSPARK_4_1 = ["pyspark==4.1.4", "py4j==0.10.9.9"]
 """The Spark that both reference JVM readers are built for (tests/spark_mirror_reader.py):
 ``delta-spark_4.1_2.13`` 4.4.0 and ``iceberg-spark-runtime-4.1_2.13`` 1.12.0. The suite's
@@ -72,3 +77,13 @@ def run_reader(script: str, env_dir: Path, request: str, timeout: float = 600) -
         unreachable(done.stderr, f"{script}")
         raise AssertionError(f"{script} failed ({done.returncode}): {done.stderr[-3000:]}")
     return done.stdout
+
+
+def read_duckdb(release: str, queries: dict[str, str], setup: list[str] | None = None) -> dict[str, object]:
+    """Each query's rows (canonical, or ``"error: ..."``) read by DuckDB ``release`` and its
+    extensions in one connection, in order, after the ``setup`` statements
+    (tests/duckdb_mirror_reader.py)."""
+    request = json.dumps({"setup": setup or [], "queries": queries})
+    found = json.loads(run_reader("duckdb_mirror_reader.py", installed(f"duckdb-{release}", DUCKDB[release]), request))
+    assert found.pop("duckdb") == release
+    return found  # type: ignore[no-any-return]

@@ -18,6 +18,11 @@ import time
 from tests.mirror_canonical import of_arrow
 
 
+JVM_OPTIONS = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""The quick JIT only and one GC thread: a JVM that reads a few tiny tables spends its time
+compiling and starting, and on a busy machine these halve the test's wall time."""
+
+
 def session(ivy: str, packages: list[str]):  # type: ignore[no-untyped-def]
     from pyspark.sql import SparkSession
 
@@ -32,7 +37,7 @@ def session(ivy: str, packages: list[str]):  # type: ignore[no-untyped-def]
             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "2")
             .config("spark.databricks.delta.snapshotPartitions", "1")
             .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+            .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
             .getOrCreate())
 
 

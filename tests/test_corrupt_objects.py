@@ -1,4 +1,4 @@
-"""Hand-crafted corrupt and hostile objects (DESIGN.md section 10): whatever a stored object
+"""Hand-crafted corrupt and hostile objects (docs/format.md, "Reader requirements"): whatever a stored object
 holds, reading it gives the right answer or a ``CorruptTableError`` naming the object and
 field, never another exception or a wrong answer; keys never lead out of the table root; and
 cleanup (``abort``, ``gc``) never deletes outside the root nor anything our writers did not
@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from manifest_table import Table, create_table
-from manifest_table.errors import CommitFailedError, CorruptTableError, InvalidArgumentError
+from manifest_table import Table, create_table, open_table
+from manifest_table.errors import CommitConflictError, CommitFailedError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, manifest_key
 from manifest_table.format.pointer import POINTER_KEY
 from manifest_table.operations.garbage_collection import collect_garbage
@@ -165,6 +166,33 @@ def test_abort_removes_staged_files_but_never_a_callers_file_nor_outside_the_roo
     assert notes.read_bytes() == b"mine"
     assert {p.name for p in (tmp_path / "t" / "data").iterdir()} == before
     assert other.scan().count() == 5 and t.scan().count() == ROWS - DELETED
+
+
+def test_a_commit_that_fails_never_removes_a_callers_file(tmp_path: Path) -> None:
+    """A file a caller named in ``add_files`` under its own name is theirs: a commit that fails
+    before its commit point (a replayed streaming batch, a conflict) removes what it wrote
+    itself, never that file (docs/protocol.md W8; the old code removed it)."""
+    t = create_table(str(tmp_path / "t"), SCHEMA)
+    with t.transaction() as tx:
+        tx.set_app_transaction("query", 0)
+        tx.append(rows(range(3)))
+    theirs = tmp_path / "t" / "data" / "part-00000-theirs.parquet"
+    pq.write_table(rows(range(10, 12)), theirs)
+    with t.transaction() as tx:  # a replay: commits nothing
+        tx.set_app_transaction("query", 0)
+        tx.add_files([DataFile("data/part-00000-theirs.parquet", 2, theirs.stat().st_size)])
+        tx.append(rows(range(20, 22)))  # staged by us: removed
+        assert not tx.commit().committed
+    assert theirs.exists()
+
+    other = open_table(str(tmp_path / "t"))
+    with pytest.raises(CommitConflictError):
+        with t.transaction() as tx:  # an overwrite that a concurrent append of a matching row defeats
+            tx.add_files([DataFile("data/part-00000-theirs.parquet", 2, theirs.stat().st_size)])
+            tx.overwrite(rows([0]), where="id = 0")
+            other.append(rows([0]))
+    assert theirs.exists()
+    assert {p.name for p in theirs.parent.iterdir()} == {theirs.name, *(f.path[5:] for f in t.manifest().files)}
 
 
 @pytest.mark.parametrize("kind", ["memory", "local"])

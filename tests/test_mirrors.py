@@ -182,7 +182,7 @@ def test_a_mirror_of_a_newer_release_is_kept_and_ignored(tmp_path: Path) -> None
 
 
 def test_a_renamed_column_keeps_its_physical_name_in_new_files(tmp_path: Path) -> None:
-    """Delta readers match Parquet columns by physical name even in id mode (DESIGN.md 17)."""
+    """Delta readers match Parquet columns by physical name even in id mode (docs/design/004-mirrors.md)."""
     import pyarrow.parquet as pq
 
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["delta"])

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..clock import Stamp
 from ..data.tombstones import DeletionVectors
+from ..format.keys import is_writer_key
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
 from ..log.version import Version
@@ -74,7 +75,11 @@ class TableProposal:
         self._builder.lost()
 
     def discard(self) -> None:
-        self._log.store.delete_unreferenced([f.path for f in self.changes.added] + self._builder.written)
+        """Remove what this commit wrote: its staged data files of our writers' shapes (a file a
+        caller named in ``add_files`` under its own name is theirs: docs/design/011) and the
+        objects its builds wrote."""
+        staged = [f.path for f in self.changes.added if is_writer_key(f.path)]
+        self._log.store.delete_unreferenced(staged + self._builder.written)
 
 
 @runtime_checkable

@@ -4,6 +4,7 @@ snapshots and history (docs/databases.md, docs/design/003-databases.md)."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -223,7 +224,7 @@ def create_database(
     first = DatabaseVersion(
         version=0,
         parent_version=None,
-        timestamp_ms=int(datetime.now().timestamp() * 1000),
+        timestamp_ms=int(time.time() * 1000),  # the wall clock every commit reads
         commit_id=uuid.uuid4().hex,
         operation="create_database",
         tables={},

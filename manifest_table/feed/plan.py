@@ -1,6 +1,6 @@
 """What one commit changed, row by row, as positions in data files: the plan the change feed
 reads (docs/changes.md). It is derived from the commit's version and its parent alone
-(DESIGN.md section 19), reading manifests and bitmaps, never data:
+(docs/design/005-change-feed.md), reading manifests and bitmaps, never data:
 
 - *deleted*: per file of the parent (its entry there), the positions the commit newly
   deleted (a file it removed whole: every row that was live);
