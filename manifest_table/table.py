@@ -6,6 +6,7 @@ manifest (``manifest-table count``) no pyarrow either (docs/benchmarks.md, "Star
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .log.version import Version
     from .metadata_tables import Inspector
     from .operations.garbage_collection import GCReport
+    from .operations.repair import RepairReport
     from .operations.schema_change import SchemaUpdate
     from .transaction import Transaction
 
@@ -108,7 +110,14 @@ class Table(TableHandle):
 
         manifest = self.manifest(version, as_of)
         dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of, fields=manifest.fields)
+        snapshot = Snapshot(
+            manifest.version,
+            manifest.schema,
+            VersionFiles(manifest),
+            dvs.of,
+            fields=manifest.fields,
+            missing=functools.partial(self.log.object_missing, manifest.version),
+        )
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
@@ -272,13 +281,37 @@ class Table(TableHandle):
 
         return sync(self.log, self._latest())
 
+    # --- properties ---------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Every property of the table at the latest version, set or default, as stored
+        (``{"gc_grace": "24h", "tail_limit": 32, ...}``; docs/format.md, "Properties")."""
+        return self._latest().properties.shown(self.property_scope)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set table properties in one commit (``{"gc_grace": "6h"}``; a value None restores
+        the default). An unknown name or a bad value is an ``InvalidArgumentError``; a
+        format-v1 table raises ``UpgradeRequiredError`` (run ``upgrade()`` first)."""
+        from .operations.set_properties import set_properties
+
+        return set_properties(self, properties)
+
     # --- maintenance --------------------------------------------------------------------
-    def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
+    def upgrade(self, properties: dict[str, Any] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
         from .operations.upgrade import upgrade
 
         return upgrade(self, properties)
+
+    def repair(self, dry_run: bool = False) -> RepairReport:
+        """Commit a version without the objects the latest version references that are gone
+        (a table that reads as ``CorruptTableError`` "references ..., which is missing"), after
+        confirming each one missing; the report names every lost file and its rows. A table
+        with nothing missing is left as it is. See docs/operations.md, "Repair"."""
+        from .operations.repair import repair
+
+        return repair(self, dry_run)
 
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
@@ -293,13 +326,15 @@ class Table(TableHandle):
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
     ) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
-        ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
-        ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
+        the grace period: the table's ``gc_grace`` property (``"24h"``), or a longer
+        ``grace``; a shorter one needs ``force`` (see docs/operations.md). Durations are
+        timedeltas or strings such as ``"7d"``, ``"36h"``; ages are measured on the store's
+        clock. ``dry_run`` only reports what would go."""
         from .operations.garbage_collection import collect_garbage
 
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)

@@ -95,7 +95,7 @@ class Checker(Protocol):
     failures: list[Failure]
     reads: int
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None: ...
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None: ...
 
     def close(self) -> None: ...
 
@@ -141,7 +141,7 @@ def _run_case(case: Case, rng: random.Random, directory: Path, shape: Shape, ste
     try:
         committed = {info.version: info.timestamp for info in history.table.history()}
         for version, state in enumerate(history.versions):  # (a database's version 0: BEFORE the table)
-            reader.version(version, state, _as_of(committed, history.versions, version))
+            reader.version(version, state, _as_of(committed, history.versions, version), version in history.damaged)
     except Exception as error:
         failures.append(Failure("reading the history", raised(error)))
     try:

@@ -6,7 +6,8 @@ Steps: append, delete, update, upsert (also of keys alone, deleting matches) and
 (with and without a condition), the same inside transactions (whose own scans are checked)
 and racing a second handle, ``write_table`` appending or overwriting, compaction with small
 targets (files merge and split), schema changes (add, rename, drop, widen, append with
-``schema_mode="merge"``), upgrade from format v1, garbage collection, and adding a NOT NULL
+``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
+table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
 the writer's handle or a fresh one. A table of a database (issue 28) is also written through
 ``db.table``, ``mt.open_table("DB/T")`` and database transactions that write a second table
@@ -22,12 +23,13 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
-from tests.differential_model import Oracle, State, new_values
+from tests.differential_model import BEFORE, Oracle, State, new_values
 from tests.differential_reads import compare_count, compare_own, shrink
 from tests.differential_types import AWKWARD_NAMES, Column, Kind, random_rows
 from tests.filter_generator import Text, random_filter
@@ -67,6 +69,10 @@ class History:
     steps: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Wrong outcomes the history could carry on after (the model follows what happened)."""
+    damaged: set[int] = field(default_factory=set)
+    """Versions that list a file deleted by hand: they read as ``CorruptTableError``."""
+    repaired: int = -1
+    """The version of the last repair (the change feed reads no commit before it)."""
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
@@ -505,10 +511,50 @@ def step_other_table(h: History, rng: random.Random) -> None:
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
     h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)" + (" of the database" if h.database else ""))
-    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None
+        h.damaged.discard(version)  # expired now
+
+
+def step_set_properties(h: History, rng: random.Random) -> None:
+    """A property set (or reset): a commit that changes no row, then seen by a fresh handle.
+    ``gc_grace`` of a database's table is its database's: a database version that leaves the
+    table as it was."""
+    name, value = rng.choice([("gc_grace", rng.choice(["6h", "2d", "90m", None])),
+                              ("tail_limit", rng.choice([1, 2, 32])), ("deletes_limit", rng.choice([1, 2, 64]))])
+    shown = "24h" if value is None else value
+    if name == "gc_grace" and h.database is not None:
+        h.note(f"database set_properties({{{name!r}: {value!r}}})")
+        h.unchanged(h.database.set_properties({name: value}))
+        assert mt.open_database(h.database.uri).properties[name] == shown
+        return
+    h.note(f"set_properties({{{name!r}: {value!r}}})")
+    h.committed(h.writer(rng).set_properties({name: value}), h.state)
+    assert mt.open_table(h.uri).properties[name] == shown
+
+
+def step_repair(h: History, rng: random.Random) -> None:
+    """A data file deleted by hand, then ``repair``: the rows of that file are lost, and every
+    version that listed it reads as corrupt (the model stops reading them)."""
+    victim = rng.choice(list(h.table.manifest().files)).path
+    lost = [t.column("id") for f, t in h.table.scan(columns=["id"]).matching_rows() if f.path == victim]
+    ids = pa.concat_arrays([c.combine_chunks() for c in lost]) if lost else pa.array([], pa.int64())
+    h.note(f"delete {victim} by hand ({len(ids)} live rows), then repair()")
+    listing = [v for v, state in enumerate(h.versions)  # the versions whose scans read the file
+               if state is not None and state is not BEFORE and (entry := h.table.manifest(v).file_map().get(victim))
+               and entry.live_rows]
+    h.table.store.delete(victim)
+    report = h.writer(rng).repair()
+    assert [(f.path, f.rows) for f in report.lost] == [(victim, len(ids))], str(report)
+    state = h.state
+    for version in listing:
+        h.versions[version] = None
+        h.damaged.add(version)
+    kept = pc.invert(pc.is_in(state.data["id"].combine_chunks(), ids.cast(state.data["id"].type)))
+    h.committed(report.commit, state.keep(kept))
+    h.repaired = len(h.versions) - 1
 
 
 def has_rows(h: History) -> bool:
@@ -538,6 +584,8 @@ STEPS: list[Step] = [
     (step_upgrade, 2, lambda h: not is_v2(h)),
     (step_required_column, 3, lambda h: is_v2(h) and not has_rows(h)),
     (step_gc, 0.3, lambda h: len(h.versions) > 5),
+    (step_set_properties, 0.5, is_v2),
+    (step_repair, 0.3, lambda h: h.state.data.num_rows > 0),
 ]
 
 

@@ -329,13 +329,14 @@ class Checker:
                                 lambda part: self._message(Query(query.version, query.columns, part), state, path))
         return Query(query.version, query.columns, where), message
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None:
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool = False) -> None:
         """Every path on ``version`` unfiltered; then ``filters`` random filters, each through
         the scan, its count and one more path in turn; a Polars predicate; time travel by
-        ``as_of`` (a (time, version) pair); and, for an expired version, the error."""
+        ``as_of`` (a (time, version) pair); and, for an expired (or ``damaged``) version, the
+        error."""
         reader = mt.open_table(self.uri)
         if state is None:
-            self._expired(reader, version)
+            self._expired(reader, version, damaged)
             return
         if state is BEFORE:
             self._before(reader, version)
@@ -364,17 +365,23 @@ class Checker:
         names = state.schema.names
         return None if self.rng.random() < 0.4 else self.rng.sample(names, self.rng.randint(1, len(names)))
 
-    def _expired(self, reader: Any, version: int) -> None:
+    def _expired(self, reader: Any, version: int, damaged: bool) -> None:
+        """An expired version reads as expired; a damaged one (a file of it deleted by hand) as
+        corrupt, naming the version, unless GC has expired it since."""
         self.reads += 1
+        expected = (mt.errors.CorruptTableError, mt.errors.VersionExpiredError) if damaged else \
+            mt.errors.VersionExpiredError
+        what = f"version {version} ({'damaged' if damaged else 'expired by gc'})"
         try:
             reader.scan(version=version).to_arrow()
-        except mt.errors.VersionExpiredError:
+        except expected as error:
+            if isinstance(error, mt.errors.CorruptTableError) and f"version {version} of" not in str(error):
+                self.failures.append(Failure(what, f"does not name the version: {error}"))
             return
         except Exception as error:
-            self.failures.append(Failure(f"version {version} (expired by gc)",
-                                         f"raised {type(error).__name__}, not VersionExpiredError: {error}"))
+            self.failures.append(Failure(what, f"raised {type(error).__name__}, not {expected}: {error}"))
             return
-        self.failures.append(Failure(f"version {version} (expired by gc)", "read without VersionExpiredError"))
+        self.failures.append(Failure(what, "read without an error"))
 
     def _before(self, reader: Any, version: int) -> None:
         """A database version from before the table was created: not found, and not expired."""

@@ -212,7 +212,7 @@ CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], t
     ("version-other-than-key", top(version=7, parent_version=6), append, C, "says it is version 7"),
     ("parent-wrong", top(parent_version=0), append, C, r"field parent_version is 0; expected 2"),
     ("parent-bool", top(parent_version=True), append, C, "field parent_version is True"),
-    ("format-future", top(format_version=3), append, C, "format version 3.*upgrade"),
+    ("format-future", top(format_version=4), append, C, "format version 4.*upgrade"),
     ("format-string", top(format_version="1"), append, C, "field format_version is '1'"),
     ("timestamp-string", top(timestamp_ms="now"), append, C, "field timestamp_ms is 'now'"),
     ("timestamp-overflow", top(timestamp_ms=10**20), append, C, "field timestamp_ms is 100000000000000000000"),

@@ -200,7 +200,7 @@ def test_timestamps_choose_the_versions(table: mt.Table):
 def test_a_start_that_gc_removed_names_the_oldest_retained_version(table: mt.Table):
     for i in range(4):
         table.append(rows([10 + i]))
-    table.gc(retain_versions=2, retain_for=None, grace=timedelta(0))
+    table.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
     with pytest.raises(VersionExpiredError, match="oldest retained version is 4"):
         table.changes(1)
     assert changed(table.changes(4), "id") == [("insert", 5, 13)]
@@ -293,7 +293,7 @@ def test_a_database_feed_has_every_table_in_version_order(tmp_path: Path):
     assert [(c.table, c.version) for c in db.changes(3, 6).commits()] == [("orders", 4), ("stock", 4), ("items", 6)]
     assert next(iter(db.changes(3))).schema.names == ["id", "v", "_change_type", "_commit_version",
                                                       "_commit_timestamp", "_table"]
-    db.gc(retain_versions=2, retain_for=None, grace=timedelta(0))
+    db.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
     with pytest.raises(VersionExpiredError, match="oldest retained version is 6"):
         db.changes(2)
 

@@ -548,7 +548,7 @@ def test_every_command_as_a_subprocess(location: str, tmp_path: Path):
         "append", "overwrite", "delete", "append", "create"]
     assert ok("compact", location, "--dry-run") == "compaction (dry run): would rewrite 3 files into 1\n"
     assert ok("compact", location).startswith("compaction: version 5: 3 files -> 1")
-    collect = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0"]
+    collect = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"]
     assert "dry run: nothing was deleted" in ok("gc", location, "--dry-run", *collect)
     assert "versions 0..4 expired" in ok("gc", location, *collect)
     assert "summary: 1 table, 1 ok, 0 failed" in ok("maintain", location, *collect)
@@ -727,7 +727,7 @@ def test_maintain_usage_errors_exit_2(run: Run, uri: str):
     """docs/operations.md and gc/README.md: no table at the root, or a retention shorter than
     the grace period, is a usage error (2), as for gc/maintain.py; it exited 1."""
     for argv, message in ([uri + "/nothing-here"], "no table at or under"), ([""], "the table location is empty"), (
-            [uri, "--retain-for", "1h"], "shorter than grace"):
+            [uri, "--retain-for", "1h", "--grace", "2h"], "shorter than grace"):
         code, out, err = run("maintain", *argv)
         assert (code, out) == (2, "") and err.startswith("manifest-table: error: ") and message in err
 
@@ -735,7 +735,7 @@ def test_maintain_usage_errors_exit_2(run: Run, uri: str):
 def test_counts_read_as_english(run: Run, uri: str, tmp_path: Path):
     code, out, _ = run("create", str(tmp_path / "one"), "--schema", "id:int64")
     assert out.endswith("with 1 column\n")
-    out = run("maintain", str(tmp_path / "one"), "--retain-versions", "1", "--retain-for", "0", "--grace", "0")[1]
+    out = run("maintain", str(tmp_path / "one"), "--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force")[1]
     assert "summary: 1 table, 1 ok, 0 failed, 0 compactions skipped" in out and "  version 0 retained" in out
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pickle
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from dataclasses import replace
@@ -24,6 +23,7 @@ from manifest_table.errors import CommitConflictError, CorruptTableError, Invali
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
 from manifest_table.format.stored_schema import StoredSchema
 from manifest_table.log.version import Version
+from manifest_table.clock import Stamp
 from manifest_table.operations.compaction import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
                                         rewrite_record)
 from manifest_table.storage import MemoryStore, ObjectStore
@@ -311,7 +311,7 @@ def test_deletes_winning_each_retry_of_a_compaction_all_survive(table: Table) ->
     # While the compaction retries on top of that delete, another one wins the next version.
     store.hooks = [lambda: None, lambda: table.delete("id >= 55")]
     # A fresh snapshot time: the compaction learns of each winner by losing its create race.
-    info = commit_compaction(compactor, base, pointer, results, {}, time.monotonic())
+    info = commit_compaction(compactor, base, pointer, results, {}, Stamp.now())
     assert info.version == base.version + 3
     assert rows(table) == Counter((i, i % 5) for i in range(55) if i % 5 != 2)
 

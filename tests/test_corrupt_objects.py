@@ -79,7 +79,7 @@ def test_every_field_of_a_manifest_set_to_hostile_values_reads_right_or_raises_c
                 filtered = t.scan(where="id >= 5 AND name != 'n7'").to_arrow()
                 count = t.scan().count()
                 t.history(limit=1)
-                collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True)
+                collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True, force=True)
             except CorruptTableError as exc:
                 outcomes["corrupt"] += 1
                 assert "manifest/v" in str(exc) or "tombstones/" in str(exc) or "data/" in str(exc), exc
@@ -339,7 +339,7 @@ READS = {
     "listing": lambda t: t.manifest().files,
     "delete": lambda t: t.delete("id >= 0"),
     "compaction": lambda t: t.compact(),
-    "gc": lambda t: collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True),
+    "gc": lambda t: collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True, force=True),
 }
 
 

@@ -439,7 +439,7 @@ class DatabaseModel(RuleBasedStateMachine):
         if len(self.retained()) <= keep:
             return
         SIZE["gc"] += 1
-        self.db.gc(retain_versions=keep, retain_for=None, grace=timedelta(0), now=datetime.now(UTC) + LATER)
+        self.db.gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True, now=datetime.now(UTC) + LATER)
         for version in range(len(self.versions) - keep):
             self.versions[version] = None
         self.check_every_retained_version(full=True)

@@ -195,8 +195,8 @@ def test_planned_segment_files_pickle_with_their_stats():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"format_version": 3}, "format_version must be 1 or 2"),
-    ({"format_version": "2"}, "format_version must be 1 or 2"),
+    ({"format_version": 4}, "format_version must be 1 to 3"),
+    ({"format_version": "2"}, "format_version must be 1 to 3"),
     ({"properties": {"tail_limt": 3}}, r"unknown table properties \['tail_limt'\]"),
     ({"properties": {"tail_limit": 0}}, "tail_limit"),
     ({"properties": {"deletes_limit": 1.5}}, "deletes_limit"),

@@ -75,13 +75,13 @@ def test_gc_expires_versions_and_deletes_what_no_retained_version_needs(table: T
     expected = rows(table)
     old = rows(table, version=2)  # cached by this handle: GC must make it fail anyway
 
-    report = table.gc(retain_versions=2, retain_for=None, grace=ZERO)
+    report = table.gc(retain_versions=2, retain_for=None, grace=ZERO, force=True)
     assert report.versions_retained == range(compacted - 1, compacted + 1)
     assert report.versions_expired == range(0, compacted - 1)
     assert set(objects(table.store)) == referenced(table, report.versions_retained)
     assert rows(table, version=compacted - 1) == rows(table) == expected and sum(old.values()) == 20
 
-    report = table.gc(retain_versions=1, retain_for=None, grace=ZERO)
+    report = table.gc(retain_versions=1, retain_for=None, grace=ZERO, force=True)
     assert report.versions_retained == range(compacted, compacted + 1)
     assert report.deleted["data files"].count == 4  # the compaction's sources
     assert set(objects(table.store)) == referenced(table, report.versions_retained)
@@ -97,16 +97,16 @@ def test_gc_expires_versions_and_deletes_what_no_retained_version_needs(table: T
 def test_retention_by_time_keeps_versions_current_within_the_window(table: Table) -> None:
     for i in range(3):
         append(table, 10 * i)
-    assert collect_garbage(table, retain_for=HOUR, grace=HOUR).versions_retained == range(0, 4)
+    assert collect_garbage(table, retain_for=HOUR, grace=HOUR, force=True).versions_retained == range(0, 4)
     # Two hours on, only the latest was current within the last hour; the last 2 by count.
-    report = collect_garbage(table, retain_versions=2, retain_for=HOUR, grace=HOUR, now=later(2 * HOUR))
+    report = collect_garbage(table, retain_versions=2, retain_for=HOUR, grace=HOUR, now=later(2 * HOUR), force=True)
     assert report.versions_retained == range(2, 4) and report.versions_expired == range(0, 2)
     assert rows(table, version=2) == Counter(range(20))
 
 
 def test_a_version_superseded_long_after_it_committed_is_retained(table: Table) -> None:
     append(table, 0)
-    report = collect_garbage(table, retain_for=HOUR, grace=HOUR, now=later(HOUR / 2), dry_run=True)
+    report = collect_garbage(table, retain_for=HOUR, grace=HOUR, now=later(HOUR / 2), dry_run=True, force=True)
     assert report.versions_retained == range(0, 2)  # version 0 was current until moments ago
 
 
@@ -116,16 +116,16 @@ def test_dry_run_changes_nothing_and_predicts_the_real_run(table: Table) -> None
     table.delete("g = 2")
     table.compact(1 << 20)
     before = objects(table.store)
-    dry = table.gc(retain_versions=1, retain_for=None, grace=ZERO, dry_run=True)
+    dry = table.gc(retain_versions=1, retain_for=None, grace=ZERO, dry_run=True, force=True)
     assert objects(table.store) == before and table.scan(version=0).count() == 0
     assert "dry run" in str(dry) and "would delete" in str(dry)
-    real = table.gc(retain_versions=1, retain_for=None, grace=ZERO)
+    real = table.gc(retain_versions=1, retain_for=None, grace=ZERO, force=True)
     assert (real.deleted, real.deleted_keys, real.versions_expired) == (dry.deleted, dry.deleted_keys,
                                                                         dry.versions_expired)
     assert set(before) - set(objects(table.store)) == set(real.deleted_keys)
     text = str(real)
     assert f"  version {real.versions_retained[0]} retained," in text and "deleted" in text
-    assert not table.gc(retain_versions=1, retain_for=None, grace=ZERO).deleted_keys
+    assert not table.gc(retain_versions=1, retain_for=None, grace=ZERO, force=True).deleted_keys
 
 
 @pytest.mark.parametrize("kwargs, forcible", [
@@ -231,11 +231,11 @@ def test_orphans_of_commits_killed_at_every_step(table: Table, operation: Callab
         committed = table.log.probe_forward(stored) > stored  # died before the pointer
         outcomes.append(committed)
         # Before its grace period ends nothing a dying writer left is touched...
-        report = table.gc(retain_versions=1, retain_for=HOUR, grace=HOUR)
+        report = table.gc(retain_versions=1, retain_for=HOUR, grace=HOUR, force=True)
         assert not report.deleted_keys and report.pointer_rolled_forward == committed
         assert rows(table) == (effect(before) if committed else before)
         # ...and once it is over, only what the latest version needs is left.
-        collect_garbage(table, retain_versions=1, retain_for=HOUR, grace=HOUR, now=later(3 * HOUR))
+        collect_garbage(table, retain_versions=1, retain_for=HOUR, grace=HOUR, now=later(3 * HOUR), force=True)
         assert set(objects(store)) == referenced(table, range(table.version, table.version + 1))
         assert rows(table) == (effect(before) if committed else before)
     # Killed before each staged object, before the manifest (nothing committed), and before
@@ -289,7 +289,7 @@ def test_gc_and_compaction_under_fire_lose_nothing(tmp_path: Path) -> None:
             compactions += t.compact(64 * 1024, 0.1).committed
         except CommitFailedError:
             pass  # gave up at its deadline: nothing committed
-        expired.extend(t.gc(retain_versions=2, retain_for=GRACE, grace=GRACE).versions_expired)
+        expired.extend(t.gc(retain_versions=2, retain_for=GRACE, grace=GRACE, force=True).versions_expired)
         rounds += 1
         time.sleep(0.1)
     for w in workers:

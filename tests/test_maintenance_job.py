@@ -18,7 +18,7 @@ from manifest_table.errors import CommitConflictError
 
 SCRIPT = Path(__file__).resolve().parents[1] / "gc" / "maintain.py"
 SCHEMA = pa.schema([("id", pa.int64())])
-AGGRESSIVE = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0"]
+AGGRESSIVE = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_job_on_one_healthy_table_exits_zero(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["--retain-for", "7x"], "not a duration"),
-    (["--retain-for", "1h"], "shorter than grace"),
+    (["--retain-for", "1h", "--grace", "2h"], "shorter than grace"),
     (["--target-file-size", "big"], "not a positive size"),
     (["--min-deleted-fraction", "0"], "not a fraction"),
     (["--retain-versions", "0", "--force"], "at least 1"),
@@ -138,7 +138,7 @@ def test_two_copies_run_concurrently_with_a_writer(tmp_path: Path) -> None:
     uris = [str(tmp_path / name) for name in ("a", "b")]
     for uri in uris:
         small_table(uri)
-    args = [str(tmp_path), "--retain-for", "1h", "--grace", "1h", "--log-level", "ERROR"]
+    args = [str(tmp_path), "--retain-for", "1h", "--grace", "1h", "--force", "--log-level", "ERROR"]
     copies = [subprocess.Popen([sys.executable, str(SCRIPT), *args], stdout=subprocess.PIPE, text=True)
               for _ in range(2)]
     writer = open_table(uris[0])

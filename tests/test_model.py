@@ -1,5 +1,6 @@
 """A model-based test: random appends, deletes, overwrites, updates, upserts, transactions,
-schema changes and time travel against a plain in-memory model of the rows at every version."""
+schema changes, properties, a lost file repaired, and time travel against a plain in-memory
+model of the rows at every version."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ class TableModel(RuleBasedStateMachine):
         self.table = mt.create_table("mem://model", SCHEMA, store=MemoryStore(),
                                      target_file_size=2_000, row_group_size=64, **self.create)
         self.versions: list[list[tuple[int, str | None]]] = [[]]
+        self.damaged: set[int] = set()
+        """Versions listing a file this test deleted by hand (``repair``): they read as corrupt."""
 
     @property
     def rows(self) -> list[tuple[int, str | None]]:
@@ -163,10 +166,44 @@ class TableModel(RuleBasedStateMachine):
         self.committed(s.result, self.rows)
         assert self.table.schema == SCHEMA
 
+    @precondition(lambda self: self.table.manifest().format_version >= 2)
+    @rule(name=st.sampled_from(["tail_limit", "deletes_limit", "gc_grace"]), data=st.data())
+    def set_properties(self, name, data):
+        value = data.draw(st.sampled_from([1, 2, 64] if name != "gc_grace" else ["90m", "2d", None]))
+        self.committed(self.table.set_properties({name: value}), self.rows)
+        assert self.table.properties[name] == ("24h" if value is None else value)
+
+    @precondition(lambda self: self.table.manifest().totals.files > 0)
+    @rule(data=st.data())
+    def lose_a_file_and_repair(self, data):
+        """A data file deleted by hand, then ``repair``: its live rows are gone, and every
+        version listing it reads as ``CorruptTableError`` naming it."""
+        files = [f.path for f in self.table.manifest().files]  # in table order: the same in every replay
+        victim = files[data.draw(st.integers(0, 10**6)) % len(files)]
+        lost = Counter()
+        for f, rows in self.table.scan().matching_rows():
+            if f.path == victim:
+                lost.update(zip(rows.column("k").to_pylist(), rows.column("v").to_pylist()))
+        for v in set(range(len(self.versions))) - self.damaged:  # a scan reads the file if it has live rows
+            entry = self.table.manifest(v).file_map().get(victim)
+            if entry is not None and entry.live_rows:
+                self.damaged.add(v)
+        self.table.store.delete(victim)
+        if lost:
+            with pytest.raises(mt.errors.CorruptTableError, match=victim):
+                self.table.scan().to_arrow()
+        report = self.table.repair()
+        assert [(f.path, f.rows) for f in report.lost] == [(victim, sum(lost.values()))]
+        self.committed(report.commit, list((Counter(self.rows) - lost).elements()))
+
     @precondition(lambda self: len(self.versions) > 1)
     @rule(data=st.data())
     def time_travel(self, data):
         version = data.draw(st.integers(0, len(self.versions) - 1))
+        if version in self.damaged:
+            with pytest.raises(mt.errors.CorruptTableError, match=f"version {version} of"):
+                self.table.scan(version=version).to_arrow()
+            return
         assert multiset(self.table.scan(version=version).to_arrow()) == Counter(self.versions[version])
         assert self.table.scan(version=version).count() == len(self.versions[version])
 

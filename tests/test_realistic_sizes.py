@@ -121,7 +121,7 @@ def test_cli_append_of_5m_rows_compact_and_maintain(tmp_path: Path, capsys: pyte
     assert t.to_arrow().equals(model)
     t.delete("k = 8")
     model = model.filter(pc.not_equal(model["k"], 8))
-    assert main(["maintain", uri, "--retain-versions", "1", "--retain-for", "0", "--grace", "0"]) == 0
+    assert main(["maintain", uri, "--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"]) == 0
     out = capsys.readouterr().out
     assert "summary: 1 table, 1 ok, 0 failed" in out and "compaction: nothing to do" in out
     assert t.to_arrow().equals(model)

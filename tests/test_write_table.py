@@ -94,7 +94,7 @@ def _failing_stream() -> pa.RecordBatchReader:
     ([{"id": 2**64}], {}, SchemaMismatchError, "column 'id' holds the integer 18446744073709551616, beyond int64"),
     ([{"id": -(2**63) - 1}], {"mode": "append"}, SchemaMismatchError, "beyond int64"),
     ([{"id": 1}], {"schema_mode": "bogus"}, InvalidArgumentError, "schema_mode must be None or 'merge'"),
-    ([{"id": 1}], {"mode": "overwrite", "format_version": 3}, InvalidArgumentError, "format_version must be 1 or 2"),
+    ([{"id": 1}], {"mode": "overwrite", "format_version": 4}, InvalidArgumentError, "format_version must be 1 to 3"),
     (pa.table({"id": [1.0, float("nan")]}).cast(pa.schema([("id", pa.float32())])), {"mirrors": ["hudi"]},
      InvalidArgumentError, "hudi"),
 ], ids=["surrogate", "beyond-int64", "below-int64", "schema-mode", "format-version", "mirror"])

@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "compact": ("maintain", "merge small files and rewrite files with many deleted rows", ()),
     "gc": ("maintain", "expire old versions and delete objects no retained version needs", ()),
     "upgrade": ("maintain", "move a format v1 table to format v2 in one commit (older versions stay readable)", ()),
+    "repair": ("maintain", "commit a version without the objects the latest one references that are missing", ()),
+    "properties": ("properties", "show a table's or a database's properties, or set some in one commit", ()),
     "maintain": ("maintain", "compaction then GC on a table or every table under a root", ()),
     "mirror": ("mirror", "turn Iceberg / Delta mirrors of a table on or off, or sync them", ()),
     "db": ("database", "create a database, list its tables, history, snapshot", ()),

@@ -1,5 +1,5 @@
-"""Maintenance commands: ``compact``, ``gc`` and ``upgrade`` on one table, and ``maintain``, the
-scheduled job (compaction then GC on a table or every table under a root) that
+"""Maintenance commands: ``compact``, ``gc``, ``upgrade`` and ``repair`` on one table (``repair``
+also on a database), and ``maintain``, the scheduled job (compaction then GC on a table or every
 ``gc/maintain.py`` also runs. The job's options are defined here once for both."""
 
 from __future__ import annotations
@@ -15,7 +15,17 @@ from ..maintenance.job import JobOptions, describe_compaction, describe_plan, fi
 from ..operations.compaction import plan_compaction
 from ..table import Table
 from ..wording import count
-from .options import PROG, checked, duration, fraction, open_from, retention, size, storage_options
+from .options import (
+    PROG,
+    checked,
+    duration,
+    fraction,
+    open_from,
+    open_table_or_database,
+    retention,
+    size,
+    storage_options,
+)
 from .progress import activity
 
 
@@ -56,6 +66,14 @@ def gc(args: argparse.Namespace) -> None:
             force=args.force,
         )
     print(report)
+
+
+def repair(args: argparse.Namespace) -> None:
+    target = open_table_or_database(args)
+    with activity(f"checking {target.uri} for missing objects"):
+        found = target.repair(dry_run=args.dry_run)
+    for report in found.values() if isinstance(found, dict) else [found]:
+        print(report)
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -101,11 +119,16 @@ def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grace",
         type=checked(duration),
-        default=timedelta(hours=24),
+        default=None,
         metavar="DURATION",
-        help="never delete an unreferenced object younger than this (default: 24h)",
+        help="never delete an unreferenced object younger than this (default: the table's gc_grace "
+        "property, 24h unless set; a shorter one needs --force)",
     )
-    parser.add_argument("--force", action="store_true", help="allow a retention shorter than the grace period")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="allow a grace shorter than the table's gc_grace, or a retention shorter than the grace",
+    )
 
 
 def add_compaction_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,6 +164,10 @@ def add_commands(command: Any) -> None:
     add_gc_arguments(collected)
 
     command("upgrade", upgrade, "move a format v1 table to format v2 in one commit (older versions stay readable)")
+    repaired = command(
+        "repair", repair, "commit a version without the objects the latest one references that are missing"
+    )
+    repaired.add_argument("--dry-run", action="store_true", help="report what is lost; commit nothing")
 
     job = command(
         "maintain", maintain, "compaction then GC on a table or every table under a root", metavar="ROOT_OR_URI"

@@ -14,7 +14,7 @@ from ..entry_points import create_from_rows, create_table
 from ..errors import InvalidArgumentError, InvalidFilterError, TableNotFoundError
 from ..expressions import parse_term, to_expr
 from ..format.column_types import with_doubles
-from ..format.manifest import FORMAT_VERSION
+from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION
 from ..operations.overwrite import check_within
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..wording import count
@@ -69,7 +69,7 @@ def _create_with_files(args: argparse.Namespace) -> None:
     batches = (b for path, r in zip(args.files, readers) for b in batches_of(_counted(r, f"appending {path}"), schema))
     rows = pa.RecordBatchReader.from_batches(schema, batches)
     table, info = create_from_rows(args.uri, schema, rows, storage_options(args))
-    _created(table.uri, FORMAT_VERSION, schema)
+    _created(table.uri, NEW_TABLE_FORMAT_VERSION, schema)
     print(summary(info))
 
 
@@ -183,9 +183,9 @@ def add_commands(command: Any) -> None:
     created.add_argument(
         "--format-version",
         type=int,
-        choices=(1, FORMAT_VERSION),
-        default=FORMAT_VERSION,
-        help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)",
+        choices=range(1, FORMAT_VERSION + 1),
+        default=NEW_TABLE_FORMAT_VERSION,
+        help=f"table format (default {NEW_TABLE_FORMAT_VERSION}; 1 is readable by releases before format v2)",
     )
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)

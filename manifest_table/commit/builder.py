@@ -24,8 +24,9 @@ from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
+from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
 from ..format.replaced import replacements_to_json
-from ..format.root import FileIndex, Properties, Totals
+from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
     SegmentSummary,
@@ -64,6 +65,7 @@ class ManifestBuilder:
 
     def build(self, prev: Version, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
+        prev.properties.check_writable(f"table {self._log.location}")
         before = prev.fields
         if changes.schema is not None:
             prev = prev.with_fields(changes.schema.fields, changes.schema.last_field_id)
@@ -73,6 +75,8 @@ class ManifestBuilder:
             # mirror setting is caught here, after rebasing.
             check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
+        if index is not None and changes.properties:
+            index = replace(index, properties=index.properties.updated(changes.properties))
         metrics = dict(changes.metrics)
         if changes.deletes:
             metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
@@ -98,7 +102,7 @@ class ManifestBuilder:
             parameters=parameters,
             metrics=metrics,
             app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version,
+            format_version=max(prev.format_version, index.properties.format_version) if index else prev.format_version,
             index=index,
             mirrors=mirrors if index is not None else {},
         )
@@ -128,7 +132,7 @@ class ManifestBuilder:
         """A v1 version's files as a v2 index: segments of ``segment_target_files`` entries."""
         field_ids = prev.fields.ids  # a v1 table's: 1..n by position (``plain``)
         files = prev.tail
-        chunk = properties.segment_target_files
+        chunk = properties[SEGMENT_TARGET_FILES]
         segments = tuple(
             self._write(entries_of(files[i : i + chunk], prev.schema, field_ids), prev, field_ids)
             for i in range(0, len(files), chunk)
@@ -167,16 +171,16 @@ class ManifestBuilder:
             segment = located[path][1]
             if segment is not None:
                 removed_from.setdefault(segment, set()).add(path)
-        if len(deletes) > props.deletes_limit:
+        if len(deletes) > props[DELETES_LIMIT]:
             removed_from.update({key: removed_from.get(key, set()) for key in self._flush_plan(prev, deletes)})
 
         rewritten = [
             self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
             for s in index.segments
         ]
-        segments = [s for s in rewritten if s is not None and s.files]
-        if len(tail) > props.tail_limit:
-            chunk = props.segment_target_files
+        segments = [s for s in rewritten if s is not None and s.files and s.path not in changes.dropped_segments]
+        if len(tail) > props[TAIL_LIMIT]:
+            chunk = props[SEGMENT_TARGET_FILES]
             segments += [
                 self._write(entries_of(tail[i : i + chunk], prev.schema, prev.fields.ids), prev, prev.fields.ids)
                 for i in range(0, len(tail), chunk)
@@ -184,6 +188,8 @@ class ManifestBuilder:
             tail = []
         segments = self._merge_small(segments, prev, deletes)
 
+        if changes.dropped_segments:
+            return self._without_dropped(prev, segments, tail, deletes, newly_deleted)
         gone = [located[p][0] for p in changes.removed]
         old = index.totals
         totals = Totals(
@@ -194,6 +200,29 @@ class ManifestBuilder:
         )
         return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
 
+    def _without_dropped(
+        self,
+        prev: Version,
+        segments: list[SegmentSummary],
+        tail: list[DataFile],
+        deletes: dict[str, DeletionVector],
+        newly_deleted: int,
+    ) -> tuple[tuple[DataFile, ...], int, FileIndex]:
+        """The index once segments that are gone are dropped (a repair): the entries they held
+        are unknown, so the totals and the ``deletes`` map are counted anew from what is left."""
+        index = prev.index
+        assert index is not None
+        files = [f for s in segments for f in prev.segment(s.path).files(None, deletes)] + tail
+        listed = {f.path for f in files}
+        deletes = {path: ref for path, ref in deletes.items() if path in listed}
+        totals = Totals(
+            len(files),
+            sum(f.rows for f in files),
+            sum(f.deleted_rows for f in files),
+            sum(f.size for f in files),
+        )
+        return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
+
     def _flush_plan(self, prev: Version, deletes: dict[str, DeletionVector]) -> list[str]:
         """Segments to rewrite so that the map falls to half its limit: those holding the most
         of its entries first."""
@@ -201,7 +230,7 @@ class ManifestBuilder:
         for _, segment in locate(prev, deletes).values():
             if segment is not None:
                 holders[segment] = holders.get(segment, 0) + 1
-        keep = prev.index.properties.deletes_limit // 2  # type: ignore[union-attr]
+        keep = prev.properties[DELETES_LIMIT] // 2
         plan, remaining = [], len(deletes)
         for key, count in sorted(holders.items(), key=lambda kv: -kv[1]):
             if remaining <= keep:
@@ -213,12 +242,12 @@ class ManifestBuilder:
     def _merge_small(
         self, segments: list[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector]
     ) -> list[SegmentSummary]:
-        props = prev.index.properties  # type: ignore[union-attr]
+        props = prev.properties
 
         def small(s: SegmentSummary) -> bool:
-            return s.files < props.segment_target_files
+            return s.files < props[SEGMENT_TARGET_FILES]
 
-        while sum(map(small, segments)) > props.max_small_segments:
+        while sum(map(small, segments)) > props[MAX_SMALL_SEGMENTS]:
             i = min(
                 (j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
                 key=lambda j: segments[j].files + segments[j + 1].files,

@@ -16,8 +16,8 @@ from pyroaring import BitMap
 from ..expressions import Expr, Or
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
+from ..format.properties import Properties
 from ..format.replaced import NewRows, ReplacedRows, Replacement
-from ..format.root import Properties
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,11 @@ class Changes:
     mirrors: dict[str, dict[str, Any]] | None = None
     """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
     enabled one (format/mirrors.py). None leaves the setting as it is."""
+    properties: dict[str, Any] | None = None
+    """Set by ``Table.set_properties``: property name -> value (None: back to the default),
+    applied to the properties of the version the commit lands on (format/properties.py)."""
+    dropped_segments: set[str] = field(default_factory=set)
+    """Set by ``Table.repair``: segments that are gone, dropped with every entry they held."""
 
     def is_empty(self) -> bool:
         return not (
@@ -115,6 +120,8 @@ class Changes:
             or self.upgrade
             or self.schema
             or self.mirrors is not None
+            or bool(self.properties)
+            or bool(self.dropped_segments)
         )
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
@@ -153,6 +160,7 @@ class Changes:
             self,
             added=list(self.added),
             removed=set(self.removed),
+            dropped_segments=set(self.dropped_segments),
             deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
             read_files=set(self.read_files),
             rewrites=list(self.rewrites),

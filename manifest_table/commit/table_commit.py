@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from ..clock import Stamp
 from ..data.tombstones import DeletionVectors
 from ..format.keys import is_writer_key
 from ..format.manifest import Manifest
@@ -88,7 +89,7 @@ class CommitsThrough(Protocol):
     table's version at the committed one."""
 
     def commit_table(
-        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: Stamp | None
     ) -> Version: ...
 
 
@@ -117,11 +118,12 @@ def commit(
     pointer: Pointer,
     changes: Changes,
     options: CommitOptions = CommitOptions(),
-    started: float = 0.0,
+    started: Stamp | None = None,
     dvs: DeletionVectors | None = None,
 ) -> CommitInfo:
     """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
-    ``time.monotonic()`` ``started``). Returns once the pointer is at or past the new version.
+    ``started``, or earlier if ``changes`` staged objects before: loop.py). Returns once the
+    pointer is at or past the new version.
     Raises ``CommitConflictError`` (nothing was committed; staged objects are removed) or
     ``CommitFailedError``. ``dvs``: the caller's tombstone cache (a delete already loaded the
     bitmaps it unions)."""

@@ -8,15 +8,16 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
 from ..format.database import DatabaseVersion, check_table_name
-from ..format.manifest import FORMAT_VERSION, manifest_key
+from ..format.manifest import NEW_TABLE_FORMAT_VERSION, manifest_key
 from ..format.pointer import POINTER_KEY, Pointer
+from ..format.properties import DATABASE
 from ..storage import ObjectStore
 from ..table import handle_args
 from .handle import DatabaseHandle
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from ..commit import CommitInfo
     from ..operations.garbage_collection import GCReport
+    from ..operations.repair import RepairReport
     from .changes import DatabaseChanges
     from .transaction import DatabaseTransaction
 
@@ -85,6 +87,19 @@ class Database(DatabaseHandle):
         current at ``as_of``."""
         return DatabaseSnapshot(self, *self._version(version, as_of))
 
+    @property
+    def properties(self) -> dict[str, Any]:
+        """The database's properties at the latest version, set or default (``gc_grace``)."""
+        return self.log.manifest(self.log.read_pointer().version).properties.shown(DATABASE)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set database properties in one commit (``{"gc_grace": "6h"}``: how long gc leaves
+        unreferenced objects of every table, and what every commit's deadline derives from;
+        None restores the default). See docs/databases.md."""
+        from .properties import set_database_properties
+
+        return set_database_properties(self, properties)
+
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> DatabaseTransaction:
         from .transaction import DatabaseTransaction
@@ -96,8 +111,8 @@ class Database(DatabaseHandle):
         name: str,
         schema: pa.Schema,
         *,
-        properties: dict[str, int] | None = None,
-        format_version: int = FORMAT_VERSION,
+        properties: dict[str, Any] | None = None,
+        format_version: int = NEW_TABLE_FORMAT_VERSION,
         mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> DatabaseTable:
@@ -140,16 +155,23 @@ class Database(DatabaseHandle):
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
         now: datetime | None = None,
     ) -> GCReport:
         """Expire old database versions and delete what no retained version needs, over every
-        table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        table (database/garbage_collection.py; the rules of ``Table.gc``, with the database's
+        ``gc_grace``). ``now``: the store's time (default: read from the store)."""
         from .garbage_collection import collect_database_garbage
 
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
+
+    def repair(self, dry_run: bool = False) -> dict[str, RepairReport]:
+        """``Table.repair`` of every table of the latest version (one commit per damaged
+        table); each table's report, by name. See docs/operations.md, "Repair"."""
+        db = self.log.manifest(self.log.read_pointer().version)
+        return {name: self._named(db, name).repair(dry_run) for name in sorted(db.tables)}
 
     # --- internals ----------------------------------------------------------------------
     def _version(self, version: int | None, as_of: datetime | str | None) -> tuple[DatabaseVersion, Pointer]:

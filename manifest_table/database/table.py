@@ -13,6 +13,7 @@ from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, requested
 from ..format.pointer import Pointer
+from ..format.properties import DATABASE_TABLE
 from ..storage import ObjectStore
 from ..storage.prefixed import PrefixedStore
 from ..table import Table
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 
 class DatabaseTable(Table):
+    property_scope = DATABASE_TABLE
+
     def __init__(
         self,
         db: DatabaseHandle,

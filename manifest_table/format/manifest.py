@@ -25,6 +25,7 @@ from .field_ids import FieldIds, plain
 from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type, parent_version
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
 from .mirrors import decode_mirrors
+from .properties import GC_GRACE, Properties
 from .replaced import check_replaced
 from .root import FileIndex, Totals, decode_index, encode_index
 from .stats import ColumnStats, StoredStats, encode_stats
@@ -42,8 +43,12 @@ else:
     pa = lazy("pyarrow")
     pat = lazy("pyarrow.types")
 
-FORMAT_VERSION = 2
-"""The newest manifest format this library reads and writes (new tables get it)."""
+FORMAT_VERSION = 3
+"""The newest manifest format this library reads and writes: 3 is a v2 root holding properties
+that release 0.3.0 does not know (format/properties.py)."""
+NEW_TABLE_FORMAT_VERSION = 2
+"""What a new table gets unless its properties need 3 (``Properties.format_version``): then
+0.3.0 and 0.2.0 read and write it."""
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
@@ -125,6 +130,16 @@ class Manifest:
         doc["last_field_id"] = last_field_id
         doc["name_mapping"] = dict(fields.name_mapping or {})
         return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version))
+
+    @property
+    def properties(self) -> Properties:
+        """The table's properties (a format-v1 table sets none: every one is its default)."""
+        return self.index.properties if self.index is not None else Properties()
+
+    @property
+    def gc_grace(self) -> float:
+        """Seconds GC leaves an unreferenced object of the table (property ``gc_grace``)."""
+        return self.properties[GC_GRACE].total_seconds()
 
     @property
     def totals(self) -> Totals:

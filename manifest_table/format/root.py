@@ -1,5 +1,6 @@
-"""What a format-v2 root adds to a v1 manifest: table properties, totals, the segment list
-with summaries, and the ``deletes`` override map (docs/format.md, "Format v2"); its field ids
+"""What a format-v2 root adds to a v1 manifest: table properties (properties.py), totals,
+the segment list with summaries, and the ``deletes`` override map (docs/format.md, "Format
+v2"; format version 3 is the same root with properties 0.3.0 does not know); its field ids
 and ``last_field_id`` are read with its schema (stored_schema.py).
 
 The root's ``tail`` has v1's entry shape with stats keyed by field id; manifest.py encodes
@@ -8,50 +9,17 @@ and decodes it with the v1 code through ``names_to_ids`` / ``StoredSchema.by_nam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..arguments import check_int
-from ..errors import InvalidArgumentError
 from .json_fields import MAX_INT64, MISSING, corrupt, integer, of_type
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, stored_key
+from .properties import TABLES, Properties
 from .stats import ColumnStats, encode_stats
 from .stored_schema import names_to_ids
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-
-@dataclass(frozen=True)
-class Properties:
-    """Table properties stored in every v2 root (so every writer applies the same limits)."""
-
-    tail_limit: int = 32
-    """File entries kept inline in the root before they are flushed into a segment."""
-    deletes_limit: int = 64
-    """Segment files whose new deletion vectors the root carries before the segments holding
-    them are rewritten."""
-    segment_target_files: int = 32_768
-    """Entries a segment grows to by merging; below it a segment is small."""
-    max_small_segments: int = 8
-    """Small segments allowed before a commit merges two adjacent ones."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            check_int(f.name, getattr(self, f.name), minimum=1)
-
-    @classmethod
-    def of(cls, given: Mapping[str, Any] | None) -> Properties:
-        """From a caller's dict; unknown names are an ``InvalidArgumentError``."""
-        if given is None:
-            return cls()
-        if not isinstance(given, Mapping):
-            raise InvalidArgumentError(f"properties must be a dict, not {type(given).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(given) - known, key=str)
-        if unknown:
-            raise InvalidArgumentError(f"unknown table properties {unknown}; known: {sorted(known)}")
-        return cls(**given)
 
 
 @dataclass(frozen=True)
@@ -97,7 +65,7 @@ def encode_index(index: FileIndex, schema: pa.Schema, field_ids: Sequence[int]) 
     return {
         **mapping,
         "last_field_id": index.last_field_id,
-        "properties": {f.name: getattr(index.properties, f.name) for f in fields(Properties)},
+        "properties": index.properties.to_json(),
         "totals": vars(index.totals),
         "segments": [
             {
@@ -118,11 +86,7 @@ def decode_index(doc: dict[str, Any], key: str, last: int, decode_stats: Any, de
     """The v2 fields of root ``key`` besides its schema, ``last_field_id`` being ``last`` (both
     read by manifest.py: ``StoredSchema``). ``decode_stats(raw, rows, at)`` and
     ``decode_deletes(raw, rows, at)`` are manifest.py's checked decoders."""
-    raw_properties = of_type(doc, "properties", key, dict)
-    known = {f.name for f in fields(Properties)}
-    for name in known:
-        integer(raw_properties, name, key, 1, MAX_INT64, "properties")
-    properties = Properties(**{name: raw_properties[name] for name in known})
+    properties = Properties.from_json(doc.get("properties", MISSING), key, TABLES)
     raw_totals = of_type(doc, "totals", key, dict)
     totals = Totals(
         *(integer(raw_totals, name, key, 0, MAX_INT64, "totals") for name in ("files", "rows", "deleted", "bytes"))

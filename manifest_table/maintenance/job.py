@@ -46,7 +46,8 @@ class JobOptions:
     dry_run: bool = False
     retain_versions: int | None = None
     retain_for: timedelta | None = timedelta(days=7)
-    grace: timedelta = timedelta(hours=24)
+    grace: timedelta | None = None
+    """None: each table's ``gc_grace``."""
     target_file_size: int | None = None
     min_deleted_fraction: float = 0.2
     compact: bool = True
@@ -55,7 +56,7 @@ class JobOptions:
 
     def __post_init__(self) -> None:  # also given as the CLI writes them ("7d", "128MiB"): stored parsed
         object.__setattr__(self, "retain_for", check_duration("retain_for", self.retain_for, optional=True))
-        object.__setattr__(self, "grace", check_duration("grace", self.grace))
+        object.__setattr__(self, "grace", check_duration("grace", self.grace, optional=True))
         if self.target_file_size is not None:
             object.__setattr__(self, "target_file_size", check_size("target_file_size", self.target_file_size))
 

@@ -261,7 +261,7 @@ def write_commit(src: Source, change: VersionChange) -> bool:
     actions += [{"remove": _remove(src, old, when)} for old, _ in change.redeleted]
     added = change.added + [new for _, new in change.redeleted]
     actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
-    if not src.create(json_key(cur.version), _lines(actions)):
+    if not src.commit_point(json_key(cur.version), _lines(actions), cur.gc_grace):
         return False
     if cur.version % setting(cur.mirrors[DELTA], DELTA) == 0:
         write_checkpoint(src, cur)
@@ -273,7 +273,7 @@ def start(src: Source, cur: Version) -> None:
     every file (a reader finds the version's time there: a log of checkpoints alone has no
     commit time for its first version, and deltalake then refuses any earlier time)."""
     actions = write_checkpoint(src, cur)
-    src.create(json_key(cur.version), _lines([_commit_info(cur), *actions]))
+    src.commit_point(json_key(cur.version), _lines([_commit_info(cur), *actions]), cur.gc_grace)
 
 
 def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
@@ -289,7 +289,7 @@ def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
     table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
-    src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
+    src.commit_point(checkpoint_key(cur.version), sink.getvalue().to_pybytes(), cur.gc_grace)
     advance_hint(
         src,
         LAST_CHECKPOINT,

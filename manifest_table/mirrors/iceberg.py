@@ -149,7 +149,10 @@ def write_version(
     metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)  # (while the PUTs run)
     data = strict_json(metadata).encode()
     written()
-    if not src.create(metadata_key(cur.version), data) and src.store.get(metadata_key(cur.version)) != data:
+    if (
+        not src.commit_point(metadata_key(cur.version), data, cur.gc_grace)
+        and src.store.get(metadata_key(cur.version)) != data
+    ):
         return False
     _remember(src, IcebergState(cur.version, metadata, {slot_of(e["manifest_path"]): e for e in entries}))
     advance(src, cur.version)

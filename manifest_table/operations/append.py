@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from ..arguments import check_schema_mode
+from ..clock import Stamp
 from ..data.ingest import arrow_input, batches_of
 from ..data.write import WriteOptions, write_data_files
 from ..errors import InvalidArgumentError, ManifestTableError
@@ -47,16 +49,22 @@ def write_rows(io: FileIO, data: Any, fields: FieldIds, options: WriteOptions) -
     )
 
 
-def add_files(staging: Staging, files: Sequence[DataFile]) -> None:
-    """Stage data files already written into the table's ``data/``; only these are committed."""
+def add_files(staging: Staging, files: Sequence[DataFile], written_since: datetime | None = None) -> None:
+    """Stage data files already written into the table's ``data/``; only these are committed.
+    ``written_since``: when the first of them was written, if before the transaction began
+    (the commit's deadline counts from the earlier: deadline.py)."""
     if isinstance(files, str | bytes) or not isinstance(files, Sequence):
         raise InvalidArgumentError(f"files must be a list of DataFile, not {type(files).__name__}")
+    if written_since is not None and not (isinstance(written_since, datetime) and written_since.tzinfo):
+        raise InvalidArgumentError(f"written_since must be a timezone-aware datetime, not {written_since!r}")
     for f in files:
         check_new_file(f)
     clash = sorted(staging.files_named([f.path for f in files]))
     if clash:
         raise ManifestTableError(f"files are already part of the table: {clash[:5]}")
     staging.stage_files(files)
+    if written_since is not None:
+        staging.started = staging.started.earliest(Stamp.at(written_since))
 
 
 def apply_schema_mode(staging: Staging, data: Any, schema_mode: str | None) -> None:

@@ -13,7 +13,6 @@ arithmetically (``conflicts.remap``) instead of being lost. Every engine's rewri
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..arguments import Size, check_int, check_number, check_size
+from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, Rewrite, RewriteOutput, RewriteSource
 from ..data.scan import Scan, Snapshot
@@ -165,7 +165,7 @@ def commit_compaction(
     pointer: Pointer,
     results: Sequence[tuple[Sequence[DataFile], Rewrite]],
     parameters: dict[str, Any],
-    started: float = 0.0,
+    started: Stamp | None = None,
 ) -> CommitInfo:
     """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
     version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
@@ -205,7 +205,7 @@ def compact(handle: TableHandle, target_file_size: Size | None = None, min_delet
         if target_file_size is None
         else check_size("target_file_size", target_file_size)
     )
-    started = time.monotonic()
+    started = Stamp.now()
     base, pointer = handle.log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)
     log.info(

@@ -9,6 +9,11 @@ because a writer may be about to commit it, and only if its key has exactly a sh
 writers produce (``keys.is_writer_key``): anything else found there (a user's notes, another
 table nested under ``data/``) is reported as unknown and kept. Why that is safe:
 docs/operations.md.
+
+The grace period is the table's ``gc_grace`` property, which every writer's deadline derives
+from (deadline.py); a shorter one needs ``force``. Ages are measured on the store's clock
+(``storage.clock.store_now``), never on this host's alone: a GC host whose clock runs ahead
+must not delete what a writer staged within the grace (docs/protocol.md, "Time").
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TypeVar
 
-from ..arguments import Duration, check_bool, check_duration, check_int
+from ..arguments import Duration, check_bool, check_duration, check_int, format_duration
+from ..clock import utc_now
 from ..commit.changes import rewrites_from_json
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion
@@ -38,6 +44,7 @@ from ..handle import TableHandle
 from ..log.version import Version
 from ..log.version_log import PointerLog, VersionLog
 from ..storage import ObjectInfo, ObjectStore
+from ..storage.clock import store_now
 
 log = logging.getLogger("manifest_table.maintenance")
 V = TypeVar("V", Version, DatabaseVersion)
@@ -74,6 +81,8 @@ class GCReport:
 
     uri: str
     dry_run: bool
+    grace: timedelta
+    """The grace period this run used (the table's ``gc_grace`` unless a longer one was asked)."""
     versions_retained: range
     versions_expired: range
     """Versions whose manifests this run deleted (would delete)."""
@@ -120,7 +129,7 @@ class GCReport:
         expired = f"{_span(self.versions_expired)} expired" if self.versions_expired else "no version expired"
         lines = [
             f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
-            f"  {_span(self.versions_retained)} retained, {expired}",
+            f"  {_span(self.versions_retained)} retained, {expired}; grace {format_duration(self.grace)}",
         ]
         if self.pointer_rolled_forward:
             lines.append(
@@ -142,31 +151,55 @@ class GCReport:
 
 
 def check_retention(
-    retain_versions: int | None, retain_for: Duration | None, grace: Duration, force: bool = False
-) -> tuple[timedelta | None, timedelta]:
-    """``(retain_for, grace)`` as timedeltas (``"7d"`` is read as the CLI reads it); raise
+    retain_versions: int | None, retain_for: Duration | None, grace: Duration | None, force: bool = False
+) -> tuple[timedelta | None, timedelta | None]:
+    """``(retain_for, grace)`` as timedeltas (``"7d"`` is read as the CLI reads it; a grace of
+    None: the table's, checked by ``resolve_grace`` once it is read); raise
     ``InvalidArgumentError`` for settings that make no sense, or that could delete what a
-    running writer or reader still needs (retention shorter than grace) without ``force``.
-    ``retain_for=None`` counts as zero here: count-based retention alone gives no time
-    guarantee to a writer that is slow to commit."""
+    running writer or reader still needs (retention shorter than grace) without ``force``."""
     if retain_versions is not None:
         check_int("retain_versions", retain_versions, minimum=1)  # the latest is always retained
     retain_for = check_duration("retain_for", retain_for, optional=True)
-    grace = check_duration("grace", grace)
+    grace = check_duration("grace", grace, optional=True)
     check_bool("force", force)
+    if grace is not None:
+        _check_retained_for_grace(retain_for, grace, force)
+    return retain_for, grace
+
+
+def _check_retained_for_grace(retain_for: timedelta | None, grace: timedelta, force: bool) -> None:
+    """``retain_for=None`` counts as zero here: count-based retention alone gives no time
+    guarantee to a writer that is slow to commit."""
     if (retain_for or timedelta(0)) < grace and not force:
         raise InvalidArgumentError(
-            f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
-            "a version GC expires could lose its commit; force it only if no commit takes that long"
+            f"retain_for ({retain_for}) is shorter than grace ({format_duration(grace)}): a writer still "
+            "committing on a version GC expires could lose its commit; force it only if no commit takes that long"
         )
-    return retain_for, grace
+
+
+def resolve_grace(
+    own: float, asked: timedelta | None, retain_for: timedelta | None, force: bool, what: str
+) -> timedelta:
+    """The grace a run uses: ``own`` (the ``gc_grace`` of ``what``, seconds), or a longer one
+    ``asked``; a shorter one only with ``force``, since every writer's deadline derives from
+    ``own`` (deadline.py) and a commit in flight may reference an object that old."""
+    grace = timedelta(seconds=own)
+    if asked is not None and asked < grace and not force:
+        raise InvalidArgumentError(
+            f"grace ({format_duration(asked)}) is shorter than the gc_grace of {what} ({format_duration(grace)}): "
+            "a writer may still commit a reference to an unreferenced object that old; lower gc_grace "
+            "with set_properties (and wait for it to pass), or pass force=True only if no writer is running"
+        )
+    grace = grace if asked is None else asked
+    _check_retained_for_grace(retain_for, grace, force)
+    return grace
 
 
 def collect_garbage(
     handle: TableHandle,
     retain_versions: int | None = None,
     retain_for: Duration | None = timedelta(days=7),
-    grace: Duration = timedelta(hours=24),
+    grace: Duration | None = None,
     dry_run: bool = False,
     force: bool = False,
     now: datetime | None = None,
@@ -174,25 +207,18 @@ def collect_garbage(
     """Expire versions no rule retains and delete what no retained version needs (see
     ``Table.gc``). A version is retained if it is the latest, one of the last
     ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
-    suffices. ``now`` is the clock all ages are measured against."""
-    retain_for, grace = check_retention(retain_versions, retain_for, grace, force)
+    suffices. ``now``: the store's time now (default: read from the store), which all ages are
+    measured against."""
+    retain_for, asked = check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
-    # Read the clock before the pointer: an object staged by a commit that lands after we read
-    # the pointer is then younger than ``now - grace`` however long this run takes.
-    now = now or datetime.now(UTC)
-    cutoff = now - grace
     vlog: VersionLog = handle.log
+    retention = Retention(retain_versions, retain_for, asked, force)
+    check_grace(vlog, retention, handle.uri)
+    now = now or gc_clock(handle.store, dry_run)
     report, retained, doomed, floor = plan_versions(
-        vlog,
-        handle.store,
-        handle.uri,
-        now,
-        cutoff,
-        retain_versions,
-        retain_for,
-        dry_run,
-        keep=lambda kept: _keep_mirrored(vlog, kept),
+        vlog, handle.store, handle.uri, now, retention, dry_run, keep=lambda kept: _keep_mirrored(vlog, kept)
     )
+    cutoff = now - report.grace
     needed = referenced_keys(retained)
     mirrored = _mirror_objects(vlog, retained, needed, dry_run)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
@@ -215,29 +241,56 @@ def collect_garbage(
     return report
 
 
+@dataclass(frozen=True)
+class Retention:
+    """What a GC run was asked to keep (checked by ``check_retention``)."""
+
+    versions: int | None
+    time: timedelta | None
+    grace: timedelta | None
+    """None: the ``gc_grace`` of the table or database."""
+    force: bool
+
+
+def gc_clock(store: ObjectStore, dry_run: bool) -> datetime:
+    """The clock of a run, read before the pointer: an object staged by a commit that lands
+    after we read the pointer is then younger than ``now - grace`` however long the run takes.
+    The store's, read from a probe object; a dry run writes nothing, so it reads its host's
+    (it deletes nothing either: its report may differ from a real run's by the skew)."""
+    return utc_now() if dry_run else store_now(store)
+
+
+def check_grace(vlog: PointerLog[V], retention: Retention, uri: str) -> None:
+    """Refuse a run that ``plan_versions`` would refuse for its grace, before the run writes
+    anything (its probe of the store's clock)."""
+    latest, _ = vlog.latest()
+    resolve_grace(latest.gc_grace, retention.grace, retention.time, retention.force, uri)
+
+
 def plan_versions(
     vlog: PointerLog[V],
     store: ObjectStore,
     uri: str,
     now: datetime,
-    cutoff: datetime,
-    retain_versions: int | None,
-    retain_for: timedelta | None,
+    retention: Retention,
     dry_run: bool,
     keep: Callable[[list[V]], list[V]] = lambda kept: kept,
 ) -> tuple[GCReport, list[V], list[ObjectInfo], int]:
     """The half of a GC run that is the same for a table's log and a database's: roll a
-    lagging pointer forward, choose the retained versions (``keep`` may extend them), and
-    report the manifests. Returns the report, the versions whose objects stay (with expired
-    ones too young to delete), the expired manifests to delete (oldest first) and the oldest
-    version left."""
+    lagging pointer forward, read the grace period (``resolve_grace``), choose the retained
+    versions (``keep`` may extend them), and report the manifests. Returns the report (with
+    the grace), the versions whose objects stay (with expired ones too young to delete), the
+    expired manifests to delete (oldest first) and the oldest version left."""
     pointer = vlog.pointer()
     latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
     if latest > stored and not dry_run:
         vlog.advance_pointer(latest, pointer.etag)
+    newest = vlog.manifest(latest)
+    grace = resolve_grace(newest.gc_grace, retention.grace, retention.time, retention.force, uri)
+    cutoff = now - grace
     # Readers find the latest version by walking from the stored pointer, which may still be
     # the one read here for a reader that read it just before: what they walk stays this run.
-    retained = keep(retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for, stored))
+    retained = keep(retained_versions(vlog, newest, now, retention.versions, retention.time, stored))
     listed = list(store.list(MANIFEST_PREFIX))
     manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
     by_rule = retained[-1].version
@@ -248,6 +301,7 @@ def plan_versions(
     report = GCReport(
         uri,
         dry_run,
+        grace,
         range(floor, latest + 1),
         range(expired[0][0], floor) if expired else range(0),
         pointer_rolled_forward=latest > stored,

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pyroaring import BitMap
 
 from ..arguments import Size, check_size
+from ..clock import Stamp
 from ..commit import CommitInfo
 from ..commit.changes import Rewrite
 from ..data.file_sets import VersionFiles
@@ -90,6 +91,7 @@ def compact(
         if target_file_size is None
         else check_size("target_file_size", target_file_size)
     )
+    started = Stamp.now()  # before any output is written: the commit's deadline counts from it
     base, pointer = table.log.latest()  # commit_compaction builds on this manifest and pointer
     groups = plan_compaction(base, target, min_deleted_fraction)
     snapshot = Snapshot(
@@ -107,6 +109,7 @@ def compact(
         pointer,
         results,
         {"target_file_size": target, "min_deleted_fraction": min_deleted_fraction, "engine": "spark"},
+        started,
     )
 
 

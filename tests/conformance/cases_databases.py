@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pyarrow as pa
 
-from manifest_table.database import Database
 from tests.conformance.registry import TINY, Site, case
 
 ORDERS = pa.schema([("order", pa.int64(), False), ("sku", pa.string()), ("qty", pa.int32())])
@@ -162,18 +161,16 @@ def _(site: Site) -> None:
     db.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
 
 
-if hasattr(Database, "set_properties"):  # database format 2 (issue 29): regenerate once merged
-
-    @case(
-        "db-properties",
-        "A database property (gc_grace) set: from that commit on the database's versions are "
-        "format 2 and hold 'properties'.",
-        "database",
-        "properties",
-        kind="database",
-    )
-    def _(site: Site) -> None:
-        db = site.database()
-        db.create_table("orders", ORDERS).append(orders(range(3)))
-        db.set_properties({"gc_grace": "2d"})
-        db.table("orders").append(orders([3]))
+@case(
+    "db-properties",
+    "A database property (gc_grace) set: from that commit on the database's versions are "
+    "format 2 and hold 'properties'.",
+    "database",
+    "properties",
+    kind="database",
+)
+def _(site: Site) -> None:
+    db = site.database()
+    db.create_table("orders", ORDERS).append(orders(range(3)))
+    db.set_properties({"gc_grace": "2d"})
+    db.table("orders").append(orders([3]))

@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from manifest_table import Table
 from manifest_table.format.entries import DataFile
 from tests.conformance.registry import TINY, Site, case, ints
 
@@ -410,19 +409,17 @@ def _(site: Site) -> None:
     table.append(ints(range(5), select=lambda i: i * 2, note=lambda i: None if i % 2 else "x").cast(schema))
 
 
-if hasattr(Table, "set_properties"):  # format 3 (issue 29): regenerate the corpus once it is merged
-
-    @case(
-        "format-3-properties",
-        "A property release 0.3.0 does not know (gc_grace) set on a table: from that commit on its "
-        "roots are format 3, which 0.3.0 refuses rather than drop the property; earlier versions "
-        "stay format 2.",
-        "format v3",
-        "properties",
-        "format v2",
-    )
-    def _(site: Site) -> None:
-        table = appended(site, 2, properties=TINY)
-        table.set_properties({"gc_grace": "36h"})
-        table.append(rows(range(8, 12)))
-        table.delete("id = 9")
+@case(
+    "format-3-properties",
+    "A property release 0.3.0 does not know (gc_grace) set on a table: from that commit on its "
+    "roots are format 3, which 0.3.0 refuses rather than drop the property; earlier versions "
+    "stay format 2.",
+    "format v3",
+    "properties",
+    "format v2",
+)
+def _(site: Site) -> None:
+    table = appended(site, 2, properties=TINY)
+    table.set_properties({"gc_grace": "36h"})
+    table.append(rows(range(8, 12)))
+    table.delete("id = 9")

@@ -254,7 +254,7 @@ def test_maintenance_job_under_spark_submit(tmp_path: Path):
     script = Path(__file__).resolve().parents[2] / "gc" / "maintain_spark.py"
     result = subprocess.run(
         [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(script),
-         str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0"],
+         str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("compaction: version 5: 3 files -> 1") == 2
