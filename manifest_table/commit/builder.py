@@ -22,6 +22,8 @@ from pyroaring import BitMap, FrozenBitMap
 
 from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
+from ..format.field_ids import FieldIds
+from ..format.layout import check_layout, renamed_in_layout
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
 from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
@@ -67,8 +69,8 @@ class ManifestBuilder:
             # mirror setting is caught here, after rebasing.
             check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
-        if index is not None and changes.properties:
-            index = replace(index, properties=index.properties.updated(changes.properties))
+        if index is not None and (changes.properties or changes.schema is not None):
+            index = replace(index, properties=_properties(index.properties, changes, before, prev.fields))
         metrics = dict(changes.metrics)
         if changes.deletes:
             metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
@@ -295,3 +297,13 @@ class _TombstoneStager:
         self.written.extend({ref.path for ref in refs.values()})
         self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in refs}
         return self._refs
+
+
+def _properties(properties: Properties, changes: Changes, before: FieldIds, after: FieldIds) -> Properties:
+    """The properties a commit leaves: its updates applied, layout properties following the
+    columns it renames, and checked against the schema it leaves (format/layout.py)."""
+    names = dict(zip(after.ids, after.schema.names))
+    renames = {old: names[fid] for fid, old in zip(before.ids, before.schema.names) if names.get(fid, old) != old}
+    updated = properties.updated({**renamed_in_layout(properties, renames), **(changes.properties or {})})
+    check_layout(updated, after.schema)
+    return updated
