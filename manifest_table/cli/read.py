@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ..commit import CommitInfo
 from ..errors import InvalidArgumentError, VersionExpiredError
+from ..format.properties import LAYOUT
 from ..table import Table
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
@@ -47,6 +48,9 @@ def info(args: argparse.Namespace) -> None:
     }
     if manifest.index is not None:
         facts["last_field_id"] = manifest.index.last_field_id
+    for prop in LAYOUT:
+        names: tuple[str, ...] = manifest.properties[prop]
+        facts[prop.name] = list(names)
     facts["mirrors"] = mirror_versions(table)
     if args.json:
         print(json.dumps(facts, indent=2))
@@ -66,6 +70,7 @@ def info(args: argparse.Namespace) -> None:
                 "data_bytes",
             )
         },
+        **{prop.name.replace("_", " "): ", ".join(facts[prop.name]) for prop in LAYOUT if facts[prop.name]},
         "mirrors": describe_mirrors(facts["mirrors"]),
     }
     width = max(map(len, lines)) + 1

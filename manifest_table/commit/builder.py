@@ -31,6 +31,7 @@ from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
     SegmentSummary,
+    concat_entries,
     encode_segment,
     entries_of,
     new_segment_key,
@@ -258,7 +259,7 @@ class ManifestBuilder:
                 table = table.filter(pc.invert(pc.is_in(table.column("path"), pa.array(sorted(removed), pa.string()))))
             folded = {p: deletes.pop(p) for p in table.column("path").to_pylist() if p in deletes}
             tables.append(with_deletes(table, folded))
-        table = pa.concat_tables(tables)
+        table = concat_entries(tables, prev.schema, field_ids)
         if not table.num_rows:
             return None
         return self._write(table, prev, field_ids)

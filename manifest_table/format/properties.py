@@ -120,7 +120,7 @@ def _column_list(most: int | None) -> Callable[[str, Any], tuple[str, ...]]:
 
 
 CLUSTER_BY = register(
-    Property(
+    Property[tuple[str, ...]](
         "cluster_by",
         "columns compaction orders rows by, along a Hilbert curve, so that files hold narrow "
         "ranges of them (docs/operations.md, 'Clustering')",
@@ -130,10 +130,13 @@ CLUSTER_BY = register(
     )
 )
 SORT_BY = register(
-    Property("sort_by", "columns every appended batch is sorted by before it is written", (), _column_list(None), list)
+    Property[tuple[str, ...]](
+        "sort_by", "columns every appended batch is sorted by before it is written", (), _column_list(None), list
+    )
 )
-LAYOUT = (CLUSTER_BY, SORT_BY)
+LAYOUT: tuple[Property[tuple[str, ...]], ...] = (CLUSTER_BY, SORT_BY)
 """The properties that name columns (format/layout.py checks them against the schema)."""
+
 
 @dataclass(frozen=True)
 class Properties:
