@@ -59,8 +59,8 @@ _SIZE_UNITS = {
 }
 
 
-Duration = timedelta | str
-"""A ``timedelta`` or a duration string (``"7d"``, ``"36h"``)."""
+Duration = timedelta | str | float
+"""A ``timedelta``, a duration string (``"7d"``, ``"36h"``) or a number of seconds."""
 Seconds = float | timedelta | str
 """Seconds as a number, a ``timedelta`` or a duration string (``"30s"``)."""
 Size = int | str
@@ -102,17 +102,19 @@ def check_duration(name: str, value: Any, optional: Literal[False] = False) -> t
 @overload
 def check_duration(name: str, value: Any, optional: bool) -> timedelta | None: ...
 def check_duration(name: str, value: Any, optional: bool = False) -> timedelta | None:
-    """A non-negative ``datetime.timedelta``, or a string ``parse_duration`` reads (``"7d"``),
-    or None when ``optional``. Plain numbers are refused rather than guessed to be seconds,
-    hours or days."""
+    """A non-negative ``datetime.timedelta``, a string ``parse_duration`` reads (``"7d"``), a
+    number of seconds (``0``, ``90``, ``1.5``: ``timedelta(seconds=n)``, the unit of every
+    other time in seconds here), or None when ``optional``."""
     if value is None and optional:
         return None
     if isinstance(value, str):
         return parse_duration(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = timedelta(seconds=check_number(name, value, minimum=-math.inf))
     if not isinstance(value, timedelta):
         raise InvalidArgumentError(
-            f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)) or a duration "
-            f"such as '7d'{' or None' if optional else ''}, not {_describe(value)}"
+            f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)), a number of seconds or "
+            f"a duration such as '7d'{' or None' if optional else ''}, not {_describe(value)}"
         )
     if value < timedelta(0):
         raise InvalidArgumentError(f"{name} cannot be negative, not {value}")
@@ -178,6 +180,17 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """One of ``choices`` (strings)."""
     if not isinstance(value, str) or value not in choices:
         raise InvalidArgumentError(f"{name} must be one of {list(choices)}, not {_describe(value)}")
+    return value
+
+
+SCHEMA_MODES = (None, "merge")
+
+
+def check_schema_mode(value: Any) -> str | None:
+    """``schema_mode`` of a write: None (the data's columns must be the table's) or ``"merge"``
+    (the data's new columns are added)."""
+    if value not in SCHEMA_MODES or not isinstance(value, str | None):
+        raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {_describe(value)}")
     return value
 
 

@@ -34,6 +34,12 @@ class TableNotFoundError(ManifestTableError):
     """open_table found no table at the location."""
 
 
+class TableRenamedError(TableNotFoundError):
+    """A write through a handle on a database's table that was renamed since the handle was
+    opened: the message names the table's new name (open it by that name to write). Reads
+    through the handle keep following the table (docs/databases.md)."""
+
+
 # --- databases (docs/databases.md) ----------------------------------------------------
 class DatabaseExistsError(ManifestTableError):
     """create_database found a database, or a table, already at the location."""

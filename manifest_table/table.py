@@ -1,4 +1,7 @@
-"""The table facade: create or open a table, write to it, read it, inspect its history."""
+"""The table facade: create or open a table, write to it, read it, inspect its history.
+
+Each operation's module is imported by the method that runs it, so that opening a table and
+reading it (``manifest-table count``) loads no writer, maintenance or mirror code."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -19,26 +22,26 @@ from .arguments import (
     check_version,
     did_you_mean,
 )
-from .commit import CommitInfo, CommitOptions
+from .commit.loop import CommitOptions
 from .data.file_sets import VersionFiles
 from .data.scan import Scan, Snapshot
 from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
 from .errors import InvalidArgumentError
 from .expressions import Expr, to_expr
+from .feed import ChangeFeed, change_range
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
-from .log.version import Version
-from .metadata_tables import Inspector
-from .operations.compaction import compact
-from .operations.garbage_collection import GCReport, collect_garbage
-from .operations.repair import RepairReport, repair
-from .operations.schema_change import SchemaUpdate, update_schema
-from .operations.set_mirrors import set_mirrors
-from .operations.set_properties import set_properties
-from .operations.upgrade import upgrade
 from .storage import ObjectStore, store_for_uri
-from .transaction import Transaction
+
+if TYPE_CHECKING:
+    from .commit import CommitInfo
+    from .log.version import Version
+    from .metadata_tables import Inspector
+    from .operations.garbage_collection import GCReport
+    from .operations.repair import RepairReport
+    from .operations.schema_change import SchemaUpdate
+    from .transaction import Transaction
 
 
 class Table(TableHandle):
@@ -71,6 +74,8 @@ class Table(TableHandle):
         """Retained versions, newest first."""
         if limit is not None:
             check_int("limit", limit, minimum=0)
+        from .commit import CommitInfo
+
         return [CommitInfo.of(m) for m in self.log.history(limit)]
 
     @property
@@ -78,6 +83,8 @@ class Table(TableHandle):
         """The table's metadata as pyarrow Tables: ``inspect.history()``,
         ``inspect.files(version=None)``, ``inspect.segments(version=None)``
         (metadata_tables.py, docs/python-api.md)."""
+        from .metadata_tables import Inspector
+
         return Inspector(self)
 
     # --- reads --------------------------------------------------------------------------
@@ -111,6 +118,26 @@ class Table(TableHandle):
     def to_arrow(self) -> pa.Table:
         return self.scan().to_arrow()
 
+    def changes(
+        self,
+        start_version: int | None = None,
+        end_version: int | None = None,
+        *,
+        start_as_of: datetime | str | None = None,
+        end_as_of: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
+        where: str | Expr | None = None,
+    ) -> ChangeFeed:
+        """The rows changed by the commits after ``start_version`` (or the version current at
+        ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the latest), in
+        commit order, with ``_change_type`` (insert, delete, update_preimage,
+        update_postimage), ``_commit_version`` and ``_commit_timestamp``; derived from the
+        log, nothing extra written by writers. The version is the cursor: next time, start
+        at ``end_version``. A start that GC removed is ``VersionExpiredError``. See
+        docs/changes.md."""
+        start, end = change_range(self.log, start_version, end_version, start_as_of, end_as_of)
+        return ChangeFeed(self.log, self.io, self.store, start, end, columns, where)
+
     def to_duckdb(self, con: Any, name: str, *, version: int | None = None, as_of: datetime | str | None = None) -> Any:
         """Register ``name`` on the DuckDB connection ``con`` as a view of the table (or of
         ``version`` / ``as_of``) that DuckDB reads with its own Parquet reader, deleted rows
@@ -128,6 +155,8 @@ class Table(TableHandle):
 
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> Transaction:
+        from .transaction import Transaction
+
         return Transaction(self)
 
     def append(self, data: Any, schema_mode: str | None = None) -> CommitInfo:
@@ -143,6 +172,8 @@ class Table(TableHandle):
     def update_schema(self) -> SchemaUpdate:
         """``with table.update_schema() as s: s.add_column(...)``: the block's changes commit
         as one version on a clean exit (docs/schema-evolution.md). Format v2 only."""
+        from .operations.schema_change import update_schema
+
         return update_schema(self)
 
     def delete(self, where: str | Expr) -> CommitInfo:
@@ -151,11 +182,21 @@ class Table(TableHandle):
             tx.delete(where)
             return tx.commit()
 
-    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> CommitInfo:
+    def overwrite(
+        self,
+        data: Any,
+        where: str | Expr | None = None,
+        schema_mode: str | None = None,
+        *,
+        require_match: bool = True,
+    ) -> CommitInfo:
         """Atomically replace every row (or the rows matching ``where``) with ``data``
-        (``schema_mode="merge"``: adding its new columns, as ``append`` does)."""
+        (``schema_mode="merge"``: adding its new columns, as ``append`` does). With ``where``,
+        every row of ``data`` must satisfy it, or nothing is written (``InvalidArgumentError``
+        naming how many do not): a row outside it would be kept beside the rows it was meant
+        to replace. ``require_match=False`` writes such rows all the same."""
         with self.transaction() as tx:
-            tx.overwrite(data, where, schema_mode)
+            tx.overwrite(data, where, schema_mode, require_match=require_match)
             return tx.commit()
 
     def update(
@@ -185,6 +226,7 @@ class Table(TableHandle):
         when_not_matched: str = "insert",
         when_not_matched_by_source: str = "ignore",
         columns: Sequence[str] | None = None,
+        schema_mode: str | None = None,
     ) -> CommitInfo:
         """Merge ``data`` by the key columns ``on``. A target row with a source row's key is
         replaced by it (``when_matched``: "update"; "ignore" keeps it, "delete" deletes it); a
@@ -194,7 +236,8 @@ class Table(TableHandle):
         columns a matched update sets; the source may then omit the others (inserted rows get
         nulls there). One commit with ``rows_updated``, ``rows_inserted`` and ``rows_removed``;
         no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
-        null key matches nothing. See docs/python-api.md."""
+        null key matches nothing. ``schema_mode="merge"`` first adds the source's new columns,
+        as ``append`` does. See docs/python-api.md."""
         with self.transaction() as tx:
             tx.upsert(
                 data,
@@ -203,6 +246,7 @@ class Table(TableHandle):
                 when_not_matched=when_not_matched,
                 when_not_matched_by_source=when_not_matched_by_source,
                 columns=columns,
+                schema_mode=schema_mode,
             )
             return tx.commit()
 
@@ -216,7 +260,11 @@ class Table(TableHandle):
         """Mirror the table to exactly ``mirrors`` (``["iceberg", "delta"]``; ``[]``: none)
         from now on, in one commit, and write the mirror of that version. A column a mirror
         cannot represent is a ``MirrorTypeError``. ``{"delta": {"checkpoint_interval": 10}}``
-        sets a new Delta mirror's checkpoint interval. Format v2 only. See docs/mirrors.md."""
+        sets a new Delta mirror's checkpoint interval, ``{"iceberg": {"max_snapshots": 20}}``
+        how many snapshots a new Iceberg mirror's metadata lists. Format v2 only. See
+        docs/mirrors.md."""
+        from .operations.set_mirrors import set_mirrors
+
         return set_mirrors(self, mirrors)
 
     def sync_mirrors(self) -> dict[str, int | None]:
@@ -237,12 +285,16 @@ class Table(TableHandle):
         """Set table properties in one commit (``{"gc_grace": "6h"}``; a value None restores
         the default). An unknown name or a bad value is an ``InvalidArgumentError``; a
         format-v1 table raises ``UpgradeRequiredError`` (run ``upgrade()`` first)."""
+        from .operations.set_properties import set_properties
+
         return set_properties(self, properties)
 
     # --- maintenance --------------------------------------------------------------------
     def upgrade(self, properties: dict[str, Any] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
+        from .operations.upgrade import upgrade
+
         return upgrade(self, properties)
 
     def repair(self, dry_run: bool = False) -> RepairReport:
@@ -250,6 +302,8 @@ class Table(TableHandle):
         (a table that reads as ``CorruptTableError`` "references ..., which is missing"), after
         confirming each one missing; the report names every lost file and its rows. A table
         with nothing missing is left as it is. See docs/operations.md, "Repair"."""
+        from .operations.repair import repair
+
         return repair(self, dry_run)
 
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
@@ -257,6 +311,8 @@ class Table(TableHandle):
         rows deleted, in one commit that reads the same rows (see docs/operations.md).
         ``target_file_size`` (bytes, or ``"128MiB"``) defaults to the table's. Nothing to do
         commits nothing."""
+        from .operations.compaction import compact
+
         return compact(self, target_file_size, min_deleted_fraction)
 
     def gc(
@@ -272,6 +328,8 @@ class Table(TableHandle):
         ``grace``; a shorter one needs ``force`` (see docs/operations.md). Durations are
         timedeltas or strings such as ``"7d"``, ``"36h"``; ages are measured on the store's
         clock. ``dry_run`` only reports what would go."""
+        from .operations.garbage_collection import collect_garbage
+
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)
 
 

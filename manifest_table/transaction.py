@@ -114,10 +114,18 @@ class Transaction(CommitsOnExit):
         return delete.delete(self.staging, where)
 
     @_all_or_nothing
-    def overwrite(self, data: Any, where: str | Expr | None = None, schema_mode: str | None = None) -> None:
+    def overwrite(
+        self,
+        data: Any,
+        where: str | Expr | None = None,
+        schema_mode: str | None = None,
+        *,
+        require_match: bool = True,
+    ) -> None:
         """Stage replacing every row (or the rows matching ``where``) with ``data``
-        (``schema_mode="merge"``: adding its new columns first, as ``append`` does)."""
-        overwrite.overwrite(self.staging, data, where, schema_mode)
+        (``schema_mode="merge"``: adding its new columns first, as ``append`` does). See
+        ``Table.overwrite`` for ``require_match``."""
+        overwrite.overwrite(self.staging, data, where, schema_mode, require_match)
 
     @_all_or_nothing
     def update(
@@ -141,13 +149,14 @@ class Transaction(CommitsOnExit):
         when_not_matched: str = "insert",
         when_not_matched_by_source: str = "ignore",
         columns: Sequence[str] | None = None,
+        schema_mode: str | None = None,
     ) -> UpsertCounts:
         """Stage merging ``data`` by the key columns ``on``; returns (rows_updated,
         rows_inserted). See ``Table.upsert``."""
         rules = upsert.MergeRules.of(
             self.staging.fields().schema, on, when_matched, when_not_matched, when_not_matched_by_source, columns
         )
-        return upsert.upsert(self.staging, data, rules)
+        return upsert.upsert(self.staging, data, rules, schema_mode)
 
     @_all_or_nothing
     def add_files(self, files: Sequence[DataFile], *, written_since: datetime | None = None) -> None:
@@ -184,17 +193,16 @@ class Transaction(CommitsOnExit):
         self._check_open()
         self._closed = True
         staging = self.staging
-        changes, base = staging.changes, staging.base
-        if changes.is_empty():
+        base, changes = staging.base, staging.finished()
+        if changes is None:
             return CommitInfo(
                 base.version,
                 staging.operation(),
                 base.timestamp,
                 None,
-                {"rows_added": 0, "rows_deleted": 0, **changes.metrics},
+                {"rows_added": 0, "rows_deleted": 0, **staging.changes.metrics},
                 committed=False,
             )
-        changes.operation = staging.operation()
         return commit(
             self._handle.log, base, staging.pointer, changes, self._handle.commit_options, staging.started, staging.dvs
         )

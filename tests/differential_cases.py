@@ -10,18 +10,22 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from tests.differential_history import FLAVORS, STEPS, History, Step, run_history
-from tests.differential_model import Oracle, State
+from manifest_table.data import point_reads
+from tests.differential_changes import check_changes
+from tests.differential_history import FLAVORS, OTHER, STEPS, History, Step, run_history
+from tests.differential_model import BEFORE, Oracle, State
 from tests.differential_reads import Failure, shorter
 from tests.differential_types import SKIPPED, Column, Shape, random_columns
 
 
+TABLE_FLAVORS = ("v1", "v2-tiny", "v2")
+"""The flavors of a table of its own (``FLAVORS`` adds "db", a database's table)."""
 SECONDS = float(os.environ.get("MT_DIFF_SECONDS", "0"))
 # A soak outlives the suite's 10-minute limit per test (pyproject.toml): it ends by its own clock.
 TIMEOUT = pytest.mark.timeout(600 + int(SECONDS) * 2)
@@ -37,18 +41,27 @@ class Case:
     options: dict
     columns: list[Column]
 
+    @property
+    def paged(self) -> bool:
+        """Odd seeds read every filtered scan in two steps (data/point_reads.py), whatever the
+        size of its row groups: the filter's columns, then the others page by page at the
+        matching positions. Even seeds keep the threshold, so small row groups read whole."""
+        return self.seed % 2 == 1
+
     def describe(self) -> str:
         columns = ", ".join(f"{c.name!r} {c.type}{'' if c.nullable else ' not null'}" for c in self.columns)
-        return f"{self.flavor} table, options {self.options}, columns: {columns}"
+        reads = ", filtered reads page by page" if self.paged else ""
+        return f"{self.flavor} table, options {self.options}{reads}, columns: {columns}"
 
 
-def make_case(seed: int, rng: random.Random, shape: Shape) -> Case:
-    """Five kinds in turn (consecutive seeds walk the whole list) and two at random."""
+def make_case(seed: int, rng: random.Random, shape: Shape, flavors: Sequence[str] = TABLE_FLAVORS) -> Case:
+    """Five kinds in turn (consecutive seeds walk the whole list) and two at random; the
+    flavors in turn."""
     kinds = shape.kinds
     start = seed * 5 % len(kinds)
     chosen = [kinds[(start + n) % len(kinds)] for n in range(5)] + rng.sample(kinds, 2)
     rng.shuffle(chosen)
-    flavor = list(FLAVORS)[seed % len(FLAVORS)]
+    flavor = flavors[seed % len(flavors)]
     options = dict(FLAVORS[flavor])
     for name, sizes in (("target_file_size", [1_500, 8_000, None]), ("row_group_size", [512, 4_000, None])):
         size = rng.choice(sizes)
@@ -64,6 +77,8 @@ class Outcome:
     versions: int
     reads: int
     failures: list[Failure] = field(default_factory=list)
+    feeds: int = 0
+    """Change feeds read and compared with the model."""
 
     def report(self, replay: str) -> str:
         """``replay``: the command that runs one case, with ``{seed}`` for its seed."""
@@ -80,7 +95,7 @@ class Checker(Protocol):
     failures: list[Failure]
     reads: int
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None: ...
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None: ...
 
     def close(self) -> None: ...
 
@@ -90,40 +105,71 @@ CheckerFactory = Callable[[str, str, Oracle, Any, random.Random], Checker]
 
 
 def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
-             choices: Iterable[Step] = STEPS) -> Outcome:
+             choices: Iterable[Step] = STEPS, changes: bool = False,
+             flavors: Sequence[str] = TABLE_FLAVORS) -> Outcome:
     """Make the case of ``seed``, run ``steps`` history steps of ``choices``, then check every
-    version."""
+    version (and, with ``changes``, the change feed between them: tests/differential_changes.py)."""
     rng = random.Random(seed)
-    case = make_case(seed, rng, shape)
+    case = make_case(seed, rng, shape, flavors)
+    with pytest.MonkeyPatch.context() as patch:
+        if case.paged:
+            patch.setattr(point_reads, "LARGE_GROUP_ROWS", 0)
+        return _run_case(case, rng, directory, shape, steps, checker, choices, changes)
+
+
+def _run_case(case: Case, rng: random.Random, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
+              choices: Iterable[Step], changes: bool) -> Outcome:
     root = directory / "tables" / "t"
     hive = directory / "id=7" / "t"  # DuckDB must not read id=7 from the path (issue 18 item 3)
     hive.parent.mkdir(parents=True)
     oracle = Oracle()
     failures: list[Failure] = []
+    empty = State.empty(case.columns, 1 if case.flavor == "v1" else 2)
     try:
-        table = mt.create_table(str(root), pa.schema([c.field for c in case.columns]), **case.options)
+        history = _history(case, root, hive, empty, oracle, shape)
     except Exception as error:
         oracle.close()
         return Outcome(case, [], 0, 0, [Failure("create_table", raised(error))])
-    hive.symlink_to(root, target_is_directory=True)
-    history = History(str(root), table, oracle, [State.empty(case.columns, 1 if case.flavor == "v1" else 2)],
-                      shape.kinds)
     try:
         run_history(history, rng, steps, choices)
     except Exception as error:  # the step's error or failed check ends the history; reads still run
         failures.append(Failure(f"step {history.steps[-1] if history.steps else '?'}", raised(error)))
     failures += [Failure("history", problem) for problem in history.problems]
-    reader = checker(str(root), str(hive), oracle, table, rng)
+    hive_uri = str(hive) + history.uri[len(str(root)):]  # (a database's table: <root>/t)
+    reader = checker(history.uri, hive_uri, oracle, history.table, rng)
+    feeds = 0
     try:
-        committed = {info.version: info.timestamp for info in table.history()}
-        for version, state in enumerate(history.versions):
+        committed = {info.version: info.timestamp for info in history.table.history()}
+        for version, state in enumerate(history.versions):  # (a database's version 0: BEFORE the table)
             reader.version(version, state, _as_of(committed, history.versions, version), version in history.damaged)
     except Exception as error:
         failures.append(Failure("reading the history", raised(error)))
+    try:
+        if changes:
+            found, feeds = check_changes(history, rng)
+            failures += found
+    except Exception as error:
+        failures.append(Failure("reading the changes", raised(error)))
     finally:
         reader.close()
         oracle.close()
-    return Outcome(case, history.steps, len(history.versions), reader.reads, failures + reader.failures)
+    return Outcome(case, history.steps, len(history.versions), reader.reads, failures + reader.failures, feeds)
+
+
+def _history(case: Case, root: Path, hive: Path, empty: State, oracle: Oracle, shape: Shape) -> History:
+    """A new table and the history's start: a table at ``root`` (version 0), or table "t" of a
+    database there (flavor "db": the table is version 1, and version 2 creates "other").
+    ``hive`` links to ``root``'s directory from under ``id=7/``."""
+    schema = pa.schema([c.field for c in case.columns])
+    if case.flavor != "db":
+        table = mt.create_table(str(root), schema, **case.options)
+        hive.symlink_to(root, target_is_directory=True)
+        return History(str(root), table, oracle, [empty], shape.kinds)
+    db = mt.create_database(str(root))
+    table = mt.create_table(f"{db.uri}/t", schema, **case.options)  # DB_URI/TABLE: created in the database
+    db.create_table("other", OTHER)
+    hive.symlink_to(root, target_is_directory=True)
+    return History(f"{db.uri}/t", table, oracle, [BEFORE, empty, empty], shape.kinds, database=db, first=1)
 
 
 def raised(error: Exception) -> str:
@@ -138,7 +184,7 @@ def _as_of(committed: dict, versions: list[State | None], version: int) -> tuple
         return None
     moment = committed[version]
     current = max(v for v, t in committed.items() if t <= moment)
-    return (moment, current) if current < len(versions) and versions[current] is not None else None
+    return (moment, current) if current < len(versions) and versions[current] not in (None, BEFORE) else None
 
 
 def run_cases(first_seed: int, cases: int, seconds: float, run: Callable[[int, Path], Outcome], directory: Path,
@@ -151,8 +197,9 @@ def run_cases(first_seed: int, cases: int, seconds: float, run: Callable[[int, P
         outcomes.append(run(first_seed + len(outcomes), directory / f"case{len(outcomes)}"))
     failed = [o for o in outcomes if o.failures]
     summary = (f"{name}: seeds {first_seed}..{first_seed + len(outcomes) - 1}, {len(outcomes)} cases "
-               f"({sum(o.case.flavor == 'v1' for o in outcomes)} v1), {sum(o.versions for o in outcomes)} versions, "
-               f"{sum(o.reads for o in outcomes)} reads, {len(failed)} cases failed, "
+               f"({sum(o.case.flavor == 'v1' for o in outcomes)} v1, {sum(o.case.flavor == 'db' for o in outcomes)} db), {sum(o.versions for o in outcomes)} versions, "
+               f"{sum(o.reads for o in outcomes)} reads, {sum(o.feeds for o in outcomes)} change feeds, "
+               f"{len(failed)} cases failed, "
                f"{time.process_time() - started[0]:.0f} s CPU, {time.monotonic() - started[1]:.0f} s")
     print(summary)
     assert not failed, summary + "\n\n" + "\n\n".join(o.report(replay) for o in failed)

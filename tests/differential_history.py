@@ -2,13 +2,17 @@
 model (tests/differential_model.py) alike and checks what the library says it did (rows
 deleted, updated, inserted) against the model.
 
-Steps: append, delete, update, upsert and overwrite (with and without a condition), the same
-inside transactions (whose own scans are checked) and racing a second handle, compaction with
-small targets (files merge and split), schema changes (add, rename, drop, widen, append with
-``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set, a data file lost and repaired,
-and adding a NOT NULL
+Steps: append, delete, update, upsert (also of keys alone, deleting matches) and overwrite
+(with and without a condition), the same inside transactions (whose own scans are checked)
+and racing a second handle, ``write_table`` appending or overwriting, compaction with small
+targets (files merge and split), schema changes (add, rename, drop, widen, append with
+``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
+table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
-the writer's handle or a fresh one."""
+the writer's handle or a fresh one. A table of a database (issue 28) is also written through
+``db.table``, ``mt.open_table("DB/T")`` and database transactions that write a second table
+too, and commits to other tables and catalog changes interleave (database versions at which
+the table is unchanged)."""
 
 from __future__ import annotations
 
@@ -20,18 +24,23 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 import manifest_table as mt
-from manifest_table.errors import CommitConflictError
+from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
-from tests.differential_model import Oracle, State, new_values
+from tests.differential_model import BEFORE, Oracle, State, new_values
 from tests.differential_reads import compare_count, compare_own, shrink
 from tests.differential_types import AWKWARD_NAMES, Column, Kind, random_rows
 from tests.filter_generator import Text, random_filter
 
 TINY = {"tail_limit": 2, "deletes_limit": 2, "segment_target_files": 3, "max_small_segments": 2}
 """Format v2 limits under which files sit in segments and segments merge every few commits."""
-FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {}}
+FLAVORS: dict[str, dict[str, Any]] = {"v1": {"format_version": 1}, "v2-tiny": {"properties": TINY}, "v2": {},
+                                      "db": {"properties": TINY}}
+"""How a case's table is made; "db": as table "t" of a database, next to table "other"."""
+OTHER = pa.schema([("k", pa.int64())])
+"""The database's other table: its commits are versions that leave "t" as it was."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,23 @@ class History:
     """The types new columns may have."""
     steps: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    """Wrong outcomes the history could carry on after (the model follows what happened)."""
     damaged: set[int] = field(default_factory=set)
     """Versions that list a file deleted by hand: they read as ``CorruptTableError``."""
-    """Wrong outcomes the history could carry on after (the model follows what happened)."""
+    repaired: int = -1
+    """The version of the last repair (the change feed reads no commit before it)."""
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
+    database: Any = None
+    """The database holding the table as ``t`` (flavor "db"), else None."""
+    first: int = 0
+    """The first version holding the table (a database's: after the database's own)."""
+    other: dict[int, list[int]] = field(default_factory=dict)
+    """Version -> the rows (``k``) it appended to the database's other table."""
+    replaced_by: dict[int, int] = field(default_factory=dict)
+    """Row version (uid) -> the one an update or upsert replaced with it: the change feed's
+    pairs (tests/differential_changes.py)."""
 
     @property
     def state(self) -> State:
@@ -77,8 +97,24 @@ class History:
         self.steps.append(f"v{len(self.versions)}: {text}")
 
     def writer(self, rng: random.Random) -> Any:
-        """The writer's handle, or now and then a fresh one (a new process's view)."""
+        """The writer's handle, or now and then a fresh one (a new process's view); for a
+        database's table also ``db.table`` and database transactions."""
+        if self.database is not None and rng.random() < 0.5:
+            return rng.choice([self.database.table("t"), ThroughDatabase(self, "t", rng)])
         return mt.open_table(self.uri) if rng.random() < 0.3 else self.table
+
+    def other_rows(self, rng: random.Random) -> list[int]:
+        """New keys for the database's other table (its rows are the change feed's too)."""
+        ks = [self.next_id + i for i in range(rng.randint(1, 3))]
+        self.next_id += len(ks)
+        return ks
+
+    def unchanged(self, info: Any) -> None:
+        """Another table's commit (or a catalog change) made a database version at which this
+        table is as it was."""
+        assert info.committed and info.version == len(self.versions), \
+            f"committed version {info.version}, expected {len(self.versions)}"
+        self.versions.append(self.state)
 
     def new_rows(self, rng: random.Random, columns: tuple[Column, ...], count: int,
                  ids: list[int] | None = None) -> tuple[Any, list[int]]:
@@ -111,6 +147,60 @@ class History:
         info = change.run(self.writer(rng))
         check_metrics(info.metrics, change.metrics)
         self.committed(info, change.apply(self.state))
+
+
+class ThroughDatabase:
+    """A database's table whose writes are database transactions that also append rows to
+    the table ``other``: what ``append``, ``delete``, ... and ``transaction()`` return is about
+    this table (its manifest at the committed version), as a ``Table``'s would be. Anything
+    else (``compact``, ``update_schema``) goes to a fresh ``db.table``."""
+
+    def __init__(self, history: History, name: str, rng: random.Random) -> None:
+        self.history, self.db, self.name, self.rng = history, history.database, name, rng
+
+    def transaction(self) -> "TableOfDatabaseTransaction":
+        return TableOfDatabaseTransaction(self.history, self.name, self.rng)
+
+    def _one(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        tx = self.transaction()
+        try:
+            getattr(tx, operation)(*args, **kwargs)
+        except BaseException:
+            tx.abort()
+            raise
+        return tx.commit()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("append", "delete", "update", "upsert", "overwrite"):
+            return lambda *args, **kwargs: self._one(name, *args, **kwargs)
+        return getattr(self.db.table(self.name), name)
+
+
+class TableOfDatabaseTransaction:
+    """``db.transaction()`` seen as one table's transaction (the other table it writes,
+    ``other``, gets new rows at commit, recorded in ``History.other``)."""
+
+    def __init__(self, history: History, name: str, rng: random.Random) -> None:
+        self.history, self.db, self.name, self.rng = history, history.database, name, rng
+        self.tx = self.db.transaction()
+        self.table = self.tx.table(name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def commit(self) -> Any:
+        ks = [] if self.table.staging.changes.is_empty() else self.history.other_rows(self.rng)
+        if ks:
+            self.tx.table("other").append(pa.table({"k": ks}, schema=OTHER))
+        info = self.tx.commit()
+        if not info.committed:
+            return info
+        if ks:
+            self.history.other[info.version] = ks
+        return mt.CommitInfo.of(self.db.table(self.name).manifest(info.version))
+
+    def abort(self) -> None:
+        self.tx.abort()
 
 
 def check_metrics(metrics: dict[str, int], expected: dict[str, int]) -> None:
@@ -150,9 +240,11 @@ def plan_update(h: History, rng: random.Random, state: State) -> Change:
     values = {c.name: update_value(rng, c) for c in rng.sample(targets, min(len(targets), rng.randint(1, 2)))}
     mask = h.oracle.mask(state, where)
     rows = new_values(state, mask, values)
-    gone = frozenset(state.uids.filter(mask).to_pylist())
+    replaced = state.uids.filter(mask).to_pylist()
+    gone = frozenset(replaced)
     uids = list(range(h.next_uid, h.next_uid + rows.num_rows))
     h.next_uid += rows.num_rows
+    h.replaced_by.update(zip(uids, replaced))
     assignments = {name: lit(v) if v is not None else None for name, v in values.items()}
     text = f"update set {values} where {None if where is None else where.ours}  (model: {len(gone)} rows)"
     return Change(text, lambda w: w.update(assignments, None if where is None else where.ours),
@@ -173,6 +265,9 @@ def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
             for i in matched_ids + new_ids]
     added = source.filter(pa.array(keep, pa.bool_()))
     added_uids = [u for u, k in zip(uids, keep) if k]
+    if when_matched == "update":
+        target = dict(zip(present, state.uids.to_pylist()))
+        h.replaced_by.update((u, target[i]) for u, i in zip(uids, matched_ids))
     updated = len(matched_ids) if when_matched == "update" else 0
     inserted = len(new_ids) if when_not_matched == "insert" else 0
     text = (f"upsert ids {matched_ids} (present) + {new_ids} (new) on id, when_matched={when_matched}, "
@@ -184,16 +279,44 @@ def plan_upsert(h: History, rng: random.Random, state: State) -> Change:
 
 
 def plan_overwrite(h: History, rng: random.Random, state: State) -> Change:
+    """With a condition, every new row must satisfy it: when the oracle says some do not, the
+    overwrite must be refused (changing nothing), and then goes through with
+    ``require_match=False``."""
     where = None if rng.random() < 0.4 else random_filter(rng, state.filter_columns())
     gone = frozenset(h.oracle.uids(state, where))
     count = rng.choice([0, 3, 20])
     rows, uids = h.new_rows(rng, state.columns, count)
-    text = f"overwrite with {count} rows where {None if where is None else where.ours}  (model: {len(gone)} rows)"
-    return Change(text, lambda w: w.overwrite(rows, None if where is None else where.ours),
-                  lambda s: s.without(gone).append(rows, uids), {"rows_deleted": len(gone), "rows_added": count})
+    fresh = State.empty(state.columns, state.format_version).append(rows, uids)
+    outside = count - len(h.oracle.uids(fresh, where))
+    text = (f"overwrite with {count} rows ({outside} outside the condition) where "
+            f"{None if where is None else where.ours}  (model: {len(gone)} rows)")
+
+    def run(w: Any) -> Any:
+        condition = None if where is None else where.ours
+        if not outside:
+            return w.overwrite(rows, condition)
+        with pytest.raises(InvalidArgumentError, match=f"^{outside} of the .* not satisfy"):
+            w.overwrite(rows, condition)
+        return w.overwrite(rows, condition, require_match=False)
+
+    return Change(text, run, lambda s: s.without(gone).append(rows, uids),
+                  {"rows_deleted": len(gone), "rows_added": count})
 
 
-PLANS = [plan_append, plan_delete, plan_update, plan_upsert, plan_overwrite]
+def plan_upsert_keys(h: History, rng: random.Random, state: State) -> Change:
+    """An upsert of keys alone: the matches are deleted (``when_matched="delete"``), nothing
+    is inserted."""
+    present = state.ids
+    keys = rng.sample(present, min(len(present), rng.randint(0, 4))) + [h.next_id + n for n in range(rng.randint(0, 2))]
+    source = pa.table({"id": pa.array(keys, pa.int64())})
+    wanted = set(keys)
+    gone = frozenset(u for u, i in zip(state.uids.to_pylist(), present) if i in wanted)
+    return Change(f"upsert keys {keys} on id, when_matched=delete", lambda w: w.upsert(
+        source, ["id"], when_matched="delete", when_not_matched="ignore"), lambda s: s.without(gone),
+        {"rows_deleted": len(gone)}, None, gone)
+
+
+PLANS = [plan_append, plan_delete, plan_update, plan_upsert, plan_overwrite, plan_upsert_keys]
 
 
 # --- steps ----------------------------------------------------------------------------------------
@@ -214,10 +337,16 @@ def step_transaction(h: History, rng: random.Random) -> None:
     """Two or three writes in one transaction, its own scans checked after each; sometimes
     aborted (nothing may commit)."""
     abort = rng.random() < 0.15
-    h.note("transaction" + (" (aborted at the end)" if abort else ""))
+    both = h.database is not None and rng.random() < 0.5
+    h.note(("database transaction (with an append to other)" if both else "transaction")
+           + (" (aborted at the end)" if abort else ""))
     state = h.state
-    tx = h.writer(rng).transaction()
+    outer = h.database.transaction() if both else h.writer(rng).transaction()
+    tx = outer.table("t") if both else outer
+    ks = h.other_rows(rng) if both else []
     try:
+        if ks:
+            outer.table("other").append(pa.table({"k": ks}, schema=OTHER))
         for _ in range(rng.randint(2, 3)):
             change = rng.choice(PLANS)(h, rng, state)
             h.note(f"  tx.{change.text}")
@@ -227,13 +356,16 @@ def step_transaction(h: History, rng: random.Random) -> None:
             state = change.apply(state)
             check_transaction_scan(h, rng, tx, state)
     except BaseException:
-        tx.abort()
+        outer.abort()
         raise
     if abort:
-        tx.abort()
+        outer.abort()
         assert h.table.version == len(h.versions) - 1, "an aborted transaction committed"
         return
-    h.committed(tx.commit(), state)
+    info = outer.commit()
+    if ks and info.committed:
+        h.other[info.version] = ks
+    h.committed(info, state)
 
 
 def check_transaction_scan(h: History, rng: random.Random, tx: Any, state: State) -> None:
@@ -335,22 +467,72 @@ def step_upgrade(h: History, rng: random.Random) -> None:
     h.committed(h.writer(rng).upgrade(properties=properties), h.state.upgraded())
 
 
+def step_write_table(h: History, rng: random.Random) -> None:
+    """``mt.write_table`` of an existing table: append, or overwrite every row."""
+    mode = rng.choice(["append", "append", "overwrite"])
+    count = rng.choice([0, 1, 20])
+    rows, uids = h.new_rows(rng, h.state.columns, count)
+    h.note(f"write_table(mode={mode!r}) of {count} rows")
+    before = h.table.version
+    table = mt.write_table(h.uri, rows, mode=mode)
+    state = h.state.append(rows, uids) if mode == "append" else h.state.without(h.state.uids.to_pylist()).append(
+        rows, uids)
+    if table.version == before:
+        h.committed(mt.CommitInfo(before, "", h.table.history(limit=1)[0].timestamp, None, committed=False), state)
+    else:
+        h.committed(table.history(limit=1)[0], state)
+
+
+def step_other_table(h: History, rng: random.Random) -> None:
+    """A database version that leaves the table as it is: another table written, or one
+    created, renamed or dropped."""
+    db = h.database
+    scratch = sorted(set(db.tables()) - {"t", "other"})
+    kind = rng.choice(["write", "create", "rename", "drop"])
+    if kind in ("rename", "drop") and not scratch:
+        kind = "create"
+    h.note(f"database: {kind} another table")
+    if kind == "write":
+        ks = h.other_rows(rng)
+        info = db.table("other").append(pa.table({"k": ks}, schema=OTHER))
+        h.other[info.version] = ks
+    elif kind == "create":
+        h.names += 1
+        db.create_table(f"s{h.names}", pa.schema([("n", pa.int64())]))
+        info = db.history(limit=1)[0]
+    elif kind == "rename":
+        h.names += 1
+        info = db.rename_table(scratch[0], f"s{h.names}")
+    else:
+        info = db.drop_table(scratch[0])
+    h.unchanged(info)
+
+
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
-    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)")
-    h.table.gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
+    h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)" + (" of the database" if h.database else ""))
+    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None
+        h.damaged.discard(version)  # expired now
 
 
 def step_set_properties(h: History, rng: random.Random) -> None:
-    """A property set (or reset): a commit that changes no row, then seen by a fresh handle."""
+    """A property set (or reset): a commit that changes no row, then seen by a fresh handle.
+    ``gc_grace`` of a database's table is its database's: a database version that leaves the
+    table as it was."""
     name, value = rng.choice([("gc_grace", rng.choice(["6h", "2d", "90m", None])),
                               ("tail_limit", rng.choice([1, 2, 32])), ("deletes_limit", rng.choice([1, 2, 64]))])
+    shown = "24h" if value is None else value
+    if name == "gc_grace" and h.database is not None:
+        h.note(f"database set_properties({{{name!r}: {value!r}}})")
+        h.unchanged(h.database.set_properties({name: value}))
+        assert mt.open_database(h.database.uri).properties[name] == shown
+        return
     h.note(f"set_properties({{{name!r}: {value!r}}})")
     h.committed(h.writer(rng).set_properties({name: value}), h.state)
-    assert mt.open_table(h.uri).properties[name] == ("24h" if value is None else value)
+    assert mt.open_table(h.uri).properties[name] == shown
 
 
 def step_repair(h: History, rng: random.Random) -> None:
@@ -361,7 +543,8 @@ def step_repair(h: History, rng: random.Random) -> None:
     ids = pa.concat_arrays([c.combine_chunks() for c in lost]) if lost else pa.array([], pa.int64())
     h.note(f"delete {victim} by hand ({len(ids)} live rows), then repair()")
     listing = [v for v, state in enumerate(h.versions)  # the versions whose scans read the file
-               if state is not None and (entry := h.table.manifest(v).file_map().get(victim)) and entry.live_rows]
+               if state is not None and state is not BEFORE and (entry := h.table.manifest(v).file_map().get(victim))
+               and entry.live_rows]
     h.table.store.delete(victim)
     report = h.writer(rng).repair()
     assert [(f.path, f.rows) for f in report.lost] == [(victim, len(ids))], str(report)
@@ -371,6 +554,7 @@ def step_repair(h: History, rng: random.Random) -> None:
         h.damaged.add(version)
     kept = pc.invert(pc.is_in(state.data["id"].combine_chunks(), ids.cast(state.data["id"].type)))
     h.committed(report.commit, state.keep(kept))
+    h.repaired = len(h.versions) - 1
 
 
 def has_rows(h: History) -> bool:
@@ -389,6 +573,9 @@ STEPS: list[Step] = [
     (step_write(plan_update), 2, has_rows),
     (step_write(plan_upsert), 2, lambda h: True),
     (step_write(plan_overwrite), 1, lambda h: True),
+    (step_write(plan_upsert_keys), 1, has_rows),
+    (step_write_table, 1, lambda h: True),
+    (step_other_table, 2, lambda h: h.database is not None),
     (step_compact, 2, has_rows),
     (step_transaction, 2, lambda h: True),
     (step_race, 1, lambda h: True),

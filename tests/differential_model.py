@@ -21,6 +21,15 @@ from tests.filter_generator import FilterColumn, Text
 UID = "__uid"
 
 
+class _Before:
+    def __repr__(self) -> str:
+        return "BEFORE"
+
+
+BEFORE = _Before()
+"""In a history's versions: a database version from before the table was created."""
+
+
 @dataclass(frozen=True)
 class State:
     """The live rows of one version (any order) and what the test knows of its columns."""

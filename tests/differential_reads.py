@@ -18,7 +18,7 @@ import pyarrow as pa
 
 import manifest_table as mt
 from manifest_table.format.column_types import rebuilt
-from tests.differential_model import Oracle, State
+from tests.differential_model import BEFORE, Oracle, State
 from tests.filter_generator import Text, quoted_name, random_filter, string_literal
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -157,6 +157,13 @@ def scan_of(table: mt.Table, query: Query) -> mt.Scan:
                       version=query.version)
 
 
+def snapshot_scan(table: mt.DatabaseTable, query: Query) -> mt.Scan:
+    """The table read from a snapshot of its database (a fresh handle) at the query's version."""
+    snapshot = mt.open_database(table.database.uri).snapshot(version=query.version)
+    return snapshot.table(table.name).scan(columns=query.columns,
+                                           where=None if query.where is None else query.where.ours)
+
+
 def duckdb_read(table: mt.Table, query: Query, con: Any) -> pa.Table:
     table.to_duckdb(con, "t", version=query.version)
     columns = "*" if query.columns is None else ", ".join(quoted_name(c) for c in query.columns)
@@ -288,6 +295,8 @@ class Checker:
         paths["to_duckdb under id=7/"] = (lambda q: duckdb_read(hive, q, self.con), compare_foreign)
         paths["to_polars"] = (lambda q: polars_read(reader, q, None), compare_foreign)
         paths["writer's handle"] = (lambda q: scan_of(self.writer, q).to_arrow(), compare_own)
+        if isinstance(self.writer, mt.DatabaseTable):
+            paths["db.snapshot(version).table"] = (lambda q: snapshot_scan(self.writer, q).to_arrow(), compare_own)
         return paths
 
     def check(self, name: str, query: Query, state: State, path: Path) -> None:
@@ -325,6 +334,9 @@ class Checker:
         reader = mt.open_table(self.uri)
         if state is None:
             self._expired(reader, version, damaged)
+            return
+        if state is BEFORE:
+            self._before(reader, version)
             return
         paths = self.paths(reader, mt.open_table(self.hive_uri))
         for name, path in paths.items():
@@ -367,6 +379,21 @@ class Checker:
             self.failures.append(Failure(what, f"raised {type(error).__name__}, not {expected}: {error}"))
             return
         self.failures.append(Failure(what, "read without an error"))
+
+    def _before(self, reader: Any, version: int) -> None:
+        """A database version from before the table was created: not found, and not expired."""
+        self.reads += 1
+        try:
+            reader.scan(version=version).to_arrow()
+        except mt.errors.VersionExpiredError as error:
+            self.failures.append(Failure(f"version {version} (before the table)", f"expired: {error}"))
+        except mt.errors.VersionNotFoundError:
+            return
+        except Exception as error:
+            self.failures.append(Failure(f"version {version} (before the table)",
+                                         f"raised {type(error).__name__}, not VersionNotFoundError: {error}"))
+        else:
+            self.failures.append(Failure(f"version {version} (before the table)", "read without an error"))
 
     def close(self) -> None:
         self.con.close()

@@ -17,9 +17,10 @@ are left out: tests/test_column_types.py checks that they are refused.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Context, Decimal, localcontext
 from typing import Any, Callable
 
@@ -31,6 +32,7 @@ from tests.filter_generator import FilterColumn, Text, like_pattern, quoted_name
 
 UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1)
+_IDENTS = itertools.count()
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Chatham"]
 
 
@@ -43,6 +45,8 @@ class Column:
     """Non-null values that rows draw from (Python values ``pa.array`` takes)."""
     nullable: bool = True
     null_rate: float = 0.15
+    ident: int = field(default_factory=lambda: next(_IDENTS), compare=False)
+    """Model-only: the column through renames and widenings (as its field id is the table's)."""
 
     @property
     def field(self) -> pa.Field:
@@ -54,7 +58,8 @@ class Column:
         pattern = self.kind.like
         return FilterColumn(quoted, self.kind.duck_ref(quoted),
                             (lambda rng: literal(rng, self)) if literal else None,  # type: ignore[misc]
-                            (lambda rng: pattern(rng, self)) if pattern else None)  # type: ignore[misc]
+                            (lambda rng: pattern(rng, self)) if pattern else None,  # type: ignore[misc]
+                            integer=pa.types.is_integer(self.type))
 
     def value(self, rng: random.Random) -> Any:
         return None if (self.nullable and rng.random() < self.null_rate) or not self.pool else rng.choice(self.pool)

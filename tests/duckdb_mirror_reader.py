@@ -1,35 +1,34 @@
-"""Run by tests/test_mirrors_duckdb.py in a subprocess whose ``sys.path`` starts with a
-directory holding DuckDB 1.4.4 and its extensions from PyPI (``duckdb-ext-*``): reads each
-query's rows and prints them, canonical, as JSON. ``canonical`` is imported by the test too.
+"""Run by the mirror tests (tests/test_mirrors_duckdb.py, tests/test_mirror_matrix.py) in a
+subprocess whose ``sys.path`` starts with a directory holding one DuckDB release and its
+extensions from PyPI (tests/reader_envs.py): reads each query's rows and prints them,
+canonical (tests/mirror_canonical.py), as JSON; a query that fails gives ``"error: ..."``.
 
-stdin: {"extensions": dir, "secret": SQL or null, "queries": {label: SQL}}."""
+stdin: {"secret": SQL or null, "queries": {label: SQL}}. The extensions are found under the
+directory the ``duckdb`` package was imported from; avro and httpfs load before iceberg."""
 
 from __future__ import annotations
 
 import glob
 import json
+import os
 import sys
-from typing import Any
 
-EXTENSIONS = ("avro", "iceberg", "delta", "httpfs")
+from tests.mirror_canonical import canonical
 
-
-def canonical(names: list[str], records: list[tuple]) -> list[list[Any]]:
-    """Rows with their columns in name order, each value as ``str`` (None kept), sorted."""
-    order = sorted(range(len(names)), key=names.__getitem__)
-    return sorted(([None if r[i] is None else str(r[i]) for i in order] for r in records), key=repr)
+EXTENSIONS = ("avro", "httpfs", "iceberg", "delta")
 
 
 def main() -> None:
     import duckdb
 
     request = json.load(sys.stdin)
+    where = os.path.dirname(os.path.dirname(duckdb.__file__))
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
     for name in EXTENSIONS:
-        path = glob.glob(f"{request['extensions']}/**/{name}.duckdb_extension", recursive=True)[0]
+        path = glob.glob(f"{where}/**/{name}.duckdb_extension", recursive=True)[0]
         con.execute(f"LOAD '{path}'")
     con.execute("SET TimeZone = 'UTC'")
-    if request["secret"]:
+    if request.get("secret"):
         con.execute(request["secret"])
     out = {"duckdb": duckdb.__version__}
     for label, sql in request["queries"].items():
@@ -37,7 +36,7 @@ def main() -> None:
             cursor = con.execute(sql)
             out[label] = canonical([d[0] for d in cursor.description], cursor.fetchall())
         except duckdb.Error as exc:
-            out[label] = f"error: {exc}"
+            out[label] = f"error: {type(exc).__name__}: {exc}"[:2000]
     json.dump(out, sys.stdout)
 
 

@@ -102,7 +102,7 @@ class History:
         elif kind == "upsert":
             self.t.upsert(self.batch(0, pick[:2] + [self.next_id]), on=["id"])
         elif kind == "overwrite":
-            self.t.overwrite(self.batch(2), where=f"id >= {pick[0]} AND id <= {pick[-1]}")
+            self.t.overwrite(self.batch(2), where=f"id >= {pick[0]} AND id <= {pick[-1]}", require_match=False)
         elif kind == "compact":
             self.t.compact(target_file_size=1 << 20, min_deleted_fraction=0.01)
         else:

@@ -18,7 +18,9 @@ RUNS = {
     "throughput": ["--rows", "20000", "--repeat", "1", "--pylist-rows", "1000", "--peers", ""],
     "scale": ["--sizes", "10,50", "--repeat", "1", "--peers", ""],
     "upsert": ["--rows", "20000", "--source", "100", "--repeat", "1", "--peers", ""],
+    "point_ops": ["--rows", "20000", "--repeat", "1", "--peers", ""],
     "database_cost": ["--repeat", "1", "--seconds", "0.5", "--procs", "2", "--no-s3"],
+    "startup": ["--repeat", "1", "--peers", ""],
 }
 
 

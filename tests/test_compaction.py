@@ -376,7 +376,7 @@ def test_overwrite_and_compaction_conflict_in_either_order(table: Table) -> None
         commit_compaction(table, *staged, {})
     append(table, 10, 10)
     tx = table.transaction()
-    tx.overwrite(pa.table({"id": [2], "g": [2]}, schema=SCHEMA), "g = 1")
+    tx.overwrite(pa.table({"id": [2], "g": [1]}, schema=SCHEMA), "g = 1")
     table.compact(TARGET)
     with pytest.raises(CommitConflictError):
         tx.commit()

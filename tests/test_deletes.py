@@ -136,7 +136,7 @@ def test_overwrite_all_and_by_predicate(table):
     assert info.operation == "overwrite" and info.metrics["rows_deleted"] == 100
     assert ids(table) == [500, 501]
     table.append(rows(0, 5))
-    table.overwrite(rows(600, 601), where="id < 3")
+    table.overwrite(rows(600, 601), where="id < 3 OR id >= 600")
     assert ids(table) == [3, 4, 500, 501, 600]
     assert ids(table, version=2) == list(range(100))
 
@@ -182,7 +182,7 @@ def test_delete_never_conflicts_with_append(table):
 
 def test_overwrite_conflicts_with_an_append_matching_its_predicate(table):
     tx = table.transaction()
-    tx.overwrite(rows(900, 901), where="id < 10")
+    tx.overwrite(rows(900, 901), where="id < 10 OR id = 900")
     table.append(rows(5, 6))
     with pytest.raises(CommitConflictError, match="version 3") as err:
         tx.commit()
@@ -192,7 +192,7 @@ def test_overwrite_conflicts_with_an_append_matching_its_predicate(table):
 
 def test_overwrite_ignores_an_append_outside_its_predicate(table):
     tx = table.transaction()
-    tx.overwrite(rows(900, 901), where="id < 10")
+    tx.overwrite(rows(900, 901), where="id < 10 OR id = 900")
     table.append(rows(5000, 5001))
     tx.commit()
     assert 900 in ids(table) and 5000 in ids(table) and 5 not in ids(table)
@@ -200,7 +200,7 @@ def test_overwrite_ignores_an_append_outside_its_predicate(table):
 
 def test_overwrite_conflicts_with_a_delete_on_its_files(table):
     tx = table.transaction()
-    tx.overwrite(rows(900, 901), where="id < 10")
+    tx.overwrite(rows(900, 901), where="id < 10 OR id = 900")
     table.delete("id = 3")
     with pytest.raises(CommitConflictError):
         tx.commit()

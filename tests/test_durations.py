@@ -15,7 +15,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.arguments import parse_duration, parse_size
 from manifest_table.cli import options
-from manifest_table.errors import InvalidArgumentError
+from manifest_table.errors import InvalidArgumentError, VersionExpiredError
 from manifest_table.maintenance.job import JobOptions
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -54,7 +54,8 @@ def test_gc_and_compact_take_text(tmp_path: Path):
     (lambda p: mt.create_table(p, SCHEMA, deadline="soon"), "not a duration: 'soon'"),
     (lambda p: mt.create_table(p, SCHEMA, deadline="0"), "deadline must be above 0"),
     (lambda p: mt.create_table(p, SCHEMA, compresion="zstd"), "did you mean 'compression'"),
-    (lambda p: mt.create_table(p, SCHEMA).gc(grace=3600), "grace must be a datetime.timedelta .* such as '7d'"),
+    (lambda p: mt.create_table(p, SCHEMA).gc(grace=[3600]), "grace must be a datetime.timedelta .* such as '7d'"),
+    (lambda p: mt.create_table(p, SCHEMA).gc(grace=3600, retain_for=60), "shorter than grace"),
 ])
 def test_bad_text_is_refused_before_anything_is_written(tmp_path: Path, call, message):
     with pytest.raises(InvalidArgumentError, match=message):
@@ -67,3 +68,14 @@ def test_the_signatures_name_the_options():
         for name in ("target_file_size", "row_group_size", "compression", "deadline", "max_attempts"):
             assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, (function, name)
     assert files("manifest_table").joinpath("py.typed").is_file()
+
+
+def test_a_number_is_seconds(tmp_path: Path):
+    """Issue 30 item 6: ``gc(retain_for=0)`` raised, though ints were said to be accepted."""
+    t = mt.create_table(tmp_path / "t", SCHEMA)
+    t.append(pa.table({name: pa.nulls(1, t.schema.field(name).type) for name in t.schema.names}))
+    t.gc(retain_versions=1, retain_for=0, grace=0.0, force=True)  # timedelta(0) both
+    with pytest.raises(VersionExpiredError):
+        t.manifest(0)
+    with pytest.raises(InvalidArgumentError, match="shorter than grace"):
+        t.gc(retain_for=60, grace=3600)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 import operator
 import re
+from dataclasses import replace
 from decimal import Decimal
 
 import pyarrow as pa
@@ -20,18 +22,25 @@ from hypothesis import strategies as st
 from manifest_table.errors import InvalidFilterError
 from manifest_table.expressions import (
     And,
+    Arithmetic,
     ColumnStats,
     Comparison,
+    Computed,
     Expr,
+    Function,
     In,
     IsNull,
     Like,
+    Literal,
     Not,
     Or,
+    Ref,
+    Term,
     col,
     parse,
     to_expr,
 )
+
 
 # --- parser ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
@@ -77,6 +86,19 @@ from manifest_table.expressions import (
         ("(a = 1 OR b = 2) OR c = 3", "a = 1 OR b = 2 OR c = 3"),
         ("((a = 1))", "a = 1"),
         ("NOT NOT a = 1", "NOT (NOT (a = 1))"),
+        # what SQL users type (issue 30): ILIKE, lower()/upper(), % (modulo)
+        ("s ilike 'A%'", "s ILIKE 'A%'"),
+        ("s NOT ILIKE 'a_'", "s NOT ILIKE 'a_'"),
+        ("LOWER(country) = 'de'", "lower(country) = 'de'"),
+        ("'DE' = upper(country)", "upper(country) = 'DE'"),
+        ("upper(lower(s)) IN ('A', 'B')", "upper(lower(s)) IN ('A', 'B')"),
+        ('lower("my col") LIKE \'a%\'', 'lower("my col") LIKE \'a%\''),
+        ("lower(s) IS NOT NULL", "lower(s) IS NOT NULL"),
+        ("id%10=0", "id % 10 = 0"),
+        ("id % -3 NOT IN (1, 2)", "id % -3 NOT IN (1, 2)"),
+        ("id % 7 BETWEEN 1 AND 2", "id % 7 >= 1 AND id % 7 <= 2"),
+        ("1 = id % 2", "id % 2 = 1"),
+        ("lower = 1", "lower = 1"),  # a column named lower, not a call
     ],
 )
 def test_parse_renders(text: str, rendered: str) -> None:
@@ -128,7 +150,13 @@ def test_literal_kinds() -> None:
         ("x IN ()", 6, "expected a literal"),
         ("x IN (1 2)", 8, "expected ',' or ')'"),
         ("x IN 1", 5, "expected '('"),
-        ("x NOT = 1", 6, "expected BETWEEN, IN or LIKE"),
+        ("x NOT = 1", 6, "expected BETWEEN, IN, LIKE or ILIKE"),
+        ("id == 5", 3, "'==' is not SQL: compare with a single '='"),
+        ("id % x = 1", 5, "expected an integer divisor"),
+        ("id % 1.5 = 1", 5, "expected an integer divisor"),
+        ("lower('a') = s", 6, "expected a column name"),
+        ("lower(s = 'a'", 8, "expected ')'"),
+        ("id + 1 = 2", 3, "unexpected character '+'"),
         ("x = 1 y = 2", 6, "expected AND, OR or the end"),
         ("(x = 1", 6, "expected ')'"),
         ("x = 1)", 5, "expected AND, OR or the end"),
@@ -400,6 +428,8 @@ def reference(expr: Expr, row: dict[str, object]) -> bool | None:
         case Not(child=child):
             value = reference(child, row)
             return None if value is None else not value
+        case Computed(term=term, predicate=leaf):
+            return reference(leaf, {leaf.column: computed(term, row)})
         case IsNull(column=column, negated=negated):
             return (row[column] is None) != negated
     value = row[expr.column]  # type: ignore[attr-defined]
@@ -412,14 +442,31 @@ def reference(expr: Expr, row: dict[str, object]) -> bool | None:
             return ops[op](value, literal)
         case In(values=values, negated=negated):
             return (value in values) != negated
-        case Like(pattern=pattern, negated=negated):
+        case Like(pattern=pattern, negated=negated, case_insensitive=False):
             return bool(re.fullmatch(_like_regex(pattern), value, re.DOTALL)) != negated  # type: ignore[arg-type]
+        case Like(pattern=pattern, negated=negated, case_insensitive=True):
+            matched = re.fullmatch(_like_regex(pattern.lower()), value.lower(), re.DOTALL)  # type: ignore[union-attr]
+            return bool(matched) != negated
     raise AssertionError(expr)
+
+
+def computed(term: Term, row: dict[str, object]) -> object:
+    """A term's value by hand: SQL's remainder has the dividend's sign (Python's the divisor's)."""
+    match term:
+        case Ref(name=name):
+            return row[name]
+        case Function(name=name, arg=arg):
+            value = computed(arg, row)
+            return None if value is None else getattr(value, name)()
+        case Arithmetic(op="%", left=left, right=Literal(value=divisor)):
+            value = computed(left, row)
+            return None if value is None else int(math.copysign(abs(value) % abs(divisor), value))  # type: ignore[arg-type]
+    raise AssertionError(term)
 
 
 INTS = st.integers(-3, 3)
 FLOATS = st.sampled_from([-1.5, 0.0, 0.25, 1.0, 2.5])
-STRINGS = st.sampled_from(["", "a", "ab", "abc", "a%c", "a_", "b", "ba", "\\"])
+STRINGS = st.sampled_from(["", "a", "ab", "abc", "a%c", "a_", "b", "ba", "\\", "A", "aB", "Ab"])
 PATTERNS = st.one_of(
     st.lists(st.sampled_from(["a", "b", "c", "%", "_", "\\%", "\\_"]), max_size=4).map("".join),
     # prefix patterns, the ones pruning reasons about
@@ -438,8 +485,24 @@ def leaf(column: str) -> st.SearchStrategy[Expr]:
         st.builds(lambda low, high: col(column).between(low, high), values, values),
     ]
     if column == "s":
-        choices.append(st.builds(Like, st.just(column), PATTERNS, st.booleans()))
+        choices.append(st.builds(Like, st.just(column), PATTERNS, st.booleans(), st.booleans()))
+        function = st.sampled_from(["lower", "upper"]).map(lambda name: Function(name, Ref(column)))
+        choices.append(st.builds(on_value, function, st.one_of(
+            st.builds(Comparison, st.just("v"), OPS, values),
+            st.builds(In, st.just("v"), st.lists(values, min_size=1, max_size=3), st.booleans()),
+            st.builds(Like, st.just("v"), PATTERNS, st.booleans()),
+            st.builds(IsNull, st.just("v"), st.booleans()))))
+    if column == "i":
+        remainder = st.integers(-4, 4).filter(bool).map(lambda k: Arithmetic("%", Ref(column), Literal(k)))
+        choices.append(st.builds(on_value, remainder, st.one_of(
+            st.builds(Comparison, st.just("v"), OPS, values),
+            st.builds(In, st.just("v"), st.lists(values, min_size=1, max_size=3), st.booleans()))))
     return st.one_of(choices)
+
+
+def on_value(term: Term, leaf: Expr) -> Expr:
+    """``leaf`` (on the stand-in column ``v``) on the value of ``term``, as the parser builds it."""
+    return Computed(term, replace(leaf, column=str(term)))  # type: ignore[type-var]
 
 
 LEAVES = st.one_of(leaf("i"), leaf("f"), leaf("s"))
@@ -643,7 +706,12 @@ ANY_LEAF = st.one_of(
     st.builds(IsNull, NAMES, st.booleans()),
     # a pattern ending in an odd number of backslashes has a dangling escape: rejected
     st.builds(Like, NAMES, st.text(max_size=6).filter(lambda p: (len(p) - len(p.rstrip("\\"))) % 2 == 0),
-              st.booleans()),
+              st.booleans(), st.booleans()),
+    st.builds(on_value, st.builds(Function, st.sampled_from(["lower", "upper"]), NAMES.map(Ref)),
+              st.builds(Comparison, st.just("v"), OPS, ANY_LITERAL)),
+    st.builds(on_value, st.builds(lambda name, k: Arithmetic("%", Ref(name), Literal(k)), NAMES,
+                                  st.integers().filter(bool)),
+              st.builds(In, st.just("v"), st.lists(ANY_LITERAL, min_size=1, max_size=3), st.booleans())),
 )
 ANY_EXPRESSION = st.recursive(
     ANY_LEAF,

@@ -6,8 +6,9 @@ wildcards in strings, a zoned timestamp across both 2024 daylight-saving changes
 millisecond timestamp against microsecond literals, decimals, uint64 values at and above
 2**63, float32) is written as several files with small
 row groups, some rows are deleted, and the live rows are loaded into DuckDB. Then random
-filters (comparisons either way round, IN / NOT IN, [NOT] BETWEEN, [NOT] LIKE with escapes,
-IS [NOT] NULL, AND / OR / NOT) are checked three ways:
+filters (comparisons either way round, IN / NOT IN, [NOT] BETWEEN, [NOT] LIKE and ILIKE with
+escapes, IS [NOT] NULL, AND / OR / NOT, lower() / upper() of strings and integer remainders,
+`i % k`) are checked three ways:
 
 - rows: our row filter over all live rows selects DuckDB's rows;
 - pruning: no file and no row group that the manifest or footer statistics rule out holds a
@@ -146,7 +147,8 @@ LITERALS: dict[str, Callable[[random.Random], Text]] = {
     "day": lambda rng: same(f"DATE '{rng.choice(VALUES['day'] + [dt.date(2024, 10, 24)])}'"),  # type: ignore[operator]
     "b": lambda rng: same(rng.choice(["TRUE", "FALSE"])),
 }
-COLUMNS = [FilterColumn(name, name, literal, like_pattern if name == "s" else None)
+COLUMNS = [FilterColumn(name, name, literal, like_pattern if name == "s" else None,
+                        integer=pa.types.is_integer(SCHEMA.field(name).type))
            for name, literal in LITERALS.items()]
 
 

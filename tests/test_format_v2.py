@@ -93,7 +93,7 @@ def test_overwrite_and_compaction_rewrite_the_segments_holding_their_files():
     t = tiny_table()
     for i in range(12):
         t.append(rows(range(i * 10, i * 10 + 10)))
-    t.overwrite(rows([1000]), where="id < 25")
+    t.overwrite(rows([1000]), where="id < 25 OR id = 1000")
     assert ids(t) == Counter([*range(25, 120), 1000])
     t.delete("id < 60")
     t.compact(min_deleted_fraction=0.1)

@@ -2,72 +2,36 @@
 
 The extensions on PyPI (``duckdb-ext-iceberg``, ``-avro``, ``-delta``, ``-httpfs``) are built
 for DuckDB 1.4.4, and the suite's DuckDB is newer, so the readers run in a subprocess whose
-path starts with a directory holding ``duckdb==1.4.4`` and those packages. The test installs
-it there with ``pip --target`` on first use (about 30 s, once) and reuses it afterwards:
-``$MT_DUCKDB_ENV``, default ``~/.cache/manifest_table/duckdb-1.4.4-<hash of the packages>``.
+path starts with a directory holding ``duckdb==1.4.4`` and those packages, installed once
+(about 30 s) by tests/reader_envs.py. DuckDB 1.5.5 reads the random histories of
+tests/test_mirror_matrix.py.
 
 DuckDB 1.4.4's ``delta_scan`` reads the latest version only (it takes no version), so older
 versions are checked through ``iceberg_scan`` and the other readers (tests/test_mirrors.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
 import manifest_table as mt
-from tests.duckdb_mirror_reader import canonical
+from tests.mirror_canonical import of_arrow
+from tests.reader_envs import DUCKDB_1_4, installed, run_reader
 from tests.mirror_readers import PROPERTIES, SCHEMA, delta_rows, rows, run_history
-
-PACKAGES = ["duckdb==1.4.4", "pytz",
-            *(f"duckdb-ext-{name}==1.4.4.20260205" for name in ("iceberg", "avro", "delta", "httpfs"))]
-"""(pytz: DuckDB 1.4.4's Python client needs it to return zoned timestamps.)"""
-ENV = Path(os.environ.get("MT_DUCKDB_ENV", Path.home() / ".cache" / "manifest_table" /
-                          f"duckdb-1.4.4-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:8]}"))
-READER = Path(__file__).with_name("duckdb_mirror_reader.py")
-
-
-def _environment() -> Path:
-    """The directory holding DuckDB 1.4.4 and its extensions, installed once: into a fresh
-    directory renamed into place, so concurrent test runs never see half an install."""
-    marker = ENV / ".complete"
-    if not marker.exists():
-        staging = ENV.with_name(f"{ENV.name}.{uuid.uuid4().hex}")
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                               str(staging), *PACKAGES], capture_output=True, text=True)
-        assert done.returncode == 0, f"installing {PACKAGES} failed: {done.stderr[-2000:]}"
-
-        (staging / ".complete").touch()
-        ENV.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            staging.rename(ENV)
-        except OSError:  # another run installed it first
-            shutil.rmtree(staging, ignore_errors=True)
-    return ENV
 
 
 def _duckdb(queries: dict[str, str], secret: str | None = None) -> dict[str, object]:
-    env_dir = _environment()
-    request = json.dumps({"extensions": str(env_dir / "duckdb_ext"), "secret": secret, "queries": queries})
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(env_dir), str(Path(__file__).parents[1])])}
-    done = subprocess.run([sys.executable, str(READER)], input=request, capture_output=True, text=True,
-                          env=environ, check=True, timeout=300)
-    found = json.loads(done.stdout)
+    request = json.dumps({"secret": secret, "queries": queries})
+    found = json.loads(run_reader("duckdb_mirror_reader.py", installed("duckdb-1.4.4", DUCKDB_1_4), request))
     assert found.pop("duckdb") == "1.4.4"
     return found
 
 
 def _rows(t: mt.Table, version: int | None = None) -> list[list[object]]:
-    table = t.scan(version=version).to_arrow()
-    return canonical(table.column_names, list(zip(*(c.to_pylist() for c in table.columns))))
+    return of_arrow(t.scan(version=version).to_arrow())
 
 
 def _check(t: mt.Table, location: str, secret: str | None = None) -> None:

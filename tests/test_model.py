@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import manifest_table as mt
+from manifest_table.errors import InvalidArgumentError
 from manifest_table.storage import MemoryStore
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
@@ -77,10 +78,17 @@ class TableModel(RuleBasedStateMachine):
         assert info.metrics["rows_deleted"] == len(self.rows) - len(keep)
         self.committed(info, keep)
 
-    @rule(rows=ROWS, condition=st.one_of(st.none(), CONDITIONS))
-    def overwrite(self, rows, condition):
+    @rule(rows=ROWS, condition=st.one_of(st.none(), CONDITIONS), require_match=st.booleans())
+    def overwrite(self, rows, condition, require_match):
+        """With a condition, every new row must satisfy it unless ``require_match=False``."""
         keep = [] if condition is None else [r for r in self.rows if not condition[1](*r)]
-        info = self.table.overwrite(as_table(rows), None if condition is None else condition[0])
+        outside = [] if condition is None else [r for r in rows if not condition[1](*r)]
+        text = None if condition is None else condition[0]
+        if outside and require_match:
+            with pytest.raises(InvalidArgumentError, match=f"^{len(outside)} of the"):
+                self.table.overwrite(as_table(rows), text)
+            return
+        info = self.table.overwrite(as_table(rows), text, require_match=require_match)
         self.committed(info, keep + rows)
 
     @rule(condition=st.one_of(st.none(), CONDITIONS), value=st.sampled_from(["a", "b", None]),

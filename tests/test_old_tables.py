@@ -8,16 +8,20 @@ in Europe/Berlin across the repeated hour of 2024-10-27. `...expected/v{N}.parqu
 what 0.1.0 read at each version, sorted by id. `table_written_by_0.2.0/` is the same for the
 first release of format version 2 (its script: `tests/data/write_table_0.2.0.py`), and
 `table_with_second_units_by_0.2.0/` one whose segments hold second-unit timestamps and date64
-(`tests/data/write_second_units_table_0.2.0.py`)."""
+(`tests/data/write_second_units_table_0.2.0.py`), and `table_with_updates_by_0.3.0/` updates and
+upserts from before commits recorded their change feed pairs
+(`tests/data/write_updates_table_0.3.0.py`)."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -155,3 +159,27 @@ def test_a_table_of_0_2_0_with_second_units_and_date64_in_segments_reads_and_tak
     fresh = mt.open_table(table.uri)
     assert fresh.scan(where="id >= 1000").to_arrow().schema == latest.schema
     assert fresh.scan().count() == latest.num_rows + 2
+
+
+UPDATES_WRITTEN = DATA / "table_with_updates_by_0.3.0"
+
+
+def test_the_change_feed_of_a_table_of_0_3_0_reports_its_updates_as_deletes_and_inserts(tmp_path: Path) -> None:
+    """Written by tests/data/write_updates_table_0.3.0.py (every kind of write, updates and
+    upserts recorded no pairs then): each commit's change rows are the difference of the
+    versions around it, read as the latest schema (a rename included), its updates and
+    upserts as deletes and inserts (docs/changes.md). A new update on it pairs."""
+    table = copy_of(UPDATES_WRITTEN, tmp_path)
+    feed = table.changes(0).to_arrow()
+    assert set(feed.column("_change_type").to_pylist()) == {"insert", "delete"}
+    data = feed.column_names[:3]
+    for version in range(1, table.version + 1):
+        before = Counter(tuple(r.values()) for r in table.scan(version=version - 1).to_arrow().to_pylist())
+        after = Counter(tuple(r.values()) for r in table.scan(version=version).to_arrow().to_pylist())
+        commit = feed.filter(pc.equal(feed.column("_commit_version"), version))
+        found = {kind: Counter(tuple(r[c] for c in data) for r in commit.to_pylist() if r["_change_type"] == kind)
+                 for kind in ("delete", "insert")}
+        assert found == {"delete": before - after, "insert": after - before}, version
+    table.update(values={"qty": 7}, where="id = 30")
+    assert table.changes(table.version - 1).to_arrow().column("_change_type").to_pylist() == [
+        "update_preimage", "update_postimage"]

@@ -57,12 +57,14 @@ def test_set_properties_is_one_commit_that_raises_the_format_version_and_round_t
 def test_create_table_takes_properties_and_picks_the_format_version(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={"gc_grace": "2d", "tail_limit": 8})
     assert (root(t)["format_version"], t.properties["gc_grace"], t.properties["tail_limit"]) == (3, "2d", 8)
+    assert t.set_properties({"gc_grace": 5400}).committed  # a number is seconds, as for every duration
+    assert mt.open_table(t.uri).properties["gc_grace"] == "90m"
 
 
 @pytest.mark.parametrize("given, match", [
     ({"gc_grac": "1h"}, r"unknown table properties \['gc_grac'\] \(did you mean 'gc_grace'\?\)"),
     ({"gc_grace": "0"}, "gc_grace must be a positive duration"),
-    ({"gc_grace": 3600}, "gc_grace must be a datetime.timedelta"),
+    ({"gc_grace": [3600]}, "gc_grace must be a datetime.timedelta"),
     ({"gc_grace": "soon"}, "not a duration: 'soon'"),
     ({"tail_limit": 0}, "tail_limit must be at least 1"),
     ({"tail_limit": True}, "tail_limit must be an integer"),

@@ -150,7 +150,7 @@ def test_delete_update_upsert_and_overwrite_match_a_model(big: tuple[mt.Table, p
     model = pa.concat_tables([model.filter(pc.invert(pc.is_in(model["id"], source["id"]))), source])
     assert same_rows(t, model)
 
-    replacement = realistic(10_000_000, 250_000, seed=4).set_column(1, "k", pa.array(np.full(250_000, 5)))
+    replacement = realistic(10_000_000, 250_000, seed=4).set_column(1, "k", pa.array(np.full(250_000, 500)))
     t.overwrite(replacement, where="k >= 500")
     model = pa.concat_tables([model.filter(pc.less(model["k"], 500)), replacement])
     assert same_rows(t, model) and t.scan().count() == model.num_rows

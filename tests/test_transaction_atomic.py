@@ -195,7 +195,7 @@ def test_transaction_count_sees_its_staged_deletes(table: mt.Table, operation: C
 def test_overwrite_conflicts_with_a_concurrent_append_its_condition_matches(
         table: mt.Table, where: str, concurrent: dict[str, Any]) -> None:
     tx = table.transaction()
-    tx.overwrite(rows(2000, 2001), where=where)
+    tx.overwrite(rows(2000, 2001, **concurrent), where=where)
     table.append(rows(5000, 5001, **concurrent))
     with pytest.raises(CommitConflictError, match="may match this commit's condition"):
         tx.commit()
@@ -204,7 +204,7 @@ def test_overwrite_conflicts_with_a_concurrent_append_its_condition_matches(
 
 def test_overwrite_rebases_over_an_append_its_condition_cannot_match(table: mt.Table) -> None:
     tx = table.transaction()
-    tx.overwrite(rows(2000, 2001), where="d = 1.1")
+    tx.overwrite(rows(2000, 2001, d=Decimal("1.10")), where="d = 1.1")
     table.append(rows(5000, 5001, d=Decimal("1.20")))
     assert tx.commit().committed
     assert 2000 in ids(table) and 5000 in ids(table)

@@ -178,3 +178,22 @@ def test_bad_values_commit_nothing(table: mt.Table, assignments, values, message
     with pytest.raises(InvalidArgumentError, match=message):
         table.update(assignments, values=values)
     assert table.version == version
+
+
+def test_plain_values_are_stored_as_given_when_the_column_holds_them(tmp_path):
+    """Issue 30 item 6: ``values=`` took only what filters take as literals, so NaN,
+    infinities, bytes, durations and lists were an ``InvalidFilterError``. They convert as a
+    row's values do in ``append``."""
+    import datetime as dt
+
+    schema = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("b", pa.binary()), ("fb", pa.binary(2)),
+                        ("d", pa.duration("s")), ("t", pa.time64("us")), ("l", pa.list_(pa.int32()))])
+    t = mt.create_table(tmp_path / "t", schema)
+    t.append([{"id": 1}])
+    values = {"f": float("inf"), "b": b"\xff\x00", "fb": b"ab", "d": dt.timedelta(seconds=5),
+              "t": dt.time(1, 2), "l": [1, None]}
+    t.update(values=values)
+    assert t.to_arrow().to_pylist() == [{"id": 1, **values}]
+    t.update(values={"f": float("nan")})
+    assert t.to_arrow().column("f").to_pylist()[0] != t.to_arrow().column("f").to_pylist()[0]
+    assert t.history()[0].parameters["updates"][0]["set"] == {"f": "nan"}

@@ -10,17 +10,24 @@ without a zone keeps wall-clock times and refuses a value with an offset rather 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.dataset as ds
 
 from ..arguments import check_unicode
 from ..errors import InputFileError
+from ..format.column_types import with_doubles
+from ..lazy import lazy
 from .jsonl import from_json, is_binary, read_json_lines, to_timestamp
+from .options import CsvDialect
+
+if TYPE_CHECKING:
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as ds
+else:
+    pacsv = lazy("pyarrow.csv")
+    ds = lazy("pyarrow.dataset")
 
 INPUT_FORMATS = {
     ".parquet": "parquet",
@@ -36,16 +43,6 @@ INPUT_FORMATS = {
 
 def format_of(path: str) -> str | None:
     return INPUT_FORMATS.get(Path(path).suffix.lower())
-
-
-@dataclass(frozen=True)
-class CsvDialect:
-    """How CSV files are read and written (``--delimiter``, ``--null-value``). Only the
-    listed texts, unquoted, are null: pyarrow's default list (``NA``, ``NULL``, ``N/A``,
-    ``NaN``, ...) turned Namibia's country code and every NaN into nulls."""
-
-    delimiter: str = ","
-    null_values: tuple[str, ...] = ("",)
 
 
 def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect()) -> pa.RecordBatchReader:
@@ -73,21 +70,14 @@ def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect())
     return pa.RecordBatchReader.from_batches(reader.schema, _reported(path, reader))
 
 
-def _open_csv(path: str, schema: pa.Schema, dialect: CsvDialect) -> Iterator[pa.RecordBatch]:
+def _open_csv(path: str, schema: pa.Schema, dialect: CsvDialect) -> pa.RecordBatchReader:
     """CSV parsed as the table's types, except what Arrow's CSV reader cannot parse exactly:
     zoned timestamps (offset-less ones are UTC, ``to_timestamp``) and binary (base64, as
-    ``scan --format csv`` writes it) are read as text and converted."""
+    ``scan --format csv`` writes it) are read as text and converted; float32 as float64, so
+    that ``append`` narrows it by a checked cast (Arrow's own parse makes 1e39 infinity)."""
     special = {f.name: f.type for f in schema if is_binary(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz)}
-    reader = pacsv.open_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-        convert_options=pacsv.ConvertOptions(
-            column_types={f.name: pa.string() if f.name in special else f.type for f in schema},
-            null_values=list(dialect.null_values),
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-        ),
-    )
+    types = {f.name: pa.string() if f.name in special else with_doubles(f.type) for f in schema}
+    reader = open_csv(path, dialect, types)
     if not special:
         return reader
     names = reader.schema.names
@@ -101,6 +91,84 @@ def _open_csv(path: str, schema: pa.Schema, dialect: CsvDialect) -> Iterator[pa.
             for b in reader
         ),
     )
+
+
+_BLOCK = 1 << 20
+_MAX_BLOCK = 1 << 30
+
+
+def open_csv(
+    path: str, dialect: CsvDialect, column_types: dict[str, pa.DataType] | None = None
+) -> pa.RecordBatchReader:
+    """A CSV file as a stream of batches (``column_types`` as given, the other columns as
+    Arrow infers them from the first block), read the one way every command reads CSV:
+    values may hold newlines inside quotes (what ``scan --format csv`` writes for them), a row
+    may be longer than Arrow's 1 MiB block (the file is read again with blocks four times as
+    large, up to 1 GiB, past the rows already read), and the header must be UTF-8 names,
+    each given once (``InputFileError`` otherwise)."""
+    parse = pacsv.ParseOptions(delimiter=dialect.delimiter, newlines_in_values=True)
+    convert = pacsv.ConvertOptions(
+        column_types=column_types or {},
+        null_values=list(dialect.null_values),
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+    )
+
+    def opened(block: int) -> tuple[pa.RecordBatchReader, int]:
+        while True:
+            try:
+                return pacsv.open_csv(path, pacsv.ReadOptions(block_size=block), parse, convert), block
+            except pa.ArrowInvalid as exc:
+                if not _straddles(exc, block):
+                    raise
+                block *= 4
+
+    def batches(reader: pa.RecordBatchReader, block: int) -> Iterator[pa.RecordBatch]:
+        done = 0
+        while True:
+            try:
+                for batch in _after(reader, done):
+                    yield batch
+                    done += batch.num_rows
+                return
+            except pa.ArrowInvalid as exc:
+                if not _straddles(exc, block):
+                    raise
+                reader, block = opened(block * 4)
+
+    reader, block = opened(_BLOCK)
+    _check_header(path, reader.schema)
+    return pa.RecordBatchReader.from_batches(reader.schema, batches(reader, block))
+
+
+def _straddles(exc: pa.ArrowInvalid, block: int) -> bool:
+    """A row longer than the block (Arrow: "straddling object straddles two block boundaries")."""
+    return "straddl" in str(exc) and block < _MAX_BLOCK
+
+
+def _after(reader: pa.RecordBatchReader, skip: int) -> Iterator[pa.RecordBatch]:
+    """The batches of ``reader`` past its first ``skip`` rows (read already, with smaller blocks)."""
+    for batch in reader:
+        if skip >= batch.num_rows:
+            skip -= batch.num_rows
+            continue
+        yield batch.slice(skip) if skip else batch
+        skip = 0
+
+
+def _check_header(path: str, schema: pa.Schema) -> None:
+    try:
+        names = schema.names
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"the header of {path} is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} in a "
+            "column name): save the file as UTF-8"
+        ) from None
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputFileError(f"the header of {path} names columns {repeated} more than once")
+    if not all(names):
+        raise InputFileError(f"the header of {path} has an empty column name (column {names.index('') + 1})")
 
 
 def _from_text(column: pa.Array, arrow_type: pa.DataType) -> pa.Array:

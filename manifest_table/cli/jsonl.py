@@ -30,17 +30,25 @@ import json
 import math
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from ..errors import InputFileError
+from ..format.column_types import appendable, cast_safely
+from ..format.schema import MERGE_HINT
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 LINES_PER_BATCH = 65536
 _SPECIAL = frozenset({"NaN", "Infinity", "-Infinity"})
 _SPECIAL_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 # An offset after a time of day: "…12:00Z", "…12:00:00.5+02:00", "…12:00 -0130".
 _OFFSET = r"\d:\d\d(:\d\d(\.\d*)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)$"
 
@@ -87,13 +95,29 @@ def to_json(array: pa.Array) -> list[Any]:
     if is_binary(kind) or pat.is_binary_view(kind):
         return [None if v is None else base64.b64encode(v).decode("ascii") for v in array.to_pylist()]
     if pat.is_timestamp(kind):  # Arrow writes "2025-10-04 14:00:00.5+0200"
-        text = pc.replace_substring_regex(array.cast(pa.string()), r"^(\S+) ", r"\1T")
+        text = pc.replace_substring_regex(timestamp_text(array), r"^(\S+) ", r"\1T")
         return pc.replace_substring_regex(text, r"([+-]\d\d)(\d\d)$", r"\1:\2").to_pylist()
     if pat.is_decimal(kind) or pat.is_date(kind) or pat.is_time(kind):
         return array.cast(pa.string()).to_pylist()
     if pat.is_duration(kind):
         return array.cast(pa.int64()).to_pylist()
     return array.to_pylist()
+
+
+def timestamp_text(array: pa.Array) -> pa.Array:
+    """Arrow's text of timestamps (``2025-10-04 14:00:00.000000+0200``): a zoned value in its
+    column's zone with its offset, except where the zone's offset then had seconds (local mean
+    time before about 1900: Berlin's was +00:53:28), which ISO 8601's offsets cannot write and
+    Arrow would cut to +0053: such a value is written in UTC (``...Z``), the same instant."""
+    text = array.cast(pa.string())
+    if not array.type.tz:
+        return text
+    per_minute = 60 * _PER_SECOND[array.type.unit]
+    offset = pc.subtract(pc.local_timestamp(array), array.cast(pa.timestamp(array.type.unit))).cast(pa.int64())
+    odd = pc.not_equal(pc.multiply(pc.divide(offset, per_minute), per_minute), offset)
+    if not pc.any(odd).as_py():
+        return text
+    return pc.if_else(odd, array.cast(pa.timestamp(array.type.unit, "UTC")).cast(pa.string()), text)
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -107,7 +131,7 @@ def read_json_lines(path: str, source: IO[bytes], schema: pa.Schema) -> Iterator
         rows = _objects(path, first, lines)
         unknown = set().union(*rows) - set(schema.names)
         if unknown:
-            raise InputFileError(f"cannot read {where}: unknown columns {sorted(unknown)}")
+            raise InputFileError(f"cannot read {where}: unknown columns {sorted(unknown)} ({MERGE_HINT})")
         try:
             yield pa.RecordBatch.from_arrays(
                 [from_json([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema
@@ -193,7 +217,8 @@ def _leaf(values: list[Any], kind: pa.DataType) -> pa.Array:
         strange = {v for v in values if type(v) is str} - _SPECIAL
         if strange:
             raise ValueError(f"{sorted(strange)[0]!r} is not a {kind} value")
-        return pa.array([None if v is None else float(v) for v in values], kind)
+        doubles = pa.array([None if v is None else float(v) for v in values], pa.float64())
+        return cast_safely(doubles, kind, appendable, ValueError, f"a {kind} value")  # 1e39: no float32
     if is_binary(kind):
         return pa.array([None if v is None else _base64(v) for v in _expect(values, (str,), kind)], kind)
     if pat.is_decimal(kind):  # a safe cast from text: a digit the scale cannot hold is an error

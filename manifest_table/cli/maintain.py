@@ -1,5 +1,5 @@
-"""Maintenance commands: ``compact``, ``gc`` and ``upgrade`` on one table, and ``maintain``, the
-scheduled job (compaction then GC on a table or every table under a root) that
+"""Maintenance commands: ``compact``, ``gc``, ``upgrade`` and ``repair`` on one table (``repair``
+also on a database), and ``maintain``, the scheduled job (compaction then GC on a table or every
 ``gc/maintain.py`` also runs. The job's options are defined here once for both."""
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ from ..maintenance.job import JobOptions, describe_compaction, describe_plan, fi
 from ..operations.compaction import plan_compaction
 from ..table import Table
 from ..wording import count
-from .options import checked, duration, fraction, open_from, open_table_or_database, retention, size, storage_options
+from .options import (
+    PROG,
+    checked,
+    duration,
+    fraction,
+    open_from,
+    open_table_or_database,
+    retention,
+    size,
+    storage_options,
+)
 from .progress import activity
-from .read import PROG
 
 
 def compact(args: argparse.Namespace) -> None:

@@ -4,17 +4,26 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from ..mirrors.sync import status
 from ..table import Table
-from .options import open_from
+from .options import PROG, open_from
 from .progress import activity
 
 
-def mirror(args: argparse.Namespace) -> None:
-    table = open_from(args)
+def mirror(args: argparse.Namespace) -> int | None:
     wanted = [name for name in ("iceberg", "delta") if getattr(args, name)]
+    if wanted and (args.off or args.sync):
+        other = "--off" if args.off else "--sync"
+        print(
+            f"{PROG}: error: {other} cannot be combined with {' and '.join(f'--{n}' for n in wanted)}: "
+            "--iceberg and --delta turn on exactly the mirrors named, --off turns them all off, "
+            "--sync brings those on up to date",
+            file=sys.stderr,
+        )
+        return 2
+    table = open_from(args)
     if args.off or wanted:
         with activity(f"setting the mirrors of {table.uri}"):
             info = table.set_mirrors(wanted)
@@ -26,10 +35,13 @@ def mirror(args: argparse.Namespace) -> None:
         with activity(f"syncing the mirrors of {table.uri}"):
             table.sync_mirrors()
     print(f"{table.uri}: {describe(versions(table))}")
+    return None
 
 
 def versions(table: Table) -> dict[str, int | None]:
     """Each mirror that is on, with the newest version it describes."""
+    from ..mirrors.sync import status  # (fastavro and the mirrors load only where needed)
+
     return status(table.log, table.mirrors)
 
 

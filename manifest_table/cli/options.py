@@ -6,16 +6,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..arguments import parse_duration, parse_size
-from ..database import Database, open_database
-from ..entry_points import open_table
-from ..errors import DatabaseNotFoundError, InvalidArgumentError
-from ..table import Table
-from .inputs import CsvDialect
+from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from ..database import Database
+    from ..table import Table
 
 T = TypeVar("T")
+PROG = "manifest-table"
 duration = parse_duration
 size = parse_size
 
@@ -87,15 +88,29 @@ def storage_options(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def open_from(args: argparse.Namespace) -> Table:
+    from ..entry_points import open_table  # the library loads once a command runs
+
     return open_table(args.uri, storage_options=storage_options(args))
 
 
 def open_table_or_database(args: argparse.Namespace) -> Table | Database:
     """The database at ``args.uri`` if there is one, else the table there."""
+    from ..database import open_database
+    from ..errors import DatabaseNotFoundError
+
     try:
         return open_database(args.uri, storage_options=storage_options(args))
     except DatabaseNotFoundError:
         return open_from(args)
+
+
+class CsvDialect(NamedTuple):
+    """How CSV files are read and written (``--delimiter``, ``--null-value``). Only the
+    listed texts, unquoted, are null: pyarrow's default list (``NA``, ``NULL``, ``N/A``,
+    ``NaN``, ...) turned Namibia's country code and every NaN into nulls."""
+
+    delimiter: str = ","
+    null_values: tuple[str, ...] = ("",)
 
 
 def delimiter(text: str) -> str:
@@ -131,4 +146,4 @@ def csv_options(reading: bool) -> argparse.ArgumentParser:
 
 def dialect(args: argparse.Namespace) -> CsvDialect:
     nulls = getattr(args, "null_values", None)
-    return CsvDialect(args.delimiter, tuple(nulls) if nulls is not None else CsvDialect.null_values)
+    return CsvDialect(args.delimiter) if nulls is None else CsvDialect(args.delimiter, tuple(nulls))

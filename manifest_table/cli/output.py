@@ -8,16 +8,23 @@ import functools
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from ..errors import InvalidArgumentError
-from .jsonl import is_binary, json_lines, to_json
+from ..lazy import lazy
+from .jsonl import is_binary, json_lines, timestamp_text, to_json
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pacsv = lazy("pyarrow.csv")
+    pq = lazy("pyarrow.parquet")
 
 Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
 OUTPUT_FORMATS = {
@@ -170,13 +177,17 @@ def csv_writer(schema: pa.Schema, delimiter: str = ",") -> Writer:
 def write_csv(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO, delimiter: str = ",") -> None:
     """pyarrow's CSV writer: strings quoted, nulls empty and unquoted, NaN and infinities as
     ``nan``, ``inf``, ``-inf`` (all of which ``append`` reads back as they were). Binary is
-    written in base64 (raw bytes need not be text: pyarrow refuses them)."""
-    binary = [i for i, f in enumerate(schema) if is_binary(f.type)]
-    text = pa.schema([f.with_type(pa.string()) if i in binary else f for i, f in enumerate(schema)])
+    written in base64 (raw bytes need not be text: pyarrow refuses them), zoned timestamps as
+    ``timestamp_text`` writes them (a historical offset with seconds would be cut)."""
+    binary = {i for i, f in enumerate(schema) if is_binary(f.type)}
+    zoned = {i for i, f in enumerate(schema) if pa.types.is_timestamp(f.type) and f.type.tz}
+    text = pa.schema([f.with_type(pa.string()) if i in binary | zoned else f for i, f in enumerate(schema)])
     with pacsv.CSVWriter(sink, text, write_options=pacsv.WriteOptions(delimiter=delimiter)) as writer:
         for batch in batches:
             for i in binary:
                 batch = batch.set_column(i, text.field(i), pa.array(to_json(batch.column(i)), pa.string()))
+            for i in zoned:
+                batch = batch.set_column(i, text.field(i), timestamp_text(batch.column(i)))
             writer.write_batch(batch)
 
 

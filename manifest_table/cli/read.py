@@ -1,28 +1,30 @@
-"""Commands that read: ``info`` (alias ``describe``), ``history``, ``scan``, ``count``."""
+"""Commands that read: ``info`` (alias ``describe``), ``history``, ``scan``, ``count``,
+``changes``, ``inspect``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..commit import CommitInfo
-from ..errors import InvalidArgumentError, VersionExpiredError
+from ..errors import InvalidArgumentError
 from ..format.properties import LAYOUT
-from ..table import Table
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
-from .options import csv_options, names, open_from, whole_number
+from .options import PROG, csv_options, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
-PROG = "manifest-table"
+if TYPE_CHECKING:
+    from ..commit import CommitInfo
+
 PREVIEW_ROWS = 20
 
 
@@ -34,7 +36,7 @@ def info(args: argparse.Namespace) -> None:
         "version": manifest.version,
         "operation": manifest.operation,
         "timestamp": timestamp(manifest.timestamp),
-        "oldest_retained_version": _oldest_retained(table, manifest.version),
+        "oldest_retained_version": table.log.oldest(manifest.version),
         "format_version": manifest.format_version,
         "data_files": manifest.totals.files,
         "live_rows": manifest.live_rows,
@@ -117,12 +119,25 @@ def scan(args: argparse.Namespace) -> None:
     table = open_from(args)
     scan = table.scan(args.columns, args.where, args.version, args.as_of)
     fmt = output_format(args)
-    if args.limit is None:
-        limit = None if args.output or fmt != "table" else PREVIEW_ROWS
-    else:
-        limit = args.limit or None  # 0: every row
     total = scan.count() if args.output and scan.where is None else None  # free without a filter
-    emit(args, fmt, _head(scan.to_batches(), limit), scan.schema, total)
+    emit(args, fmt, _head(scan.to_batches(), _limit(args, fmt), noted=args.limit is None), scan.schema, total)
+
+
+def changes(args: argparse.Namespace) -> None:
+    """The rows changed by the commits after ``--from`` up to ``--to`` (docs/changes.md)."""
+    if args.start is None and args.since is None:
+        raise InvalidArgumentError("changes needs --from VERSION (the last version already seen) or --since TIME")
+    feed = open_from(args).changes(
+        args.start, args.end, start_as_of=args.since, end_as_of=args.until, columns=args.columns, where=args.where
+    )
+    fmt = output_format(args)
+    emit(args, fmt, _head(feed.to_batches(), _limit(args, fmt), noted=args.limit is None), feed.schema, None)
+    logging.getLogger(__name__).info(
+        "the changes of versions %d..%d; continue with --from %d",
+        feed.start_version + 1,
+        feed.end_version,
+        feed.end_version,
+    )
 
 
 def inspect(args: argparse.Namespace) -> None:
@@ -165,8 +180,15 @@ def count(args: argparse.Namespace) -> None:
     print(open_from(args).scan([], args.where, args.version, args.as_of).count())
 
 
-def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
+def add_commands(command: Any) -> None:
     """Register the reading commands; ``command(name, run, summary, *parents, **kw)`` adds one."""
+    snapshot = argparse.ArgumentParser(add_help=False)
+    snapshot.add_argument("--where", metavar="EXPR", help="filter, e.g. \"id > 5 AND name LIKE 'a%%'\"")
+    travel = snapshot.add_mutually_exclusive_group()
+    travel.add_argument("--version", type=int, metavar="N", help="read version N")
+    travel.add_argument(
+        "--as-of", metavar="TIMESTAMP", help="read the version current at an ISO 8601 time (no offset: UTC)"
+    )
     described = command("info", info, "show version, schema, size and row counts", aliases=["describe"])
     described.add_argument("--json", action="store_true", help="print JSON")
 
@@ -185,6 +207,20 @@ def add_commands(command: Any, snapshot: argparse.ArgumentParser) -> None:
     _output_options(scanned)
 
     command("count", count, "count live rows", snapshot)
+
+    changed = command("changes", changes, "print the rows changed since a version", csv_options(reading=False))
+    start = changed.add_mutually_exclusive_group()
+    start.add_argument("--from", dest="start", type=whole_number, metavar="V", help="changes after version V")
+    start.add_argument("--since", metavar="TIMESTAMP", help="changes committed after an ISO 8601 time")
+    end = changed.add_mutually_exclusive_group()
+    end.add_argument("--to", dest="end", type=whole_number, metavar="V", help="up to version V (default: the latest)")
+    end.add_argument("--until", metavar="TIMESTAMP", help="up to the version current at an ISO 8601 time")
+    changed.add_argument("--where", metavar="EXPR", help="only changes of rows matching the filter")
+    changed.add_argument("--columns", type=names, metavar="A,B", help="columns to show (default: all)")
+    changed.add_argument(
+        "--limit", type=whole_number, metavar="N", help=f"at most N rows, 0 for all (default: as scan, {PREVIEW_ROWS})"
+    )
+    _output_options(changed)
 
     inspected = command(
         "inspect", inspect, "print the table's versions, data files or segments as a table", csv_options(reading=False)
@@ -209,9 +245,17 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
 
 
-def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
-    """The first ``limit`` rows, saying on stderr when rows were left out, so that a preview
-    is not mistaken for the whole result."""
+def _limit(args: argparse.Namespace, fmt: str) -> int | None:
+    """``--limit`` (0: every row); by default a preview for a printed table, else every row."""
+    if args.limit is None:
+        return None if args.output or fmt != "table" else PREVIEW_ROWS
+    return args.limit or None
+
+
+def _head(batches: Iterator[pa.RecordBatch], limit: int | None, noted: bool) -> Iterator[pa.RecordBatch]:
+    """The first ``limit`` rows; ``noted`` (the default preview, not an explicit ``--limit``):
+    saying on stderr when rows were left out, so that a preview is not mistaken for the whole
+    result."""
     if limit is None:
         yield from batches
         return
@@ -219,7 +263,8 @@ def _head(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.R
     for batch in batches:
         if batch.num_rows > left:
             yield batch.slice(0, left)
-            print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
+            if noted:
+                print(f"({PROG}: showing the first {limit} rows; --limit N shows more, 0 all)", file=sys.stderr)
             return
         yield batch
         left -= batch.num_rows
@@ -242,17 +287,3 @@ def _commit_json(info: CommitInfo) -> dict[str, Any]:
         "metrics": info.metrics,
         "parameters": info.parameters,
     }
-
-
-def _oldest_retained(table: Table, latest: int) -> int:
-    """Garbage collection expires a prefix of the versions, so a binary search finds the
-    oldest retained one in O(log n) manifest reads instead of walking the history."""
-    lo, hi = 0, latest
-    while lo < hi:
-        mid = (lo + hi) // 2
-        try:
-            table.manifest(mid)
-            hi = mid
-        except VersionExpiredError:
-            lo = mid + 1
-    return lo

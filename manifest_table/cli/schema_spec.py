@@ -6,16 +6,27 @@ CSV or JSON-lines file."""
 from __future__ import annotations
 
 import re
+import sys
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
 from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 from ..format.column_types import plain_type
-from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_ipc
+from ..lazy import lazy
+from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_csv, open_ipc
+from .jsonl import to_timestamp
+from .options import PROG
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pajson = lazy("pyarrow.json")
+    pq = lazy("pyarrow.parquet")
 
 _TYPES: dict[str, pa.DataType] = {
     **{f"{sign}int{bits}": getattr(pa, f"{sign}int{bits}")() for sign in ("", "u") for bits in (8, 16, 32, 64)},
@@ -103,20 +114,61 @@ def _inferred(path: str, kind: str, dialect: CsvDialect) -> pa.Schema:
     timestamps in microseconds (an inferred ``timestamp[s]`` would refuse a later fraction of
     a second). pyarrow's JSON reader drops the offsets it parsed (``...Z`` infers a zoneless
     type, which our reader then refuses for holding an offset), so a timestamp inferred from
-    JSON lines is zoned UTC, which takes offset-less values as UTC (cli/inputs.py)."""
-    if kind == "json":
-        found = pajson.open_json(path).schema
-    else:
-        found = pacsv.open_csv(
-            path,
-            parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-            convert_options=pacsv.ConvertOptions(null_values=list(dialect.null_values), strings_can_be_null=True),
-        ).schema
-    return pa.schema(
-        [
-            f.with_type(pa.timestamp("us", f.type.tz or ("UTC" if kind == "json" else None)))
-            if pa.types.is_timestamp(f.type)
-            else f
-            for f in found
-        ]
-    )
+    JSON lines is zoned UTC, which takes offset-less values as UTC (cli/inputs.py). A column
+    Arrow leaves as text whose every value is an ISO 8601 time, with an offset or without
+    (Arrow infers a timestamp only when all or none have one), is zoned UTC too; one that
+    only looks numeric or temporal stays text, and a note on stderr says so."""
+    reader = pajson.open_json(path) if kind == "json" else open_csv(path, dialect)
+    first = next(iter(reader), None)
+    fields = []
+    for f in reader.schema:
+        if pa.types.is_timestamp(f.type):
+            f = f.with_type(pa.timestamp("us", f.type.tz or ("UTC" if kind == "json" else None)))
+        elif pa.types.is_string(f.type) and first is not None:
+            f = f.with_type(_text_type(path, f.name, first.column(f.name)))
+        fields.append(f)
+    return pa.schema(fields)
+
+
+_NUMBER = r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$"
+_TIME = r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)?)?$"
+
+
+def _text_type(path: str, name: str, values: pa.Array) -> pa.DataType:
+    """The type of a column Arrow inferred as text: a zoned timestamp when every value is an
+    ISO 8601 time; else text, with a note when most values look like numbers or times."""
+    present = values.drop_null()
+    if not len(present):
+        return pa.string()
+    times = pc.match_substring_regex(present, _TIME)
+    if pc.all(times).as_py():
+        try:
+            to_timestamp(present, pa.timestamp("us", "UTC"))
+            return pa.timestamp("us", "UTC")
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # a date that is no date (2025-02-30): noted below
+    for looks, what, matched in (("times", "an ISO 8601 time", times), ("numbers", "a number", None)):
+        matched = matched if matched is not None else pc.match_substring_regex(present, _NUMBER)
+        share = pc.sum(matched).as_py() or 0
+        if share * 2 >= len(present):
+            odd = _first_odd(present, matched, looks)
+            print(
+                f"{PROG}: note: column {name!r} of {path} is read as text: its values look like {looks}, "
+                f"but {odd!r} is not {what}; give the types with create --schema to choose another",
+                file=sys.stderr,
+            )
+            break
+    return pa.string()
+
+
+def _first_odd(values: pa.Array, matched: pa.Array, looks: str) -> str:
+    """A value that does not parse as what the column looks like."""
+    others = values.filter(pc.invert(matched))
+    if len(others):
+        return str(others[0].as_py())
+    for value in values.to_pylist():  # every value has the shape: one does not parse
+        try:
+            to_timestamp(pa.array([value]), pa.timestamp("us", "UTC"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return str(value)
+    return str(values[0].as_py())

@@ -9,12 +9,14 @@ from typing import Any
 import pyarrow as pa
 
 from ..commit import CommitInfo
-from ..database import open_database
-from ..entry_points import create_table
-from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableExistsError, TableNotFoundError
+from ..data.ingest import batches_of
+from ..entry_points import create_from_rows, create_table
+from ..errors import InvalidArgumentError, InvalidFilterError, TableNotFoundError
+from ..expressions import parse_term, to_expr
+from ..format.column_types import with_doubles
 from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION
+from ..operations.overwrite import check_within
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
-from ..table import Table
 from ..wording import count
 from .inputs import INPUT_FORMATS, read_input
 from .jsonl import to_timestamp
@@ -28,64 +30,78 @@ log = logging.getLogger("manifest_table.cli")
 
 def create(args: argparse.Namespace) -> None:
     schema = parse_schema(args.schema) if args.schema is not None else file_schema(args.like, dialect(args))
-    _create(args, schema)
+    table = create_table(args.uri, schema, storage_options=storage_options(args), format_version=args.format_version)
+    _created(table.uri, args.format_version, schema)
 
 
-def _create(args: argparse.Namespace, schema: pa.Schema) -> Table:
-    format_version = getattr(args, "format_version", NEW_TABLE_FORMAT_VERSION)
-    table = create_in_place(args.uri, schema, storage_options(args), format_version)
-    print(f"created {table.uri} (version 0, format version {format_version}) with {count(len(schema), 'column')}")
-    return table
-
-
-def _open_or_create(args: argparse.Namespace) -> Table:
-    """``append --create``: the table, created from the first file's schema when missing."""
-    try:
-        return open_from(args)
-    except TableNotFoundError:
-        schema = file_schema(args.files[0], dialect(args))
-    try:
-        return _create(args, schema)
-    except TableExistsError:  # another writer created it meanwhile
-        return open_from(args)
-
-
-def create_in_place(uri: str, schema: pa.Schema, options: dict[str, str] | None, format_version: int) -> Table:
-    """A table of the database ``uri`` names the parent of (``DB_URI/TABLE``), else a table at ``uri``."""
-    parent, _, name = uri.rstrip("/").rpartition("/")
-    if parent:
-        try:
-            db = open_database(parent, storage_options=options)
-        except (DatabaseNotFoundError, InvalidArgumentError):
-            pass
-        else:
-            return db.create_table(name, schema, format_version=format_version)
-    return create_table(uri, schema, storage_options=options, format_version=format_version)
+def _created(uri: str, format_version: int, schema: pa.Schema) -> None:
+    print(f"created {uri} (version 0, format version {format_version}) with {count(len(schema), 'column')}")
 
 
 def append(args: argparse.Namespace) -> None:
-    table = _open_or_create(args) if args.create else open_from(args)
+    try:
+        table = open_from(args)
+    except TableNotFoundError:
+        if not args.create:
+            raise
+        _create_with_files(args)
+        return
     # Open every input first: a missing or unreadable file fails before any data is written.
-    readers = [read_input(path, table.schema, dialect(args)) for path in args.files]
+    readers = _readers(args, table.schema)
     with table.transaction() as tx:
         for path, reader in zip(args.files, readers):
             log.info("appending %s", path)
-            tx.append(_counted(reader, f"appending {path}"))
+            tx.append(_counted(reader, f"appending {path}"), args.schema_mode)
         info = tx.commit()
     print(summary(info))
 
 
+def _create_with_files(args: argparse.Namespace) -> None:
+    """``append --create`` where there is no table: one made from the first file's schema
+    (with ``--schema-mode merge``, every file's columns) and the files' rows, committed
+    together or not at all: a file that fails leaves no table (``create_with_rows``; a
+    database's table: one database commit)."""
+    schema = file_schema(args.files[0], dialect(args))
+    if args.schema_mode == "merge":
+        for path in args.files[1:]:
+            schema = _with_new_columns(schema, path, args)
+    readers = _readers(args, schema)
+    batches = (b for path, r in zip(args.files, readers) for b in batches_of(_counted(r, f"appending {path}"), schema))
+    rows = pa.RecordBatchReader.from_batches(schema, batches)
+    table, info = create_from_rows(args.uri, schema, rows, storage_options(args))
+    _created(table.uri, NEW_TABLE_FORMAT_VERSION, schema)
+    print(summary(info))
+
+
+def _readers(args: argparse.Namespace, schema: pa.Schema) -> list[pa.RecordBatchReader]:
+    """Every input file opened as a stream of ``schema``'s columns (with ``--schema-mode
+    merge``, plus the file's own new columns, typed as ``create --like`` types them)."""
+    merge = getattr(args, "schema_mode", None) == "merge"
+    files = args.files if hasattr(args, "files") else [args.file]
+    return [read_input(p, _with_new_columns(schema, p, args) if merge else schema, dialect(args)) for p in files]
+
+
+def _with_new_columns(schema: pa.Schema, path: str, args: argparse.Namespace) -> pa.Schema:
+    found = file_schema(path, dialect(args))
+    return pa.schema([*schema, *(f for f in found if f.name not in schema.names)])
+
+
 def overwrite(args: argparse.Namespace) -> None:
     table = open_from(args)
-    readers = [read_input(path, table.schema, dialect(args)) for path in args.files]
+    readers = _readers(args, table.schema)
+    where = to_expr(args.where)
     with table.transaction() as tx:
         for i, (path, reader) in enumerate(zip(args.files, readers)):
             log.info("writing %s", path)
             data = _counted(reader, f"writing {path}")
             if i == 0:
-                tx.overwrite(data, args.where)
+                tx.overwrite(data, where, args.schema_mode, require_match=False)  # checked below, every file
             else:
-                tx.append(data)
+                tx.append(data, args.schema_mode)
+        if where is not None and args.require_match:
+            staging = tx.staging
+            remedy = "add --no-require-match to write them anyway"
+            check_within(table.io, staging.fields(), staging.changes.added, where.bind(staging.base.schema), remedy)
         info = tx.commit()
     print(summary(info))
 
@@ -100,10 +116,26 @@ def delete(args: argparse.Namespace) -> None:
 def update(args: argparse.Namespace) -> None:
     table = open_from(args)
     values = {name: typed_value(name, text, table.schema) for name, text in args.values}
+    for name, text in args.set:
+        _check_set(name, text, table.schema)
     info = table.update(dict(args.set) or None, args.where, values=values or None)
     updated = info.metrics.get("rows_updated", 0)
     state = "is now at" if info.committed else "is unchanged at"
     print(f"updated {updated} row{'' if updated == 1 else 's'}; the table {state} version {info.version}")
+
+
+def _check_set(name: str, text: str, schema: pa.Schema) -> None:
+    """``--set NAME=EXPR`` must be an expression over the table's columns; plain text is for
+    ``--value`` (the library says so in Python's words, ``values=``)."""
+    if name not in schema.names:
+        return  # the library names the nearest column
+    try:
+        parse_term(text).bind(schema)
+    except InvalidFilterError as exc:
+        raise InvalidArgumentError(
+            f"--set {name}={text} is not an expression over the table's columns ({str(exc).splitlines()[0]}); "
+            f"to store the text itself, use --value {name}={text}"
+        ) from None
 
 
 def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
@@ -116,14 +148,14 @@ def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
     try:
         if pa.types.is_timestamp(arrow_type) and arrow_type.tz:
             return to_timestamp(pa.array([text]), arrow_type)[0].as_py()
-        return pa.array([text]).cast(arrow_type)[0].as_py()
+        return pa.array([text]).cast(with_doubles(arrow_type))[0].as_py()  # 1e39: refused, not float32 inf
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InvalidArgumentError(f"--value {name}={text!r} is not a value of type {arrow_type} ({exc})") from None
 
 
 def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
-    reader = read_input(args.file, table.schema, dialect(args))
+    (reader,) = _readers(args, table.schema)
     log.info("upserting %s", args.file)
     info = table.upsert(
         _counted(reader, f"upserting {args.file}"),
@@ -132,6 +164,7 @@ def upsert(args: argparse.Namespace) -> None:
         when_not_matched=args.when_not_matched,
         when_not_matched_by_source=args.when_not_matched_by_source,
         columns=args.columns,
+        schema_mode=args.schema_mode,
     )
     print(summary(info))
 
@@ -163,6 +196,7 @@ def add_commands(command: Any) -> None:
         action="store_true",
         help="create the table from the first file's schema when there is none (as create --like)",
     )
+    _schema_mode_option(appended)
 
     deleted = command("delete", delete, "delete the rows matching a filter")
     deleted.add_argument("where", metavar="WHERE", help='filter, e.g. "id IN (1, 2)"')
@@ -170,6 +204,14 @@ def add_commands(command: Any) -> None:
     replaced = command("overwrite", overwrite, "replace every row, or the rows matching --where, in one commit", csv)
     replaced.add_argument("files", nargs="+", metavar="FILE", help=files_help)
     replaced.add_argument("--where", metavar="EXPR", help="replace only the rows matching this filter")
+    replaced.add_argument(
+        "--no-require-match",
+        dest="require_match",
+        action="store_false",
+        help="with --where, write the files' rows even when some do not match it (by default "
+        "that is an error: they would be kept beside the rows they were meant to replace)",
+    )
+    _schema_mode_option(replaced)
 
     updated = command("update", update, "assign new values to the rows matching --where (every row without it)")
     updated.add_argument("--where", metavar="EXPR", help="update only the rows matching this filter")
@@ -228,6 +270,15 @@ def add_commands(command: Any) -> None:
         metavar="COLUMNS",
         help="the columns a matched row's update sets, comma-separated (FILE may then omit "
         "the others; inserted rows get nulls there)",
+    )
+    _schema_mode_option(merged)
+
+
+def _schema_mode_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--schema-mode",
+        choices=("merge",),
+        help="merge: add the columns of the files that the table lacks (nullable), in the same commit",
     )
 
 

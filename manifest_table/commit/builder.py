@@ -15,10 +15,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyroaring import BitMap, FrozenBitMap
+from pyroaring import FrozenBitMap
 
 from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
@@ -27,6 +27,7 @@ from ..format.layout import check_layout, renamed_in_layout
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
 from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
+from ..format.replaced import replacements_to_json
 from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
@@ -38,10 +39,16 @@ from ..format.segment import (
     summarize,
     with_deletes,
 )
+from ..lazy import lazy
 from ..log.version import Version, locate
 from ..log.version_log import VersionLog
 from ..mirrors.types import check_mirrored
-from .changes import Changes, rewrites_to_json
+from .changes import Changes, replacements_of, rewrites_to_json
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 class ManifestBuilder:
@@ -78,6 +85,8 @@ class ManifestBuilder:
         parameters = dict(changes.parameters)
         if changes.rewrites:
             parameters["rewrites"] = rewrites_to_json(changes.rewrites)
+        if changes.replaced:
+            parameters["replaced"] = replacements_to_json(replacements_of(changes, self._tombstones.positions))
         apps = dict(prev.app_transactions)
         if changes.app_transaction:
             apps[changes.app_transaction[0]] = changes.app_transaction[1]
@@ -113,7 +122,7 @@ class ManifestBuilder:
         files = {f.path: f for f in prev.tail if f.path not in changes.removed}
         for f in changes.added:
             files[f.path] = f
-        refs = self._tombstones.stage({p: files[p] for p, bm in changes.deletes.items() if bm}, changes.deletes)
+        refs = self._tombstones.stage({p: files[p] for p, bm in changes.deletes.items() if bm}, changes)
         for path, (ref, _) in refs.items():
             files[path] = files[path].with_deletes(ref)
         return tuple(files.values()), sum(n for _, n in refs.values()), None
@@ -143,7 +152,7 @@ class ManifestBuilder:
             raise CommitConflictError(
                 f"version {prev.version} no longer holds files this commit changes: {missing[:5]}"
             )
-        refs = self._tombstones.stage({p: added[p] if p in added else located[p][0] for p in touched}, changes.deletes)
+        refs = self._tombstones.stage({p: added[p] if p in added else located[p][0] for p in touched}, changes)
         new_dv = {path: ref for path, (ref, _) in refs.items()}
         newly_deleted = sum(n for _, n in refs.values())
 
@@ -277,16 +286,23 @@ class _TombstoneStager:
     """Writes the tombstone object of an attempt, reusing the last one when neither the
     files' existing bitmaps nor our new positions changed since (a retry that lost only to
     appends). New positions do change when a rebase remaps a winner's deletes onto our
-    compaction outputs."""
+    compaction outputs. The same object holds the replaced positions the commit's
+    ``parameters.replaced`` must carry (``Changes.replaced_positions``): no object more."""
 
     def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
         self._log, self._dvs = log, dvs
-        self._key: dict[str, tuple[DeletionVector | None, FrozenBitMap]] | None = None
+        self._key: tuple[dict[str, tuple[DeletionVector | None, FrozenBitMap]], dict[str, FrozenBitMap]] | None = None
         self._refs: dict[str, tuple[DeletionVector, int]] = {}
+        self.positions: dict[str, DeletionVector] = {}
+        """Where the last object staged holds each of the replaced positions."""
         self.written: list[str] = []
 
-    def stage(self, files: dict[str, DataFile], deletes: dict[str, BitMap]) -> dict[str, tuple[DeletionVector, int]]:
-        key = {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()}
+    def stage(self, files: dict[str, DataFile], changes: Changes) -> dict[str, tuple[DeletionVector, int]]:
+        deletes, replaced = changes.deletes, changes.replaced_positions()
+        key = (
+            {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()},
+            {name: FrozenBitMap(bm) for name, bm in replaced.items()},
+        )
         if key == self._key:
             return self._refs
         unions, new_rows = {}, {}
@@ -294,9 +310,10 @@ class _TombstoneStager:
             existing = self._dvs.of(f)
             unions[path] = existing | deletes[path]
             new_rows[path] = len(unions[path]) - len(existing)
-        refs = write_tombstone(self._log.store, unions) if unions else {}
+        refs = write_tombstone(self._log.store, {**unions, **replaced}) if unions else {}
         self.written.extend({ref.path for ref in refs.values()})
-        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in refs}
+        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in unions}
+        self.positions = {name: refs[name] for name in replaced}
         return self._refs
 
 

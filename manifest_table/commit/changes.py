@@ -7,6 +7,7 @@ positions per file) rather than as a finished file list is what makes that possi
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..expressions import Expr, Or
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
 from ..format.properties import Properties
+from ..format.replaced import NewRows, ReplacedRows, Replacement
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,17 @@ class Rewrite:
 CURVE = "hilbert"
 
 
+@dataclass(frozen=True)
+class StagedReplacement:
+    """Rows an update or upsert replaced, and the files holding their new versions: the new
+    rows, in order (the first ``rows`` of each output), replace the sources' positions in
+    order, each file's ascending. The builder records it as ``parameters.replaced``
+    (format/replaced.py), from which the change feed pairs old and new rows."""
+
+    sources: tuple[tuple[str, BitMap], ...]
+    outputs: tuple[tuple[str, int], ...]
+
+
 @dataclass
 class Changes:
     operation: str
@@ -89,6 +102,7 @@ class Changes:
     rows are a conflict. None with serializable=True means every row was read. Bound to the
     table schema, so that its literals compare with file stats as the columns' types."""
     rewrites: list[Rewrite] = field(default_factory=list)
+    replaced: list[StagedReplacement] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     app_transaction: tuple[str, int] | None = None
@@ -133,6 +147,18 @@ class Changes:
             self.predicate = predicate if self.predicate is None else Or(self.predicate, predicate)
         self.serializable = True
 
+    def replaced_positions(self) -> dict[str, BitMap]:
+        """The replaced positions ``parameters.replaced`` must carry, keyed ``"<i>/<j>"``
+        (replacement i, source j): those of a file that another operation of this commit also
+        deleted from. The others are all the positions the commit deletes in their file."""
+        sources = [path for r in self.replaced for path, _ in r.sources]
+        return {
+            f"{i}/{j}": positions
+            for i, r in enumerate(self.replaced)
+            for j, (path, positions) in enumerate(r.sources)
+            if sources.count(path) > 1 or positions != self.deletes.get(path)
+        }
+
     def added_paths(self) -> set[str]:
         return {f.path for f in self.added}
 
@@ -147,10 +173,23 @@ class Changes:
             deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
             read_files=set(self.read_files),
             rewrites=list(self.rewrites),
+            replaced=list(self.replaced),
             kept_rows={path: BitMap(bitmap) for path, bitmap in self.kept_rows.items()},
             parameters=copy.deepcopy(self.parameters),
             metrics=copy.deepcopy(self.metrics),
         )
+
+
+def replacements_of(changes: Changes, positions: Mapping[str, DeletionVector]) -> list[Replacement]:
+    """``changes.replaced`` as recorded, with ``positions``: where the tombstone object of the
+    commit holds ``replaced_positions``."""
+    return [
+        Replacement(
+            tuple(ReplacedRows(path, len(bm), positions.get(f"{i}/{j}")) for j, (path, bm) in enumerate(r.sources)),
+            tuple(NewRows(path, rows) for path, rows in r.outputs),
+        )
+        for i, r in enumerate(changes.replaced)
+    ]
 
 
 def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:

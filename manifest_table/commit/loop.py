@@ -9,7 +9,9 @@ table's manifest (table_commit.py) and a database's version commit through the s
 3. Lost the race (the key exists)? Read it back: our own commit id means a retried PUT that
    landed (we won). Otherwise rebase onto the winner, and onto every version the pointer
    shows after it, and try the next version, with jittered backoff.
-4. Advance the pointer by compare-and-swap (never backwards) and only then acknowledge.
+4. Advance the pointer by compare-and-swap (never backwards) and only then acknowledge. Work
+   that needs only the committed version (``at_commit_point``: a table's mirrors) runs
+   meanwhile, and is waited for before the acknowledgement.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -138,10 +141,12 @@ def commit(
     pointer: Pointer,
     options: CommitOptions = CommitOptions(),
     started: Stamp | None = None,
+    at_commit_point: Callable[[V], Callable[[], None]] | None = None,
 ) -> V:
     """Commit ``proposal`` staged on ``base`` (the version ``pointer`` named when it was read
     at ``started``, or earlier if the proposal staged objects before: the deadline counts from
     it; unknown means "long ago": one more pointer read, and the deadline counts from now).
+    ``at_commit_point(committed)`` starts work after the commit point and returns its wait.
     Returns the committed version once the pointer is at or past it. Raises
     ``CommitConflictError`` (nothing was committed; staged objects are removed),
     ``CommitFailedError``, or ``AlreadyCommitted`` (staged objects removed, the pointer at or
@@ -190,7 +195,12 @@ def commit(
         # attempt was resolved: nothing was committed). The staged objects are garbage.
         proposal.discard()
         raise
-    _acknowledge(log, stored, pointer)
+    wait = at_commit_point(stored) if at_commit_point is not None else None
+    try:
+        _acknowledge(log, stored, pointer)
+    finally:
+        if wait is not None:
+            wait()
     return stored
 
 

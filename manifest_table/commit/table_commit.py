@@ -1,10 +1,17 @@
 """Committing a table's changes: the loop (loop.py) over the table's version log, with a
 proposal that builds each attempt's manifest (builder.py) and rebases onto a winner by the
 conflict matrix (conflicts.py). Once the commit has landed, the table's mirrors are written,
-best effort (docs/mirrors.md)."""
+best effort (docs/mirrors.md).
+
+``prepare`` is the one entrance to a table commit: a table's own commit (``commit``) and each
+table of a database transaction (database/transaction.py) pass through it, so every check a
+table's staged changes must pass before the commit loop runs is made there, once (STYLE.md,
+"One entrance per mechanism"; a database transaction that rebuilt this prologue once left out
+the replayed-batch check)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -82,6 +89,25 @@ class CommitsThrough(Protocol):
     ) -> Version: ...
 
 
+def prepare(log: VersionLog, base: Version, changes: Changes, dvs: DeletionVectors) -> TableProposal:
+    """The one entrance to a table commit: the checks ``changes``, staged on ``base``, pass
+    before the commit loop runs, then the proposal the loop drives (alone, or as one table of a
+    database commit). Per-table checks made before the commit point belong here:
+
+    - ``check_for_app_transaction_already_committed``: ``base`` already holds this streaming
+      batch (a replay). Raises ``AlreadyCommitted`` once what was staged is removed: it will
+      never be committed.
+
+    The same checks against each winner run in the rebase (conflicts.py)."""
+    proposal = TableProposal(log, changes, dvs)
+    try:
+        check_for_app_transaction_already_committed(changes, base)
+    except AlreadyCommitted:
+        proposal.discard()
+        raise
+    return proposal
+
+
 def commit(
     log: VersionLog,
     base: Version,
@@ -97,21 +123,30 @@ def commit(
     Raises ``CommitConflictError`` (nothing was committed; staged objects are removed) or
     ``CommitFailedError``. ``dvs``: the caller's tombstone cache (a delete already loaded the
     bitmaps it unions)."""
-    proposal = TableProposal(log, changes, dvs if dvs is not None else DeletionVectors(log.store))
     try:
-        check_for_app_transaction_already_committed(changes, base)
-    except AlreadyCommitted as done:  # a replayed batch: what it staged will never be committed
-        proposal.discard()
+        proposal = prepare(log, base, changes, dvs if dvs is not None else DeletionVectors(log.store))
+    except AlreadyCommitted as done:
         return CommitInfo.of(done.version, committed=False)
     try:
         if isinstance(log, CommitsThrough):
             committed = log.commit_table(proposal, base, pointer, options, started)
+            _mirrors(log)(committed)()
         else:
-            committed = commit_loop(log, proposal, base, pointer, options, started)
+            committed = commit_loop(log, proposal, base, pointer, options, started, _mirrors(log))
     except AlreadyCommitted as done:  # the loop removed what was staged and advanced the pointer
         return CommitInfo.of(done.version, committed=False)
-    if committed.mirrors:  # best effort, after the commit point (docs/mirrors.md)
-        from ..mirrors.sync import after_commit
-
-        after_commit(log, committed)
     return CommitInfo.of(committed)
+
+
+def _mirrors(log: VersionLog) -> Callable[[Version], Callable[[], None]]:
+    """Writing a committed version's mirrors, best effort, after the commit point (while the
+    pointer advances; docs/mirrors.md). Returns the wait for them."""
+
+    def start(committed: Version) -> Callable[[], None]:
+        if not committed.mirrors:
+            return lambda: None
+        from ..mirrors.sync import start as start_mirrors  # (fastavro and the writers load on use)
+
+        return start_mirrors(log, committed)
+
+    return start

@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from ..arguments import did_you_mean
 from ..errors import SchemaMismatchError
-from ..format.schema import conform
+from ..format.column_types import appendable, cast_safely, with_doubles
+from ..format.schema import MERGE_HINT, conform
 
 
 def arrow_input(data: Any) -> Any:
@@ -56,10 +57,10 @@ def schema_of(data: Any) -> pa.Schema:
     if isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return data.schema
     if isinstance(data, list):
-        try:
-            return pa.Table.from_pylist(data).schema
-        except (pa.ArrowException, TypeError, AttributeError) as exc:
-            raise SchemaMismatchError(f"the rows do not convert to Arrow: {exc}") from None
+        if not all(isinstance(row, dict) for row in data):
+            raise SchemaMismatchError("a list of rows must hold dicts, one per row")
+        names = list(dict.fromkeys(name for row in data for name in row))
+        return pa.schema([(name, _inferred_column(data, name).type) for name in names])
     if _is_pandas(data):
         return pa.Schema.from_pandas(data, preserve_index=False)
     raise unsupported_input(data)
@@ -145,19 +146,61 @@ def _from_rows(rows: list[Any], schema: pa.Schema) -> pa.Table:
     extra = sorted(set().union(*rows) - set(schema.names), key=repr)
     if extra:
         raise SchemaMismatchError(
-            f"data does not match the table schema: unknown columns {extra}{did_you_mean(extra, schema.names)}"
+            f"data does not match the table schema: unknown columns {extra}{did_you_mean(extra, schema.names)} "
+            f"({MERGE_HINT})"
         )
     arrays = []
     for field in schema:
         values = list(map(dict.get, rows, itertools.repeat(field.name)))  # (2x a comprehension)
-        _check_column(field.name, values, field.type)
-        try:
-            arrays.append(pa.array(values, type=field.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise SchemaMismatchError(f"column {field.name!r} ({field.type}): {exc}") from None
-        except UnicodeEncodeError as exc:
-            raise _not_unicode(f"column {field.name!r}", exc) from None
+        arrays.append(column_of(field, values))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def column_of(field: pa.Field, values: list[Any]) -> pa.Array:
+    """Python ``values`` as an array of ``field``'s type, each checked by kind (``_check_kind``)
+    and by range (a float beyond a float32 column's range is refused, not made infinite); a
+    ``SchemaMismatchError`` names the column and why. Appends of lists of dicts and the plain
+    values of ``update(values=...)`` convert through it."""
+    _check_column(field.name, values, field.type)
+    built = with_doubles(field.type)
+    built = built if appendable(built, field.type) else field.type
+    try:
+        array = pa.array(values, type=built)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise SchemaMismatchError(f"column {field.name!r} ({field.type}): {exc}") from None
+    except UnicodeEncodeError as exc:
+        raise _not_unicode(f"column {field.name!r}", exc) from None
+    if built == field.type:
+        return array
+    return cast_safely(array, field.type, appendable, SchemaMismatchError, f"column {field.name!r} ({field.type})")
+
+
+def _inferred_column(rows: list[dict[str, Any]], name: str) -> pa.Array:
+    """Column ``name`` of ``rows`` typed as Arrow infers it, with the errors Arrow raises
+    as Python's (an integer beyond int64, a lone surrogate) turned into ``SchemaMismatchError``."""
+    values = [row.get(name) for row in rows]
+    try:
+        return pa.array(values)
+    except UnicodeEncodeError as exc:
+        raise _not_unicode(f"column {name!r}", exc) from None
+    except OverflowError:
+        big = next((v for v in _integers(values) if not -(2**63) <= v < 2**63), None)
+        raise SchemaMismatchError(
+            f"column {name!r} holds the integer {big}, beyond int64, the type Arrow infers for "
+            "Python integers: create the table with a uint64 or decimal column, or pass a pyarrow "
+            "Table of that type"
+        ) from None
+    except (pa.ArrowException, TypeError, AttributeError) as exc:
+        raise SchemaMismatchError(f"column {name!r} does not convert to Arrow: {exc}") from None
+
+
+def _integers(values: Any) -> Iterator[int]:
+    """Every int in ``values``, inside lists and dicts too."""
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            yield value
+        elif isinstance(value, list | tuple | dict):
+            yield from _integers(value.values() if isinstance(value, dict) else value)
 
 
 def _not_unicode(where: str, exc: UnicodeEncodeError) -> SchemaMismatchError:

@@ -8,12 +8,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..arguments import check_columns
@@ -22,8 +20,17 @@ from ..expressions import ColumnStats, Expr
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..format.stats import leaf_columns
+from ..lazy import lazy
 from ..storage import FileIO
+from . import point_reads
 from .file_sets import FileSet, ListedFiles
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+else:
+    ds = lazy("pyarrow.dataset")
+    pq = lazy("pyarrow.parquet")
 
 POSITION_COLUMN = "__row_position"
 
@@ -181,6 +188,11 @@ class Scan:
         files = self.plan_files()
         if not files:
             return
+        if len(files) == 1:  # nothing to overlap: a thread's start cost a point read 0.1-5 ms
+            table = self._read_file(files[0], columns, with_positions)
+            if table is not None and table.num_rows:
+                yield files[0], table
+            return
         with ThreadPoolExecutor(max_workers=self._workers) as pool:
             window: list[tuple[DataFile, Future[pa.Table]]] = []
             pending = iter(files)
@@ -214,12 +226,10 @@ class Scan:
         )
         if read is None:
             return None
-        table, spans, keep = read
+        table = read.table
         if with_positions:
-            # Physical row positions of what was read: row-group start + index within it.
-            positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
-            table = table.append_column(POSITION_COLUMN, pa.array(positions if keep is None else positions[keep]))
-        if where is not None:
+            table = table.append_column(POSITION_COLUMN, pa.array(read.positions()))
+        if where is not None and not read.filtered:
             table = table.filter(where.to_arrow())
         return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
 
@@ -230,10 +240,9 @@ class Scan:
         meta: pq.FileMetaData,
         deleted: BitMap,
         needed: list[str],
-    ) -> tuple[pa.Table, list[tuple[int, int]], np.ndarray | None] | None:
+    ) -> _Rows | None:
         """The ``needed`` columns of the row groups that may hold live matching rows, deleted
-        rows dropped; with the row spans read and the kept-rows mask over them (None: all
-        kept). None when no row group qualifies."""
+        rows dropped. None when no row group qualifies."""
         where = self.where
         if meta.num_rows != file.rows:
             raise CorruptTableError(
@@ -251,27 +260,116 @@ class Scan:
         ]
         if not groups:
             return None
-        if len(groups) < meta.num_row_groups:
-            fragment = fragment.subset(row_group_ids=groups)
         spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
-        keep = _kept_rows(deleted, int(starts[-1]), spans) if deleted else None
-        # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
-        # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
-        # same best; docs/benchmarks.md, "Deletes").
-        scanner = fragment.scanner(columns=[sources[c] for c in needed if c in sources], use_threads=len(groups) > 1)
-        batches = scanner.to_batches()
-        table = pa.Table.from_batches(
-            _drop_deleted(batches, keep) if keep is not None else batches, scanner.projected_schema
+        keep = _kept_rows(deleted, spans) if deleted else None
+        filtering = sorted(where.columns()) if where is not None else []
+        if filtering and len(filtering) < len(needed) and point_reads.applies(fragment, meta, groups):
+            return self._read_matching(fragment, meta, groups, _Rows(pa.table({}), spans, keep), starts, needed)
+        table = _decode(fragment, meta, groups, [sources[c] for c in needed if c in sources], keep)
+        return _Rows(fields.conform(table, sources, needed), spans, keep)
+
+    def _read_matching(
+        self,
+        fragment: ds.ParquetFileFragment,
+        meta: pq.FileMetaData,
+        groups: list[int],
+        read: _Rows,
+        starts: np.ndarray,
+        needed: list[str],
+    ) -> _Rows | None:
+        """The filter's columns of ``groups`` first, then the other columns only at the rows
+        that match (``point_reads``): a point read decodes a page per column, not row groups."""
+        where = self.where
+        assert where is not None
+        fields = self.snapshot.fields
+        sources = fields.sources(fragment.physical_schema, needed)
+        filtering = sorted(where.columns())
+        keys = _decode(fragment, meta, groups, [sources[c] for c in filtering if c in sources], read.keep)
+        keys = fields.conform(keys, sources, filtering)
+        index = keys.append_column(_INDEX, pa.array(np.arange(keys.num_rows))).filter(where.to_arrow())[_INDEX]
+        if not len(index):
+            return None
+        chosen = index.to_numpy()
+        positions = read.positions(chosen)
+        others = [c for c in needed if c not in filtering]
+        leaves = leaf_columns(fragment.physical_schema)
+        rest = point_reads.read_others(
+            fragment, meta, leaves, [sources[c] for c in others if c in sources], positions, starts
         )
-        return fields.conform(table, sources, needed), spans, keep
+        rest = fields.conform(rest, sources, others)
+        keys = keys.take(index)
+        columns = {**dict(zip(filtering, keys.columns)), **dict(zip(others, rest.columns))}
+        table = pa.Table.from_arrays(
+            [columns[c] for c in needed],
+            schema=pa.schema([keys.schema.field(c) if c in filtering else rest.schema.field(c) for c in needed]),
+        )
+        return _Rows(table, read.spans, read.keep, positions, filtered=True)
 
 
-def _kept_rows(deleted: BitMap, rows: int, spans: list[tuple[int, int]]) -> np.ndarray:
-    """A mask over the file's rows, sliced to the row groups read: linear in the rows, and
+_INDEX = "__index"
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """What a file's read produced: ``table``, read from the row ``spans`` with ``keep`` (None:
+    every row kept) applied, or, when ``filtered``, only the matching rows at ``exact``."""
+
+    table: pa.Table
+    spans: list[tuple[int, int]]
+    keep: np.ndarray | None
+    exact: np.ndarray | None = None
+    filtered: bool = False
+
+    def positions(self, chosen: np.ndarray | None = None) -> np.ndarray:
+        """Physical row positions of the table's rows (or of those at indexes ``chosen``):
+        row-group start + index within it."""
+        if self.exact is not None:
+            return self.exact
+        if chosen is None:
+            positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in self.spans])
+            return positions if self.keep is None else positions[self.keep]
+        read = np.flatnonzero(self.keep)[chosen] if self.keep is not None else chosen
+        return _span_positions(self.spans, read)
+
+
+def _span_positions(spans: list[tuple[int, int]], read: np.ndarray) -> np.ndarray:
+    """The physical positions of rows at flat indexes ``read`` into the concatenated ``spans``."""
+    lengths = np.array([b - a for a, b in spans], dtype=np.int64)
+    firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    span = np.searchsorted(firsts, read, side="right") - 1
+    return np.array([a for a, _ in spans], dtype=np.int64)[span] + read - firsts[span]
+
+
+def _decode(
+    fragment: ds.ParquetFileFragment,
+    meta: pq.FileMetaData,
+    groups: list[int],
+    columns: list[str],
+    keep: np.ndarray | None,
+) -> pa.Table:
+    """File ``columns`` of row ``groups``, the rows ``keep`` drops dropped."""
+    if len(groups) < meta.num_row_groups:
+        fragment = fragment.subset(row_group_ids=groups)
+    # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
+    # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
+    # same best; docs/benchmarks.md, "Deletes").
+    scanner = fragment.scanner(columns=columns, use_threads=len(groups) > 1)
+    batches = scanner.to_batches()
+    return pa.Table.from_batches(
+        _drop_deleted(batches, keep) if keep is not None else batches, scanner.projected_schema
+    )
+
+
+def _kept_rows(deleted: BitMap, spans: list[tuple[int, int]]) -> np.ndarray:
+    """A mask over the rows of the row groups read (``spans``): linear in those rows, and
     several times cheaper than np.isin of every position read."""
-    dead = np.zeros(rows, dtype=bool)
-    dead[np.asarray(deleted.to_array(), dtype=np.int64)] = True
-    return ~np.concatenate([dead[a:b] for a, b in spans])
+    dead = np.asarray(deleted.to_array(), dtype=np.int64)
+    masks = []
+    for a, b in spans:
+        mask = np.ones(b - a, dtype=bool)
+        mask[dead[np.searchsorted(dead, a) : np.searchsorted(dead, b)] - a] = False
+        masks.append(mask)
+    return np.concatenate(masks)
 
 
 def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterator[pa.RecordBatch]:
@@ -280,11 +378,10 @@ def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterat
     a full scan with 1% of rows deleted 1.3x the clean scan (docs/benchmarks.md). Batches
     without deleted rows stay zero-copy."""
     mask = pa.array(keep)  # bit-packed once; a slice per batch is zero-copy
-    dead_before = np.concatenate([[0], np.cumsum(~keep)])
     offset = 0
     for batch in batches:
         end = offset + batch.num_rows
-        yield batch if dead_before[end] == dead_before[offset] else batch.filter(mask.slice(offset, batch.num_rows))
+        yield batch if keep[offset:end].all() else batch.filter(mask.slice(offset, batch.num_rows))
         offset = end
 
 

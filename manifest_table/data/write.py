@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..arguments import check_size
 from ..errors import InvalidArgumentError, StoreError
@@ -25,7 +24,15 @@ from ..format.manifest import DataFile
 from ..format.root import with_field_ids
 from ..format.schema import check_schema
 from ..format.stats import FooterGaps, stats_from_parquet
+from ..lazy import lazy
 from ..storage import FileIO
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pq = lazy("pyarrow.parquet")
 
 MAX_FILE_ROWS = 2**32 - 1  # deletion bitmaps address rows with 32 bits
 
@@ -344,6 +351,7 @@ def _write_file(
                 use_dictionary=encoding.dictionary,
                 column_encoding=encoding.delta,
                 write_statistics=True,
+                write_page_index=True,
             ) as writer:
                 while (group := jobs.get()) is not None:
                     flow.check()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,15 +14,17 @@ import pyarrow as pa
 from ..arguments import Duration, Size, check_int, check_time, check_version
 from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
+from ..feed import change_range
 from ..format.database import DatabaseVersion, check_table_name
-from ..format.manifest import NEW_TABLE_FORMAT_VERSION
-from ..format.pointer import Pointer
+from ..format.manifest import NEW_TABLE_FORMAT_VERSION, manifest_key
+from ..format.pointer import POINTER_KEY, Pointer
 from ..format.properties import DATABASE
 from ..operations.create import create_log
 from ..operations.garbage_collection import GCReport
 from ..operations.repair import RepairReport
 from ..storage import ObjectStore
 from ..table import handle_args
+from .changes import DatabaseChanges
 from .garbage_collection import collect_database_garbage
 from .handle import DatabaseHandle
 from .properties import set_database_properties
@@ -53,6 +55,20 @@ class Database(DatabaseHandle):
         if limit is not None:
             check_int("limit", limit, minimum=0)
         return [database_commit_info(v) for v in self.log.history(limit)]
+
+    def changes(
+        self,
+        start_version: int | None = None,
+        end_version: int | None = None,
+        *,
+        start_as_of: datetime | str | None = None,
+        end_as_of: datetime | str | None = None,
+    ) -> DatabaseChanges:
+        """Every table's change rows in the commits after ``start_version`` (or the version
+        current at ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the
+        latest), in database-version order, each batch with a ``_table`` column (changes.py,
+        docs/changes.md). The database version is the cursor."""
+        return DatabaseChanges(self, *change_range(self.log, start_version, end_version, start_as_of, end_as_of))
 
     def table(self, name: str) -> DatabaseTable:
         """Table ``name`` at the latest version: a ``Table`` (every table method works)."""
@@ -85,13 +101,17 @@ class Database(DatabaseHandle):
         name: str,
         schema: pa.Schema,
         *,
-        properties: dict[str, int] | None = None,
+        properties: dict[str, Any] | None = None,
         format_version: int = NEW_TABLE_FORMAT_VERSION,
+        mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> DatabaseTable:
-        """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken."""
+        """Create table ``name`` (one commit). ``TableExistsError`` if the name is taken.
+        ``mirrors=["iceberg"]``: an Iceberg mirror in the table's folder (docs/mirrors.md)."""
         with self.transaction() as tx:
-            tx.create_table(name, schema, properties=properties, format_version=format_version, **unsupported)
+            tx.create_table(
+                name, schema, properties=properties, format_version=format_version, mirrors=mirrors, **unsupported
+            )
             info = tx.commit()
         return self._named(self.log.manifest(info.version), name)
 
@@ -186,9 +206,20 @@ def create_database(
     storage_options: dict[str, str] | None = None,
     **options: Any,
 ) -> Database:
-    """Create an empty database (version 0). ``DatabaseExistsError`` if a database or a table
-    is there. ``options``: the write and commit options every table of this handle uses."""
+    """Create an empty database (version 0) in an empty location. ``DatabaseExistsError`` if
+    a database, a table or anything else is there: ``DB_URI/NAME`` always means the database's
+    table, so a table already in the folder would be hidden. ``options``: the write and
+    commit options every table of this handle uses."""
     db = Database(*handle_args(uri, store, storage_options, options))
+    exists = DatabaseExistsError(f"a database or a table already exists at {db.uri}")
+    found = next(iter(db.store.list()), None)  # one LIST request (it stops at the first key)
+    if found is not None and found.key not in (POINTER_KEY, manifest_key(0)):
+        exists = DatabaseExistsError(
+            f"{db.uri} is not empty ({found.key} is there): a database is created in an empty "
+            "location, since DB_URI/NAME always means the database's table"
+        )
+    if found is not None:
+        raise exists
     first = DatabaseVersion(
         version=0,
         parent_version=None,
@@ -197,7 +228,7 @@ def create_database(
         operation="create_database",
         tables={},
     )
-    create_log(db.store, db.log, first, DatabaseExistsError(f"a database or a table already exists at {db.uri}"))
+    create_log(db.store, db.log, first, exists)
     return db
 
 
@@ -216,14 +247,34 @@ def open_database(
     return db
 
 
-def table_of_database(
-    uri: str, name: str, storage_options: dict[str, str] | None, options: dict[str, Any]
-) -> DatabaseTable | None:
-    """Table ``name`` of the database at ``uri`` (``open_table("<db>/<name>")``), or None if
-    no database is there."""
+def database_above(
+    uri: str | os.PathLike[str],
+    storage_options: dict[str, str] | None,
+    options: dict[str, Any],
+    repair: bool = False,
+) -> tuple[Database, str] | None:
+    """``uri`` read as ``DB_URI/NAME``: the database at its parent and the table name, or None
+    when no database is there. The one place that reads ``DB_URI/NAME`` (``open_table``,
+    ``create_table``, ``write_table``, the CLI, Spark and the maintenance job all ask it, before
+    anything else). The name is the text after the last ``/`` as it is, never parsed as part of
+    a URI, so every name a database accepts (``check_table_name``) opens as ``DB_URI/NAME`` on
+    every store: ``#``, ``?``, ``%`` and surrounding blanks included. One GET when nothing is
+    there; ``repair`` also finds a database whose creator died before writing its pointer (one
+    HEAD more): ``create_table`` looks that hard before it makes a standalone table, an open
+    need not (such a database holds no table yet). A store failure propagates."""
+    text = os.fspath(uri) if isinstance(uri, str | os.PathLike) else None
+    if not isinstance(text, str):
+        return None
+    parent, _, name = text.rstrip("/").rpartition("/")
+    if not parent or not name:
+        return None
     try:
         check_table_name(name)
-        db = open_database(uri, storage_options=storage_options, **options)
-    except (DatabaseNotFoundError, InvalidArgumentError):
+        db = Database(*handle_args(parent, None, storage_options, options))
+    except InvalidArgumentError:  # not DB_URI/NAME: the caller's own checks say what is wrong
         return None
-    return db.table(name)
+    try:
+        db.log.manifest(db.log.open(repair).version)
+    except DatabaseNotFoundError:
+        return None
+    return db, name

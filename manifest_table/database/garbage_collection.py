@@ -7,7 +7,10 @@ operations/garbage_collection.py over the database's versions.
    files are therefore kept until no retained version holds it, and then for the grace period.
 3. Only keys of exactly the shapes the database's writers produce are deleted (its versions,
    and writer shapes under ``tables/<32 hex>/``: ``keys.is_database_writer_key``); expired
-   versions go first, oldest first, so a crash leaves orphans, never a hole."""
+   versions go first, oldest first, so a crash leaves orphans, never a hole.
+4. A table's Iceberg mirror keeps what its retained states need (mirrors/expiry.py), and a
+   mirror that lags behind its table holds the database's versions back to the one it
+   describes, as a table's own GC does."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from datetime import datetime, timedelta
 
 from ..arguments import Duration, check_bool
 from ..format.database import DatabaseVersion, table_prefix
-from ..format.keys import TABLES_PREFIX, is_database_writer_key
+from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
 from ..operations.garbage_collection import (
     CATEGORIES,
@@ -49,7 +52,9 @@ def collect_database_garbage(
     retention = Retention(retain_versions, retain_for, asked, force)
     check_grace(dlog, retention, db.uri)
     now = now or gc_clock(db.store, dry_run)  # before the pointer
-    report, retained, doomed, floor = plan_versions(dlog, db.store, db.uri, now, retention, dry_run)
+    report, retained, doomed, floor = plan_versions(
+        dlog, db.store, db.uri, now, retention, dry_run, lambda kept: _keep_mirrored(db, kept)
+    )
     cutoff = now - report.grace
     needed = _needed(db, retained)
     for info in db.store.list(TABLES_PREFIX):
@@ -73,9 +78,43 @@ def _needed(db: DatabaseHandle, retained: list[DatabaseVersion]) -> set[str]:
                 table, versions = by_table.setdefault(ref.id, (table_of(db, name, ref.id), []))
                 versions.append(table.log.at(version))  # type: ignore[arg-type]  # it holds the table
     needed = set(roots)
-    for table_id, (_, versions) in by_table.items():
-        needed |= {table_prefix(table_id) + key for key in referenced_keys(versions)}
+    for table_id, (table, versions) in by_table.items():
+        keys = referenced_keys(versions)
+        if any(v.mirrors for v in versions) or next(iter(table.store.list(METADATA_PREFIX)), None) is not None:
+            keys |= _mirror_keys(table, [v for v in map(table.log.at, retained) if v is not None], keys)
+        needed |= {table_prefix(table_id) + key for key in keys}
     return needed
+
+
+def _mirror_keys(table: DatabaseTable, held: list[Version], keys: set[str]) -> set[str]:
+    """The mirror objects a table's states need, ``held`` by the retained versions (newest
+    first); ``keys``: the objects its states reference (mirrors/expiry.py, loaded on use)."""
+    from ..mirrors import expiry
+
+    return expiry.needed(table.log, held, keys, expiry.listing(table.store))
+
+
+def _keep_mirrored(db: DatabaseHandle, kept: list[DatabaseVersion]) -> list[DatabaseVersion]:
+    """``kept`` (newest first), extended back to the version a lagging mirror describes: one
+    whose table has changed since must still find that state's files (mirrors/expiry.py)."""
+    from ..mirrors.expiry import floor
+
+    latest, oldest = kept[0], kept[-1].version
+    for name, ref in latest.tables.items():
+        table = table_of(db, name, ref.id)
+        state = table.log.at(latest)
+        mirrored = floor(table.log, state) if state is not None and state.mirrors else None
+        if mirrored is None or mirrored >= oldest:
+            continue
+        then = db.log.find(mirrored)
+        if then is not None and name in then.tables and then.tables[name].root != ref.root:
+            oldest = mirrored
+    while kept[-1].version > oldest:
+        older = db.log.find(kept[-1].version - 1)
+        if older is None:
+            break
+        kept.append(older)
+    return kept
 
 
 def _category(key: str) -> str:

@@ -1,15 +1,18 @@
 """A database's table: a ``Table`` whose version log is the database's view of it
 (table_log.py), so every table operation works on it, and whose commits are database
-commits. Garbage collection and mirrors belong to the database."""
+commits. Garbage collection belongs to the database; its mirrors are the table's own
+(Iceberg only), written after each database commit that changes it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
+from ..format.mirrors import DELTA, requested
 from ..format.pointer import Pointer
 from ..format.properties import DATABASE_TABLE
 from ..storage import ObjectStore
@@ -45,8 +48,21 @@ class DatabaseTable(Table):
             "database (Database.gc), which collects every table"
         )
 
-    def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> NoReturn:
-        raise InvalidArgumentError("mirrors are not supported for a database's tables yet")
+    def set_mirrors(self, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> CommitInfo:
+        """``Table.set_mirrors``, Iceberg only (``check_database_mirrors``): the mirror lives
+        in the table's folder, ``tables/<table_id>/`` of the database."""
+        check_database_mirrors(mirrors)
+        return super().set_mirrors(mirrors)
+
+
+def check_database_mirrors(mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]] | None) -> None:
+    """A database's table has Iceberg mirrors only (docs/mirrors.md, "Databases")."""
+    if mirrors is not None and DELTA in requested(mirrors):
+        raise InvalidArgumentError(
+            "a database's table has no Delta mirror: a Delta log numbers a table's commits without gaps, "
+            "and a database's table changes at some of the database's versions only; the Iceberg mirror "
+            'describes it (docs/mirrors.md, "Databases")'
+        )
 
 
 def table_of(

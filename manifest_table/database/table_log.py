@@ -11,7 +11,7 @@ from ..clock import Stamp
 from ..commit.loop import CommitOptions
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal
-from ..errors import NotFound, TableNotFoundError, VersionNotFoundError
+from ..errors import NotFound, TableNotFoundError, TableRenamedError, VersionNotFoundError
 from ..format.database import DatabaseVersion, at_version
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
@@ -27,6 +27,8 @@ class DatabaseTableLog(VersionLog):
     ``pinned``: a database version and its pointer that every read of the latest version
     returns (a database transaction's or snapshot's read point). ``created``: the first
     state of a table a transaction creates, which no stored version holds yet."""
+
+    every_version_changes = False
 
     def __init__(
         self,
@@ -104,8 +106,26 @@ class DatabaseTableLog(VersionLog):
         )
 
     def latest(self) -> tuple[Version, Pointer]:
+        """What a write builds on: the table at the latest version, if it still has the name
+        this handle was opened by (``TableRenamedError`` naming its new name if not: reads
+        follow the table, writes follow the name; docs/databases.md)."""
         pointer = self.pointer()
-        return self.manifest(pointer.version), pointer
+        found = self.manifest(pointer.version)
+        if self.pinned is None and self.created is None:
+            db = self.database.manifest(pointer.version)
+            name = db.names[self.table_id]
+            if name != self.name:
+                raise TableRenamedError(self._renamed(name, db))
+        return found, pointer
+
+    def _renamed(self, name: str, db: DatabaseVersion) -> str:
+        location = self.database.location.rstrip("/")
+        taken = f"; the name {self.name!r} now names another table" if self.name in db.tables else ""
+        return (
+            f"table {self.name!r} of database {location} was renamed to {name!r} (its name at version "
+            f"{db.version}{taken}): a handle opened as {self.name!r} only reads it; open {location}/{name} "
+            "to write to it"
+        )
 
     def as_of(self, when: datetime) -> Version:
         return self.manifest(self.database.as_of(when).version)
@@ -132,7 +152,7 @@ class DatabaseTableLog(VersionLog):
         db_base = self.database.manifest(base.version)
         committed = commit_loop(
             self.database,
-            DatabaseProposal(self.database, [TablePart(self, proposal)]),
+            DatabaseProposal(self.database, [TablePart(self, proposal, base_name=self.name)]),
             db_base,
             pointer,
             options,

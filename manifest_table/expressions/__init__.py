@@ -5,29 +5,31 @@ recorded in manifests (`str`). See docs/expressions.md.
 
 Modules, lowest first: `literals` (values, types, text), `like` (LIKE patterns), `pruning`
 (statistics), `arrow` (rows), `terms` (value expressions: arithmetic, what `update` assigns),
-`nodes` (the tree, delegating to those), `parser` (text).
+`nodes` (the tree, delegating to those), `builder` (`col(...)`), `parser` (text).
 """
 
 from ..format.stats import ColumnStats
+from .builder import Column, col
 from .nodes import (
     And,
-    Column,
     Comparison,
+    Computed,
     Expr,
     In,
     IsNull,
     Like,
     Not,
     Or,
-    col,
 )
 from .parser import parse, parse_term, to_expr, to_term
-from .terms import Arithmetic, Condition, Literal, Ref, Term, lit
+from .terms import Arithmetic, Condition, Function, Literal, Ref, Term, lit
 
 __all__ = [
     "And",
     "Arithmetic",
     "Condition",
+    "Computed",
+    "Function",
     "Literal",
     "Ref",
     "Term",

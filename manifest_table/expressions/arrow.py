@@ -24,24 +24,37 @@ import functools
 import math
 from collections.abc import Callable
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyarrow.acero import Declaration, ProjectNodeOptions, TableSourceNodeOptions
 
+from ..lazy import lazy
 from .like import ANY, parse_like
 from .literals import OPERATORS, Value, to_float32
 
-_TRUE, _FALSE, _NULL = pa.scalar(True), pa.scalar(False), pa.scalar(None, pa.bool_())
+if TYPE_CHECKING:
+    import pyarrow.acero as acero
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
+    acero = lazy("pyarrow.acero")
+
+
+def _boolean(value: bool | None) -> pa.Scalar:
+    """TRUE, FALSE or a null boolean (made when used: pyarrow's first conversion of a Python
+    value imports pandas, which a module import must not)."""
+    return pa.scalar(value, pa.bool_())
+
+
 _INT64 = (-(2**63), 2**63 - 1)
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def comparison(column: str, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
-    """`column op value`; `arrow_type` is the column's type once bound (None: Arrow decides)."""
-    field = pc.field(column)
+def comparison(field: pc.Expression, op: str, value: Value, arrow_type: pa.DataType | None) -> pc.Expression:
+    """`field op value` (`field`: a column, or a value computed from one); `arrow_type` is its
+    type once bound (None: Arrow decides)."""
     if arrow_type is None:  # unbound: Arrow's own casts
         return OPERATORS[op](field, value)
     if isinstance(value, float) and not pa.types.is_floating(arrow_type):
@@ -69,9 +82,10 @@ def _as_double(field: pc.Expression, arrow_type: pa.DataType) -> pc.Expression:
     return field.cast(pa.float64(), safe=False)
 
 
-def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None) -> pc.Expression:
-    """`column [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
-    field = pc.field(column)
+def is_in(
+    field: pc.Expression, values: tuple[Value, ...], negated: bool, arrow_type: pa.DataType | None
+) -> pc.Expression:
+    """`field [NOT] IN values`, unknown (not false) for a null value, as in SQL."""
     if arrow_type is not None and not pa.types.is_floating(arrow_type) and any(isinstance(v, float) for v in values):
         field, arrow_type = _as_double(field, arrow_type), pa.float64()  # an integer or decimal column vs doubles
     if arrow_type is None:
@@ -81,7 +95,7 @@ def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.
     if members:
         value_set = pa.array(members) if arrow_type is not None else members
         # Arrow's is_in says false for a null input; SQL says unknown, which NOT must keep.
-        found = pc.if_else(field.is_valid(), field.isin(value_set), _NULL)
+        found = pc.if_else(field.is_valid(), field.isin(value_set), _boolean(None))
         if arrow_type is not None and pa.types.is_floating(arrow_type) and 0.0 in values:
             found = found | (field == pa.scalar(0.0, arrow_type))  # -0.0 IN (0.0)
     else:
@@ -89,15 +103,18 @@ def is_in(column: str, values: tuple[Value, ...], negated: bool, arrow_type: pa.
     return ~found if negated else found
 
 
-def is_null(column: str, negated: bool) -> pc.Expression:
-    field = pc.field(column)
+def is_null(field: pc.Expression, negated: bool) -> pc.Expression:
     return field.is_valid() if negated else field.is_null()
 
 
-def like(column: str, pattern: str, negated: bool) -> pc.Expression:
+def like(field: pc.Expression, pattern: str, negated: bool, case_insensitive: bool = False) -> pc.Expression:
     """LIKE with the kernels that keep its meaning: equality, starts_with, ends_with and
-    substring for the common shapes, an anchored RE2 regex for the rest."""
-    field, parsed = pc.field(column), parse_like(pattern)
+    substring for the common shapes, an anchored RE2 regex for the rest. ILIKE
+    (``case_insensitive``) is LIKE of the lower-cased value and pattern, as PostgreSQL, DuckDB
+    and Spark define it (``lower``: Unicode's simple case mapping, expressions/terms.py)."""
+    if case_insensitive:
+        field, pattern = pc.utf8_lower(field), pc.utf8_lower(pa.scalar(pattern)).as_py()
+    parsed = parse_like(pattern)
     pieces = parsed.pieces
     if parsed.literal is not None:
         matched = field == parsed.literal
@@ -136,10 +153,10 @@ def evaluate(condition: pc.Expression, table: pa.Table) -> pa.ChunkedArray:
 
 def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     """A table of `columns` (name -> expression over `table`'s columns), in row order."""
-    plan = Declaration.from_sequence(
+    plan = acero.Declaration.from_sequence(
         [
-            Declaration("table_source", TableSourceNodeOptions(table)),
-            Declaration("project", ProjectNodeOptions(list(columns.values()), list(columns))),
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions(list(columns.values()), list(columns))),
         ]
     )
     return plan.to_table(use_threads=False)  # one thread keeps row order
@@ -152,12 +169,12 @@ def _grouped(
         groups = [functools.reduce(combine, items[i : i + _GROUP]) for i in range(0, len(items), _GROUP)]
         if len(groups) == 1:
             return groups[0]
-        items = [pc.if_else(group, _TRUE, _FALSE) for group in groups]
+        items = [pc.if_else(group, _boolean(True), _boolean(False)) for group in groups]
 
 
 def _for_every_value(field: pc.Expression, answer: bool) -> pc.Expression:
     """`answer` for every non-null value, unknown for null (a comparison decided by types)."""
-    return pc.if_else(field.is_valid(), _TRUE if answer else _FALSE, _NULL)
+    return pc.if_else(field.is_valid(), _boolean(answer), _boolean(None))
 
 
 def _neighbours(value: Value, arrow_type: pa.DataType) -> tuple[pa.Scalar | None, pa.Scalar | None, bool]:

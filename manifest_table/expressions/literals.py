@@ -21,7 +21,7 @@ Value = bool | int | float | str | Decimal | dt.date | dt.datetime
 """A literal. `bool` is its own kind: TRUE never stands for 1 against an integer column."""
 
 BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"})
+RESERVED = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "ILIKE", "BETWEEN", "TRUE", "FALSE"})
 """Words that cannot be bare column names. DATE and TIMESTAMP are not here: they only start a
 literal when a string follows, so columns called `date` need no quoting."""
 

@@ -13,11 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..lazy import lazy
 from . import arrow, pruning
 from .like import parse_like
 from .literals import (
@@ -34,7 +34,12 @@ from .literals import (
     unknown_column,
 )
 from .pruning import ColumnStats, StatsLookup
-from .terms import Ref, Term, term
+from .terms import Arithmetic, Literal, Term
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 MAX_DEPTH = 100
 """How deeply nodes may nest (NOT and alternating AND/OR). Every visitor recurses once per
@@ -115,6 +120,20 @@ class _Predicate(Expr):
     def columns(self) -> frozenset[str]:
         return frozenset({self.column})
 
+    def __str__(self) -> str:
+        return self.render(quote_name(self.column))
+
+    def to_arrow(self) -> pc.Expression:
+        return self.on(pc.field(self.column))
+
+    @abstractmethod
+    def render(self, subject: str) -> str:
+        """The leaf as filter text, its column written as ``subject``."""
+
+    @abstractmethod
+    def on(self, field: pc.Expression) -> pc.Expression:
+        """The leaf as an Arrow expression over ``field`` (the column, or a value computed from it)."""
+
     def bind(self, schema: pa.Schema) -> Expr:
         index = schema.get_field_index(self.column)
         if index < 0:
@@ -162,8 +181,8 @@ class Comparison(_Predicate):
             raise filter_error(f"unknown comparison operator {self.op!r}")
         object.__setattr__(self, "value", literal(self.value))
 
-    def __str__(self) -> str:
-        return f"{quote_name(self.column)} {self.op} {render_literal(self.value)}"
+    def render(self, subject: str) -> str:
+        return f"{subject} {self.op} {render_literal(self.value)}"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         return dataclasses.replace(self, value=self._coerce(arrow_type, self.value))
@@ -171,8 +190,8 @@ class Comparison(_Predicate):
     def _may_match(self, stats: ColumnStats) -> bool:
         return pruning.comparison_may_match(self.op, self.value, stats)
 
-    def to_arrow(self) -> pc.Expression:
-        return arrow.comparison(self.column, self.op, self.value, self.arrow_type)
+    def on(self, field: pc.Expression) -> pc.Expression:
+        return arrow.comparison(field, self.op, self.value, self.arrow_type)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, op=INVERSE[self.op])
@@ -194,9 +213,9 @@ class In(_Predicate):
             raise filter_error(f"IN on column {self.column!r} needs at least one value")
         object.__setattr__(self, "values", values)
 
-    def __str__(self) -> str:
+    def render(self, subject: str) -> str:
         listed = ", ".join(render_literal(value) for value in self.values)
-        return f"{quote_name(self.column)} {'NOT ' if self.negated else ''}IN ({listed})"
+        return f"{subject} {'NOT ' if self.negated else ''}IN ({listed})"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         values = self.values
@@ -211,8 +230,8 @@ class In(_Predicate):
     def _may_match(self, stats: ColumnStats) -> bool:
         return pruning.in_may_match(self.values, self.negated, stats)
 
-    def to_arrow(self) -> pc.Expression:
-        return arrow.is_in(self.column, self.values, self.negated, self.arrow_type)
+    def on(self, field: pc.Expression) -> pc.Expression:
+        return arrow.is_in(field, self.values, self.negated, self.arrow_type)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
@@ -224,8 +243,8 @@ class IsNull(_Predicate):
 
     negated: bool = False
 
-    def __str__(self) -> str:
-        return f"{quote_name(self.column)} IS {'NOT ' if self.negated else ''}NULL"
+    def render(self, subject: str) -> str:
+        return f"{subject} IS {'NOT ' if self.negated else ''}NULL"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         return self
@@ -233,8 +252,8 @@ class IsNull(_Predicate):
     def _may_match(self, stats: ColumnStats) -> bool:
         return pruning.is_null_may_match(self.negated, stats)
 
-    def to_arrow(self) -> pc.Expression:
-        return arrow.is_null(self.column, self.negated)
+    def on(self, field: pc.Expression) -> pc.Expression:
+        return arrow.is_null(field, self.negated)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
@@ -242,10 +261,12 @@ class IsNull(_Predicate):
 
 @dataclass(frozen=True)
 class Like(_Predicate):
-    """`column [NOT] LIKE pattern`: `%` any run, `_` one character, backslash escapes."""
+    """`column [NOT] LIKE pattern`: `%` any run, `_` one character, backslash escapes;
+    `ILIKE` (``case_insensitive``): LIKE of the lower-cased value and pattern."""
 
     pattern: str
     negated: bool = False
+    case_insensitive: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -257,9 +278,9 @@ class Like(_Predicate):
         except ValueError as error:
             raise filter_error(f"{error}; write '\\\\' for a backslash") from None
 
-    def __str__(self) -> str:
-        keyword = "NOT LIKE" if self.negated else "LIKE"
-        return f"{quote_name(self.column)} {keyword} {render_literal(self.pattern)}"
+    def render(self, subject: str) -> str:
+        keyword = ("NOT " if self.negated else "") + ("ILIKE" if self.case_insensitive else "LIKE")
+        return f"{subject} {keyword} {render_literal(self.pattern)}"
 
     def _bind(self, arrow_type: pa.DataType) -> Expr:
         if not is_string(arrow_type):
@@ -267,13 +288,54 @@ class Like(_Predicate):
         return self
 
     def _may_match(self, stats: ColumnStats) -> bool:
+        if self.case_insensitive:  # the bounds order strings by case too: only all-null rules it out
+            return pruning.is_null_may_match(True, stats)
         return pruning.like_may_match(self.pattern, self.negated, stats)
 
-    def to_arrow(self) -> pc.Expression:
-        return arrow.like(self.column, self.pattern, self.negated)
+    def on(self, field: pc.Expression) -> pc.Expression:
+        return arrow.like(field, self.pattern, self.negated, self.case_insensitive)
 
     def _negate(self) -> Expr:
         return dataclasses.replace(self, negated=not self.negated)
+
+
+@dataclass(frozen=True)
+class Computed(Expr):
+    """A leaf on a value computed from a column rather than on the column itself, as SQL
+    users write them: ``lower(name) = 'de'``, ``upper(code) IN ('A', 'B')``, ``id % 10 = 0``.
+    ``predicate`` is the leaf on a stand-in column named by the term's text; binding types it
+    as the term's result, and pruning sees the term's statistics (``Term.value_stats``).
+    Consumers that only know columns (Spark's translation, the vectorised pruning of
+    segments) see a node they do not know and keep every row, which is always safe."""
+
+    term: Term
+    predicate: _Predicate
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.term, Term) or not isinstance(self.predicate, _Predicate):
+            raise filter_error("a computed leaf needs a value expression and a predicate")
+
+    def __str__(self) -> str:
+        return self.predicate.render(str(self.term))
+
+    def columns(self) -> frozenset[str]:
+        return self.term.columns()
+
+    def bind(self, schema: pa.Schema) -> Expr:
+        term = self.term.bind(schema)
+        if isinstance(term, Arithmetic) and isinstance(term.right, Literal) and term.right.value == 0:
+            raise filter_error(f"{term}: division by zero")
+        stand_in = pa.schema([pa.field(self.predicate.column, term.arrow_type)])
+        return Computed(term, self.predicate.bind(stand_in))  # type: ignore[arg-type]
+
+    def may_match(self, stats: StatsLookup) -> bool:
+        return self.predicate.may_match(lambda _: self.term.value_stats(stats))
+
+    def to_arrow(self) -> pc.Expression:
+        return self.predicate.on(self.term.to_arrow())
+
+    def _negate(self) -> Expr:
+        return Computed(self.term, self.predicate._negate())  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, init=False)
@@ -370,89 +432,6 @@ class Not(Expr):
 
     def _negate(self) -> Expr:
         return self.child
-
-
-# --- builder -------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class Column:
-    """Builder for predicates on one column: `col("id") > 5`, `col("c").isin(["DE"])`.
-
-    Not an Expr itself, and its `==` builds a comparison, so it is never compared as a value.
-    """
-
-    name: str
-
-    def __eq__(self, value: Any) -> Expr:  # type: ignore[override]
-        return Comparison(self.name, "=", value)
-
-    def __ne__(self, value: Any) -> Expr:  # type: ignore[override]
-        return Comparison(self.name, "!=", value)
-
-    def __lt__(self, value: Any) -> Expr:
-        return Comparison(self.name, "<", value)
-
-    def __le__(self, value: Any) -> Expr:
-        return Comparison(self.name, "<=", value)
-
-    def __gt__(self, value: Any) -> Expr:
-        return Comparison(self.name, ">", value)
-
-    def __ge__(self, value: Any) -> Expr:
-        return Comparison(self.name, ">=", value)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def isin(self, values: Iterable[Any]) -> Expr:
-        return In(self.name, values)  # type: ignore[arg-type]  # In checks and makes a tuple
-
-    def not_in(self, values: Iterable[Any]) -> Expr:
-        return In(self.name, values, negated=True)  # type: ignore[arg-type]
-
-    def is_null(self) -> Expr:
-        return IsNull(self.name)
-
-    def is_not_null(self) -> Expr:
-        return IsNull(self.name, negated=True)
-
-    def like(self, pattern: str) -> Expr:
-        return Like(self.name, pattern)
-
-    def between(self, low: Any, high: Any) -> Expr:
-        """Inclusive range, desugared so pruning and rendering need no extra node."""
-        return And(Comparison(self.name, ">=", low), Comparison(self.name, "<=", high))
-
-    # In arithmetic a Column stands for the column's value: `col("qty") + 1` (terms.py).
-    def __add__(self, other: Any) -> Term:
-        return Ref(self.name) + other
-
-    def __radd__(self, other: Any) -> Term:
-        return term(other) + Ref(self.name)
-
-    def __sub__(self, other: Any) -> Term:
-        return Ref(self.name) - other
-
-    def __rsub__(self, other: Any) -> Term:
-        return term(other) - Ref(self.name)
-
-    def __mul__(self, other: Any) -> Term:
-        return Ref(self.name) * other
-
-    def __rmul__(self, other: Any) -> Term:
-        return term(other) * Ref(self.name)
-
-    def __truediv__(self, other: Any) -> Term:
-        return Ref(self.name) / other
-
-    def __rtruediv__(self, other: Any) -> Term:
-        return term(other) / Ref(self.name)
-
-    def __neg__(self) -> Term:
-        return -Ref(self.name)
-
-
-def col(name: str) -> Column:
-    """Start a predicate on column `name`."""
-    return Column(name)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from decimal import Decimal
 
 from ..errors import InvalidFilterError
 from .literals import MAX_DIGITS, QUOTE_HINT, RESERVED, Value, filter_error, timestamp_from_text
-from .nodes import MAX_DEPTH, And, Column, Comparison, Expr, In, IsNull, Like, Or, col
-from .terms import PRECEDENCE, Arithmetic, Condition, Literal, Ref, Term, term
+from .nodes import MAX_DEPTH, And, Comparison, Computed, Expr, In, IsNull, Like, Or
+from .terms import FUNCTIONS, PRECEDENCE, Arithmetic, Condition, Function, Literal, Ref, Term, term
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
@@ -24,13 +24,14 @@ _TOKEN = re.compile(
       | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
       | (?P<quoted>"(?:[^"]|"")*")
       | (?P<string>'(?:[^']|'')*')
-      | (?P<op><>|!=|<=|>=|=|<|>)
-      | (?P<punct>[(),])""",
+      | (?P<op><>|!=|<=|>=|==|=|<|>)
+      | (?P<punct>[(),])
+      | (?P<arith>%)""",
     re.VERBOSE,
 )
-_TERM_TOKEN = re.compile(_TOKEN.pattern.replace("[(),])", "[(),]) | (?P<arith>[-+*/])"), re.VERBOSE)
-"""Terms (``parse_term``) also take the arithmetic operators; filters do not, so that a
-stray ``-`` or ``+`` in a filter is still an unexpected character."""
+_TERM_TOKEN = re.compile(_TOKEN.pattern.replace("(?P<arith>%)", "(?P<arith>[-+*/%])"), re.VERBOSE)
+"""Terms (``parse_term``) take every arithmetic operator; filters only ``%`` (``id % 10 = 0``),
+so that a stray ``-`` or ``+`` in a filter is still an unexpected character."""
 _UNTERMINATED = {"'": "unterminated string literal", '"': "unterminated quoted column name"}
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _BINARY: dict[str, tuple[int, Callable[[Expr, Expr], Expr]]] = {"OR": (1, Or), "AND": (2, And)}
@@ -76,6 +77,8 @@ def _tokenize(text: str, pattern: re.Pattern[str] = _TOKEN) -> list[_Token]:
             kind = "keyword"
         if kind == "quoted" and match.group() == '""':
             raise syntax_error(text, "empty quoted column name", pos)
+        if kind == "op" and match.group() == "==":
+            raise syntax_error(text, "'==' is not SQL: compare with a single '=' (id = 5)", pos)
         if kind != "space":
             tokens.append(_Token(kind, match.group(), pos))
         pos = match.end()
@@ -121,6 +124,11 @@ class _Parser:
     def at_column(self) -> bool:
         return self.peek().kind in ("name", "quoted") and not self.at_typed_literal()
 
+    def at_function(self) -> bool:
+        """``lower(`` or ``upper(``: a call, while a bare ``lower`` stays a column name."""
+        token = self.peek()
+        return token.kind == "name" and token.text.lower() in FUNCTIONS and self.peek(1).text == "("
+
     # --- grammar --------------------------------------------------------------------------
     def parse(self) -> Expr:
         expr = self.expression(1)
@@ -147,7 +155,7 @@ class _Parser:
         if (self.peek().kind, self.peek().value) in (("keyword", "NOT"), ("punct", "(")):
             return self.nested()
         if self.at_column():
-            return self.predicate(col(self.advance().value))
+            return self.predicate(self.subject())
         if (
             self.peek().kind in ("number", "string")
             or self.at_typed_literal()
@@ -178,37 +186,61 @@ class _Parser:
         op = self.advance().value
         if not self.at_column():
             raise self.expected("a column name")
-        return Comparison(self.advance().value, _FLIPPED[op], value)
+        subject = self.subject()
+        return _on(subject, Comparison(_named(subject), _FLIPPED[op], value))
 
-    def predicate(self, column: Column) -> Expr:
+    def subject(self) -> str | Term:
+        """What a leaf tests: a column (its name), ``lower(...)`` / ``upper(...)`` of one, or
+        ``column % integer``."""
+        if self.at_function():
+            name = self.advance().text.lower()
+            self.expect("punct", "(", "'('")
+            if not self.at_column():
+                raise self.expected("a column name")
+            inner = self.subject()
+            self.expect("punct", ")", "')'")
+            value: str | Term = Function(name, Ref(inner) if isinstance(inner, str) else inner)
+        else:
+            value = self.advance().value
+        if self.accept("arith", "%"):
+            if self.peek().kind != "number" or not re.fullmatch(r"-?\d+", self.peek().text):
+                raise self.expected("an integer divisor")
+            divisor = int(self.advance().text)
+            value = Arithmetic("%", Ref(value) if isinstance(value, str) else value, Literal(divisor))
+        return value
+
+    def predicate(self, subject: str | Term) -> Expr:
+        name = _named(subject)
         if self.peek().kind == "op":
             op = self.advance().value
-            return Comparison(column.name, op, self.literal())
+            return _on(subject, Comparison(name, op, self.literal()))
         if self.accept("keyword", "IS"):
             negated = self.accept("keyword", "NOT")
             self.expect("keyword", "NULL", "NULL")
-            return IsNull(column.name, negated)
+            return _on(subject, IsNull(name, negated))
         negated = self.accept("keyword", "NOT")
         if self.accept("keyword", "BETWEEN"):
             low = self.literal()
             self.expect("keyword", "AND", "AND")
-            between = column.between(low, self.literal())
+            high = self.literal()
+            between = And(_on(subject, Comparison(name, ">=", low)), _on(subject, Comparison(name, "<=", high)))
             return ~between if negated else between
         if self.accept("keyword", "IN"):
-            return In(column.name, self.literal_list(), negated)
-        if self.accept("keyword", "LIKE"):
-            if self.peek().kind != "string":
-                raise self.expected("a quoted pattern")
-            return Like(column.name, self.advance().value, negated)
+            return _on(subject, In(name, self.literal_list(), negated))
+        for keyword in ("LIKE", "ILIKE"):
+            if self.accept("keyword", keyword):
+                if self.peek().kind != "string":
+                    raise self.expected("a quoted pattern")
+                return _on(subject, Like(name, self.advance().value, negated, case_insensitive=keyword == "ILIKE"))
         if negated:
-            raise self.expected("BETWEEN, IN or LIKE")
-        raise self.expected("a comparison operator, BETWEEN, IN, LIKE or IS")
+            raise self.expected("BETWEEN, IN, LIKE or ILIKE")
+        raise self.expected("a comparison operator, BETWEEN, IN, LIKE, ILIKE or IS")
 
     # --- terms (parse_term) -----------------------------------------------------------------
     def parse_term(self) -> Term:
         result = self.term(1)
         if self.peek().kind != "end":
-            raise self.expected("an operator (+ - * /) or the end of the expression")
+            raise self.expected("an operator (+ - * / %) or the end of the expression")
         return result
 
     def term(self, min_precedence: int) -> Term:
@@ -247,6 +279,14 @@ class _Parser:
             inner = -self.operand()
             self.depth -= 1
             return inner
+        if self.at_function():
+            name = self.advance().text.lower()
+            self.expect("punct", "(", "'('")
+            self.depth += 1
+            arg = self.term(1)
+            self.depth -= 1
+            self.expect("punct", ")", "')'")
+            return Function(name, arg)
         if self.at_column():
             return Ref(self.advance().value)
         if self.accept("keyword", "NULL"):
@@ -296,6 +336,16 @@ class _Parser:
             except ValueError as error:
                 raise syntax_error(self.text, f"invalid {kind} literal {text!r} ({error})", token.pos) from None
         raise self.expected("a literal")
+
+
+def _named(subject: str | Term) -> str:
+    """The column a leaf is built on: the subject's own, or a stand-in named by its text."""
+    return subject if isinstance(subject, str) else str(subject)
+
+
+def _on(subject: str | Term, leaf: Expr) -> Expr:
+    """``leaf`` on a column, or on the computed value ``subject`` (``Computed``)."""
+    return leaf if isinstance(subject, str) else Computed(subject, leaf)  # type: ignore[arg-type]
 
 
 def parse(text: str) -> Expr:

@@ -12,15 +12,22 @@ whose NaN and widening rules stay in pruning.py; LIKE; IS NULL; NOT IN)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.types as pat
 
+from ..lazy import lazy
 from . import arrow
 from .literals import Value
 from .nodes import And, Comparison, Expr, In, Or, PruneOnly
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+else:
+    pc = lazy("pyarrow.compute")
+    ds = lazy("pyarrow.dataset")
 
 MAX_IN_VALUES = 64
 StatsColumns = Callable[[str], tuple[str, str, pa.DataType] | None]
@@ -72,8 +79,9 @@ def _compare(column: str, op: str, value: Value | None, columns: StatsColumns) -
         or pat.is_decimal(dtype)
     ) or isinstance(value, float | bool):
         return None
-    below = ds.field(low_name).is_null() | arrow.comparison(low_name, "<" if op == "<" else "<=", value, dtype)
-    above = ds.field(high_name).is_null() | arrow.comparison(high_name, ">" if op == ">" else ">=", value, dtype)
+    low, high = ds.field(low_name), ds.field(high_name)
+    below = low.is_null() | arrow.comparison(low, "<" if op == "<" else "<=", value, dtype)
+    above = high.is_null() | arrow.comparison(high, ">" if op == ">" else ">=", value, dtype)
     if op == "=":
         return below & above
     return below if op in ("<", "<=") else above

@@ -9,6 +9,11 @@ SQL's semantics, as Spark 4 (ANSI mode), DuckDB and PostgreSQL agree on them:
 - an integer result that leaves int64, and a division by zero, are errors, never a wrapped or
   infinite value (Arrow's ``*_checked`` kernels), so an update that would write one fails
   whole and commits nothing;
+- ``%`` is the remainder of a division truncated towards zero: its sign is the dividend's
+  (``-7 % 3`` is -1, as in PostgreSQL, DuckDB and Spark; Python's and Arrow's ``modulo``
+  take the divisor's sign, which ``Arithmetic`` corrects); ``x % 0`` is an error;
+- ``lower(s)`` and ``upper(s)`` map each character of a string by Unicode's simple case
+  mapping (``Function``);
 - mixed types widen as SQL does (an integer with a double is a double); an integer literal
   is an int64, so ``small_int_column * 1000`` is computed in int64, while two int8 columns
   add as int8 (an overflow is an error, as in Spark's ANSI mode).
@@ -23,15 +28,31 @@ import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..errors import InvalidFilterError
+from ..lazy import lazy
 from .literals import Value, filter_error, literal, quote_name, render_literal, unknown_column
+from .pruning import ColumnStats, StatsLookup
 
-_KERNELS = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked", "/": "divide_checked"}
-PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
+
+_KERNELS = {
+    "+": "add_checked",
+    "-": "subtract_checked",
+    "*": "multiply_checked",
+    "/": "divide_checked",
+    "%": "modulo_checked",
+}
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+FUNCTIONS = {"lower": "utf8_lower", "upper": "utf8_upper"}
+"""The functions of one string a term may call, and their Arrow kernels: each maps a character
+by Unicode's simple case mapping, as DuckDB's ``lower`` and ``upper`` do."""
 
 
 class Term(ABC):
@@ -51,6 +72,11 @@ class Term(ABC):
     @abstractmethod
     def to_arrow(self) -> pc.Expression:
         """The term as an Arrow expression (bind first: division needs the operand types)."""
+
+    def value_stats(self, stats: StatsLookup) -> ColumnStats | None:
+        """What the columns' ``stats`` say of the term's values (bound), for pruning a filter
+        on it (``lower(name) = 'x'``, ``id % 10 = 0``); None: nothing."""
+        return None
 
     def __add__(self, other: Any) -> Term:
         return Arithmetic("+", self, term(other))
@@ -72,6 +98,9 @@ class Term(ABC):
 
     def __truediv__(self, other: Any) -> Term:
         return Arithmetic("/", self, term(other))
+
+    def __mod__(self, other: Any) -> Term:
+        return Arithmetic("%", self, term(other))
 
     def __rtruediv__(self, other: Any) -> Term:
         return Arithmetic("/", term(other), self)
@@ -105,7 +134,7 @@ class Literal(Term):
         return dataclasses.replace(self, arrow_type=scalar.type)
 
     def to_arrow(self) -> pc.Expression:
-        return pc.scalar(_scalar(self.value))
+        return pc.scalar(_scalar(self.value) if self.arrow_type is None else pa.scalar(self.value, self.arrow_type))
 
 
 def _scalar(value: Value | None) -> pa.Scalar:
@@ -118,6 +147,33 @@ def _scalar(value: Value | None) -> pa.Scalar:
             return pa.scalar(value, pa.uint64())
         return pa.scalar(Decimal(value), pa.decimal128(38, 0))
     return pa.scalar(value)
+
+
+@dataclass(frozen=True)
+class Constant(Term):
+    """A value already converted to its column's type (``update(values=...)``): stored as
+    given, NaN, infinities and bytes included, which filter literals do not take."""
+
+    scalar: pa.Scalar
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        value = self.scalar.as_py()
+        if value is None:
+            return "NULL"
+        try:
+            return render_literal(literal(value))
+        except InvalidFilterError:  # no filter text for it (NaN, bytes, a list): as Python writes it
+            return repr(value)
+
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        return dataclasses.replace(self, arrow_type=self.scalar.type)
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.scalar(self.scalar)
 
 
 @dataclass(frozen=True)
@@ -142,6 +198,9 @@ class Ref(Term):
     def to_arrow(self) -> pc.Expression:
         return pc.field(self.name)
 
+    def value_stats(self, stats: StatsLookup) -> ColumnStats | None:
+        return stats(self.name)
+
 
 @dataclass(frozen=True)
 class Arithmetic(Term):
@@ -154,7 +213,7 @@ class Arithmetic(Term):
 
     def __post_init__(self) -> None:
         if self.op not in _KERNELS:
-            raise filter_error(f"unknown arithmetic operator {self.op!r}; use + - * /")
+            raise filter_error(f"unknown arithmetic operator {self.op!r}; use + - * / %")
         if not isinstance(self.left, Term) or not isinstance(self.right, Term):
             raise filter_error(f"{self.op} needs two value expressions")
 
@@ -174,6 +233,8 @@ class Arithmetic(Term):
 
     def bind(self, schema: pa.Schema) -> Term:
         left, right = self.left.bind(schema), self.right.bind(schema)
+        if self.op == "%" and _integral(left.arrow_type) and isinstance(right, Literal) and type(right.value) is int:
+            right = _divisor(right.value, left.arrow_type)
         for side in (left, right):
             if not _numeric(side.arrow_type):
                 raise filter_error(
@@ -182,7 +243,12 @@ class Arithmetic(Term):
                 )
         bound = dataclasses.replace(self, left=left, right=right)
         empty = [pa.array([], t) for t in bound._operand_types()]
-        result = pc.call_function(_KERNELS[self.op], empty)
+        try:
+            result = pc.call_function(_KERNELS[self.op], empty)
+        except pa.ArrowNotImplementedError:
+            raise filter_error(
+                f"cannot apply {self.op} to {left} of type {left.arrow_type} and {right} of type {right.arrow_type}"
+            ) from None
         return dataclasses.replace(bound, arrow_type=result.type)
 
     def to_arrow(self) -> pc.Expression:
@@ -193,7 +259,27 @@ class Arithmetic(Term):
             types = (self.arrow_type, self.arrow_type)
         pairs = zip((self.left, self.right), types)
         operands = [side.to_arrow() if side.arrow_type == t else side.to_arrow().cast(t) for side, t in pairs]
-        return pc.Expression._call(_KERNELS[self.op], operands)
+        result = pc.Expression._call(_KERNELS[self.op], operands)
+        if self.op == "%" and not pa.types.is_unsigned_integer(types[0]):  # Arrow's takes the divisor's sign
+            dividend, divisor = operands
+            wrong_sign = (result != 0) & ((result < 0) != (dividend < 0))
+            result = pc.if_else(wrong_sign, pc.Expression._call("subtract_checked", [result, divisor]), result)
+        return result
+
+    def value_stats(self, stats: StatsLookup) -> ColumnStats | None:
+        """``column % k`` (an integer literal ``k``): the remainders of the values between the
+        column's bounds, a range of length below ``|k|`` on the dividend's side of zero."""
+        known = self.left.value_stats(stats)
+        k = self.right.value if isinstance(self.right, Literal) else None
+        if self.op != "%" or known is None or type(k) is not int or not k or not _integral(self.left.arrow_type):
+            return None
+        low, high = known.min, known.max
+        if low is None or high is None:
+            return ColumnStats(None, None, known.null_count, known.row_count)
+        k = abs(k)
+        if 0 <= low and high // k == low // k or high <= 0 and -low // k == -high // k:
+            return ColumnStats(_rem(low, k), _rem(high, k), known.null_count, known.row_count)
+        return ColumnStats(-(k - 1) if low < 0 else 0, k - 1 if high > 0 else 0, known.null_count, known.row_count)
 
     def _operand_types(self) -> tuple[pa.DataType, pa.DataType]:
         """The types the kernel gets. Integer / integer divides as doubles (Spark, DuckDB),
@@ -208,6 +294,41 @@ class Arithmetic(Term):
         if pa.types.is_decimal(right) and integral[0]:
             return pa.decimal128(19, 0), right
         return left, right
+
+
+@dataclass(frozen=True)
+class Function(Term):
+    """``lower(arg)`` or ``upper(arg)`` of a string (``FUNCTIONS``)."""
+
+    name: str
+    arg: Term
+    arrow_type: pa.DataType | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.name not in FUNCTIONS:
+            raise filter_error(f"unknown function {self.name!r}; known: {', '.join(FUNCTIONS)}")
+        if not isinstance(self.arg, Term):
+            raise filter_error(f"{self.name}() needs a value expression")
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.arg})"
+
+    def columns(self) -> frozenset[str]:
+        return self.arg.columns()
+
+    def bind(self, schema: pa.Schema) -> Term:
+        arg = self.arg.bind(schema)
+        if not (pa.types.is_string(arg.arrow_type) or pa.types.is_large_string(arg.arrow_type)):
+            raise filter_error(f"{self.name}() takes a string, not {arg} of type {arg.arrow_type}")
+        return dataclasses.replace(self, arg=arg, arrow_type=arg.arrow_type)
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.Expression._call(FUNCTIONS[self.name], [self.arg.to_arrow()])
+
+    def value_stats(self, stats: StatsLookup) -> ColumnStats | None:
+        """Only whether values are null: case mapping does not keep the order of strings."""
+        known = self.arg.value_stats(stats)
+        return None if known is None else ColumnStats(None, None, known.null_count, known.row_count)
 
 
 @dataclass(frozen=True)
@@ -231,6 +352,28 @@ class Condition(Term):
         return self.expr.to_arrow()
 
 
+def _divisor(k: int, dividend: pa.DataType) -> Term:
+    """An integer divisor of ``%`` in the dividend's type when it holds ``|k|`` (the sign of
+    the divisor does not change a truncated remainder, ``x % -3 = x % 3``), so that
+    ``uint64_column % 10`` is computed in uint64, not in int64 (Arrow's common type, which
+    refuses values past 2**63)."""
+    for kind in dict.fromkeys((dividend, pa.int64())):
+        try:
+            return Literal(abs(k), pa.scalar(abs(k), kind).type)
+        except (pa.ArrowInvalid, OverflowError):
+            continue
+    raise filter_error(f"the divisor {k} of % is beyond the range of {dividend}")
+
+
+def _integral(arrow_type: pa.DataType | None) -> bool:
+    return arrow_type is not None and pa.types.is_integer(arrow_type)
+
+
+def _rem(value: int, k: int) -> int:
+    """SQL's ``value % k``: the sign of ``value``."""
+    return value % k if value >= 0 else -(-value % k)
+
+
 def _numeric(arrow_type: pa.DataType | None) -> bool:
     t = pa.types
     return arrow_type is not None and (
@@ -241,7 +384,7 @@ def _numeric(arrow_type: pa.DataType | None) -> bool:
 def term(value: Any) -> Term:
     """A Python value as a term: a term stays, ``col(name)`` is the column's value, anything
     else becomes a ``Literal``."""
-    from .nodes import Column  # nodes builds on this module
+    from .builder import Column  # the builder builds on this module
 
     if isinstance(value, Column):
         return Ref(value.name)

@@ -17,11 +17,19 @@ lossless, and readers of our own Parquet cast it back to the declared type."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.types as pat
+
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,43 @@ def cast_safely(
     if not allowed(column.type, dtype):
         raise error(message)
     try:
-        return column.cast(dtype, safe=True)
+        cast = column.cast(dtype, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise error(f"{message}: {exc}") from None
+    overflow = _float_overflow(column, cast)
+    if overflow is not None:
+        raise error(f"{message}: {overflow!r} is beyond the range of float32 (±3.4028235e38)")
+    return cast
+
+
+def _float_overflow(before: pa.Array | pa.ChunkedArray, after: pa.Array | pa.ChunkedArray) -> float | None:
+    """A finite value that became infinite in a cast to a narrower float (Arrow's "safe"
+    cast rounds 1e39 to float32's infinity), at any depth; None if there is none. Infinities
+    and NaN given as such stay as given."""
+    for source, result in _float_leaves(before, after):
+        lost = pc.and_(pc.is_finite(source), pc.invert(pc.is_finite(result)))
+        if pc.any(lost).as_py():
+            return float(pc.filter(source, lost)[0].as_py())
+    return None
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return pat.is_list(dtype) or pat.is_large_list(dtype) or pat.is_fixed_size_list(dtype)
+
+
+def with_doubles(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with float32 as float64 at any depth: the type to build Python floats in
+    before a checked cast to ``dtype`` (``pa.array([1e39], pa.float32())`` is infinity)."""
+    return pa.float64() if pat.is_float32(dtype) else rebuilt(dtype, with_doubles)
+
+
+def _float_leaves(source: Any, result: Any) -> Iterator[tuple[Any, Any]]:
+    """Pairs of the float arrays (or chunked arrays) inside a cast's source and result."""
+    kind = result.type
+    if pat.is_floating(kind) and pat.is_floating(source.type) and kind.bit_width < source.type.bit_width:
+        yield source, result
+    elif _is_list(kind) and _is_list(source.type):
+        yield from _float_leaves(pc.list_flatten(source), pc.list_flatten(result))
+    elif pat.is_struct(kind) and pat.is_struct(source.type):
+        for pair in zip(source.flatten(), result.flatten()):
+            yield from _float_leaves(*pair)

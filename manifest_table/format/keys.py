@@ -102,8 +102,8 @@ def is_database_writer_key(key: str) -> bool:
 
 
 _TABLE_ID = re.compile(r"[0-9a-f]{32}")
-_DATABASE_TABLE_PREFIXES = (DATA_PREFIX, TOMBSTONE_PREFIX, SEGMENT_PREFIX, ROOT_PREFIX)
-"""What a database's table writes (no manifests, pointer or mirrors of its own)."""
+_DATABASE_TABLE_PREFIXES = (DATA_PREFIX, TOMBSTONE_PREFIX, SEGMENT_PREFIX, ROOT_PREFIX, METADATA_PREFIX)
+"""What a database's table writes (no manifests or pointer of its own; an Iceberg mirror)."""
 
 
 def _describe(char: str) -> str:

@@ -27,6 +27,7 @@ from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES,
 from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
 from .properties import GC_GRACE, Properties
+from .replaced import check_replaced
 from .root import (
     FileIndex,
     Totals,
@@ -49,6 +50,8 @@ NEW_TABLE_FORMAT_VERSION = 2
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
+
+DATABASE_HINT = "open it with open_database, and its tables as <database uri>/<table name>"
 
 
 def manifest_key(version: int) -> str:
@@ -173,10 +176,7 @@ class Manifest:
     def from_doc(cls, doc: dict[str, Any], key: str = "manifest") -> Manifest:
         """``from_json`` of a decoded JSON object (a database's table root, format/database.py)."""
         if doc.get("kind") == "database":
-            raise TableNotFoundError(
-                f"{key} is a version of a database, not of a table: open it with "
-                "open_database, and its tables as <database uri>/<table name>"
-            )
+            raise TableNotFoundError(f"{key} is a version of a database, not of a table: {DATABASE_HINT}")
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = parent_version(doc, key, version)
@@ -222,6 +222,8 @@ def check_parameters(parameters: dict[str, Any], key: str) -> dict[str, Any]:
     """A commit's ``parameters``, with what rebasing and GC decode from them checked."""
     if "rewrites" in parameters:
         _check_rewrites(parameters["rewrites"], key)
+    if "replaced" in parameters:
+        check_replaced(parameters["replaced"], key, lambda raw, rows, at: _decode_deletes(raw, rows, key, at))
     return parameters
 
 

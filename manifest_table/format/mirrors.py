@@ -1,8 +1,9 @@
 """The root's ``mirrors`` setting: which other table formats describe this table's versions
 (docs/mirrors.md), with the options each mirror keeps for its whole life.
 
-A format-v2 root may carry ``"mirrors": {"iceberg": {"table_uuid": "..."}, "delta":
-{"table_id": "...", "checkpoint_interval": 100}}``. Absent means no mirror. Every commit
+A format-v2 root may carry ``"mirrors": {"iceberg": {"table_uuid": "...", "max_snapshots":
+10}, "delta": {"table_id": "...", "checkpoint_interval": 100}}`` (an Iceberg setting without
+``max_snapshots``, written by 0.3, means ``DEFAULT_MAX_SNAPSHOTS``). Absent means no mirror. Every commit
 copies it from the version it builds on; ``Table.set_mirrors`` changes it in one commit,
 keeping the options of a mirror that stays on (an Iceberg table's uuid must never change).
 A mirror name this release does not know (written by a newer one) is kept as it is and not
@@ -24,16 +25,31 @@ DEFAULT_CHECKPOINT_INTERVAL = 100
 """Delta versions between checkpoints. A checkpoint lists every file (its cost follows the
 table's size), so it is written once per this many commits; a reader replays at most this many
 small JSON commits after it. (Delta's own default is 10 for Spark, 100 for delta-rs.)"""
+DEFAULT_MAX_SNAPSHOTS = 10
+"""Snapshots an Iceberg metadata file lists: its own version's and those of the retained
+versions before it, newest first. Iceberg time travel by snapshot id reaches only these (any
+other retained version is read through its own ``v<N>.metadata.json``); each costs about
+0.5 KB in every metadata file written, so a commit's mirror objects stay small however long
+the history."""
 _UUID_OPTION = {ICEBERG: "table_uuid", DELTA: "table_id"}
+_SETTINGS = {
+    ICEBERG: ("max_snapshots", DEFAULT_MAX_SNAPSHOTS),
+    DELTA: ("checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL),
+}
+"""Each mirror's one setting and its default."""
 
 
-def new_options(name: str, checkpoint_interval: int | None = None) -> dict[str, Any]:
-    """The options of a mirror being turned on: a fresh table identity, and for Delta its
-    checkpoint interval."""
-    options: dict[str, Any] = {_UUID_OPTION[name]: str(uuid.uuid4())}
-    if name == DELTA:
-        options["checkpoint_interval"] = checkpoint_interval or DEFAULT_CHECKPOINT_INTERVAL
-    return options
+def new_options(name: str, setting: int | None = None) -> dict[str, Any]:
+    """The options of a mirror being turned on: a fresh table identity, and its setting
+    (Iceberg: ``max_snapshots``; Delta: ``checkpoint_interval``)."""
+    key, default = _SETTINGS[name]
+    return {_UUID_OPTION[name]: str(uuid.uuid4()), key: setting or default}
+
+
+def setting(options: Mapping[str, Any], name: str) -> int:
+    """A mirror's setting (its default where a 0.3 root has none)."""
+    key, default = _SETTINGS[name]
+    return int(options.get(key, default))
 
 
 def requested(mirrors: Any) -> dict[str, dict[str, Any]]:
@@ -56,13 +72,14 @@ def _options(name: Any, options: Any) -> dict[str, Any]:
     options = {} if options is None else options
     if not isinstance(options, dict):
         raise InvalidArgumentError(f"the options of mirror {name!r} must be a dict, not {options!r}")
-    unknown = sorted(set(options) - ({"checkpoint_interval"} if name == DELTA else set()), key=str)
+    key = _SETTINGS[name][0]
+    unknown = sorted(set(options) - {key}, key=str)
     if unknown:
-        raise InvalidArgumentError(f"mirror {name!r}: unknown options {unknown}")
-    interval = options.get("checkpoint_interval")
-    if interval is not None and (type(interval) is not int or interval < 1):
-        raise InvalidArgumentError(f"checkpoint_interval must be an integer >= 1, not {interval!r}")
-    return new_options(name, interval)
+        raise InvalidArgumentError(f"mirror {name!r}: unknown options {unknown}; known: [{key!r}]")
+    value = options.get(key)
+    if value is not None and (type(value) is not int or value < 1):
+        raise InvalidArgumentError(f"{key} must be an integer >= 1, not {value!r}")
+    return new_options(name, value)
 
 
 def merged(current: Mapping[str, Any], wanted: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
@@ -90,6 +107,6 @@ def decode_mirrors(doc: dict[str, Any], key: str) -> dict[str, Any]:
             uuid.UUID(identity)
         except (TypeError, ValueError, AttributeError):
             raise corrupt(key, f"{at}.{_UUID_OPTION[name]}", identity, "a UUID string") from None
-        if name == DELTA:
-            integer(options, "checkpoint_interval", key, 1, 2**31, at)
+        if name == DELTA or "max_snapshots" in options:
+            integer(options, _SETTINGS[name][0], key, 1, 2**31, at)
     return raw

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..arguments import did_you_mean
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
+from ..lazy import lazy
 from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:
+    pq = lazy("pyarrow.parquet")
+
+MERGE_HINT = "schema_mode='merge' adds new columns"
 
 
 def encode_schema(schema: pa.Schema) -> str:
@@ -74,7 +82,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if missing:
         problems.append(f"missing columns {missing}")
     if extra:
-        problems.append(f"unknown columns {extra}{did_you_mean(extra, missing)}")
+        problems.append(f"unknown columns {extra}{did_you_mean(extra, missing)} ({MERGE_HINT})")
     if len(names) != len(table.schema.names):
         problems.append("duplicate column names")
     if problems:

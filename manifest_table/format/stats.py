@@ -18,12 +18,19 @@ import decimal
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pyarrow.types as pat
+
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    pc = lazy("pyarrow.compute")
+    pq = lazy("pyarrow.parquet")
 
 MAX_STRING_STAT = 256
 

@@ -73,10 +73,13 @@ class PointerLog(ABC, Generic[V]):
         """The error for a location with no version 0 and no pointer."""
 
     # --- the pointer -------------------------------------------------------------------
-    def open(self) -> Pointer:
+    def open(self, repair: bool = True) -> Pointer:
         """Read the pointer (raising ``TableNotFoundError``) and keep it for the next
-        ``read_pointer``: opening a table and reading it cost one GET of the pointer, not two."""
-        pointer = self.pointer()
+        ``read_pointer``: opening a table and reading it cost one GET of the pointer, not two.
+        ``repair=False``: a missing pointer is not-found at once, without the HEAD that looks
+        for a version 0 whose creator died before writing the pointer (``_stored_pointer``):
+        for a look that only asks whether a log with versions after 0 is there."""
+        pointer = self.pointer() if repair else self._current(self._stored_pointer(repair=False))
         with self._lock:
             self._opened = pointer
         return pointer
@@ -96,7 +99,9 @@ class PointerLog(ABC, Generic[V]):
         the pointer returned names the newest version and the stored object's etag."""
         with self._lock:
             self._opened = None
-        stored = self._stored_pointer()
+        return self._current(self._stored_pointer())
+
+    def _current(self, stored: Pointer) -> Pointer:
         if not self.store.pointer_may_lag:
             return stored
         latest = self._probe_past(stored.version)
@@ -145,14 +150,14 @@ class PointerLog(ABC, Generic[V]):
                 return True
         return self.store.head(manifest_key(version)) is not None
 
-    def _stored_pointer(self) -> Pointer:
+    def _stored_pointer(self, repair: bool = True) -> Pointer:
         """The pointer object as stored. A table whose pointer is missing but whose first
         manifest exists (a creator died between the two writes) gets its pointer created."""
         try:
             return decode_pointer(*self.store.get_with_etag(POINTER_KEY))
         except NotFound:
             pass
-        if self.store.head(manifest_key(0)) is None:
+        if not repair or self.store.head(manifest_key(0)) is None:
             raise self._missing()
         version = self.probe_forward(0)
         try:
@@ -279,6 +284,18 @@ class PointerLog(ABC, Generic[V]):
             )
         return found
 
+    def oldest(self, existing: int) -> int:
+        """The oldest retained version up to ``existing`` (a version that exists): expired
+        versions form a prefix, so a binary search finds it in about log2(existing) GETs."""
+        lo, hi = 0, existing
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.find(mid) is None:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     def history(self, limit: int | None = None) -> list[V]:
         """Manifests from the latest back to the oldest retained, newest first."""
         version = self.pointer().version
@@ -308,6 +325,11 @@ class PointerLog(ABC, Generic[V]):
 
 class VersionLog(PointerLog[Version]):
     """A table's log: its versions are manifests, read through one segment cache."""
+
+    every_version_changes: bool = True
+    """Whether each version of this log is a change of its table. A database's table sees the
+    database's versions, most of which leave it as it was: its mirrors describe only the
+    versions that changed it (mirrors/sync.py)."""
 
     def __init__(self, store: ObjectStore, location: str) -> None:
         super().__init__(store, location)

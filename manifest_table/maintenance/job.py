@@ -23,7 +23,7 @@ from datetime import timedelta
 from ..arguments import check_duration, check_size
 from ..commit import CommitInfo
 from ..database import Database, DatabaseTable, open_database
-from ..database.database import table_of_database
+from ..database.database import database_above
 from ..entry_points import open_table
 from ..errors import CommitConflictError, DatabaseNotFoundError, ManifestTableError, TableNotFoundError
 from ..format.manifest import manifest_key
@@ -67,7 +67,12 @@ class JobOptions:
 
 # --- finding tables ---------------------------------------------------------------------
 def find_tables(root: str, storage_options: dict[str, str] | None = None) -> list[str]:
-    """``root`` if it is a table, else every table below it (found by one LIST)."""
+    """``root`` if it is a table (``DB_URI/TABLE`` included), else every table below it
+    (found by one LIST)."""
+    found = database_above(root, storage_options, {})
+    if found is not None:  # "<database>/<table>": only ever the database's table
+        db, name = found
+        return [root] if name in db.tables() else []
     store = store_for_uri(root, storage_options)
     if any(store.head(marker) is not None for marker in TABLE_MARKERS):
         return [root]
@@ -77,13 +82,6 @@ def find_tables(root: str, storage_options: dict[str, str] | None = None) -> lis
         for marker in TABLE_MARKERS
         if info.key.endswith("/" + marker)
     }
-    if not prefixes:  # "<database>/<table>" names a table that has no objects of its own here
-        parent, _, name = root.rstrip("/").rpartition("/")
-        try:
-            if parent and table_of_database(parent, name, storage_options, {}) is not None:
-                return [root]
-        except TableNotFoundError:
-            pass
     return [f"{root.rstrip('/')}/{prefix}" for prefix in sorted(prefixes)]
 
 
@@ -149,10 +147,10 @@ def _maintain_database(db: Database, options: JobOptions, outcome: Outcome, comp
     if options.compact:
         for name in db.tables():
             try:
-                table = db.table(name)
-            except TableNotFoundError:  # dropped meanwhile
+                line = _compact(db.table(name), options, outcome, compact)
+            except TableNotFoundError:  # dropped or renamed meanwhile (TableRenamedError): the next run
                 continue
-            outcome.lines.append(f"{name}: " + _compact(table, options, outcome, compact))
+            outcome.lines.append(f"{name}: " + line)
     outcome.lines.append(_database_gc(db, options))
 
 

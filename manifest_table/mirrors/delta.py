@@ -6,33 +6,44 @@
    Delta itself): ``remove`` for each file gone or whose deletion vector changed (with the
    vector it had), ``add`` for each new file or new vector, ``metaData`` / ``protocol`` when
    the schema or the features it needs changed. Taken means another writer mirrored N first.
-3. Every ``checkpoint_interval`` versions, and at the version a mirror starts from, write a
-   checkpoint (every live file) and advance ``_last_checkpoint`` (never backwards).
-The table uses column mapping in ``id`` mode (files carry field ids and physical names,
-format/field_ids.py) and deletion vectors: reader version 3, writer version 7."""
+3. Every ``checkpoint_interval`` versions write a checkpoint (every live file) and advance
+   ``_last_checkpoint`` (never backwards). A mirror starts with a checkpoint and a JSON commit
+   of the same version holding every file: readers find that version's time in it.
+The protocol asks only for what a version uses (``protocol``): deletion vectors while a live
+file has one, column mapping (``name`` mode: files carry each column under its physical name,
+format/field_ids.py) while a column's name differs from its physical name, so a table never
+renamed stays readable by readers without column mapping. Every commit records our commit
+time as Delta's in-commit timestamp (writer version 7). All JSON is strict: a non-finite
+bound is left out, as NaN is."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import NotFound
 from ..format.field_ids import FieldIds
 from ..format.keys import DELTA_LOG_PREFIX
 from ..format.manifest import DataFile
-from ..format.mirrors import DELTA
+from ..format.mirrors import DELTA, setting
+from ..lazy import lazy
 from ..log.version import Version
 from .change import VersionChange, tombstones_of
 from .columns import Bounds, bounds_of
 from .delta_dv import descriptor, dv_file, dv_key
-from .source import Source, advance_hint
+from .source import Source, advance_hint, strict_json
 from .types import delta_type
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:
+    pq = lazy("pyarrow.parquet")
 
 LAST_CHECKPOINT = f"{DELTA_LOG_PREFIX}_last_checkpoint"
 _ENTRY = re.compile(r"_delta_log/([0-9]{20})\.(json|checkpoint\.parquet)")
@@ -66,8 +77,16 @@ def latest(src: Source) -> int | None:
 
 
 # --- table-level actions ------------------------------------------------------------------
+def column_mapping(fields: FieldIds) -> bool:
+    """Whether Delta must map columns: some column's files carry it under another name (a
+    rename, or a name reused after a drop). A drop alone needs no mapping: the dropped
+    column's physical name is never reused, and readers ignore file columns the schema lacks."""
+    return any(f.name != physical for f, physical in zip(fields.schema, fields.physical_names))
+
+
 def _schema(fields: FieldIds) -> str:
-    return json.dumps(
+    mapped = column_mapping(fields)
+    return strict_json(
         {
             "type": "struct",
             "fields": [
@@ -75,36 +94,54 @@ def _schema(fields: FieldIds) -> str:
                     "name": f.name,
                     "type": delta_type(f.type),
                     "nullable": f.nullable,
-                    "metadata": {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical},
+                    "metadata": {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical}
+                    if mapped
+                    else {},
                 }
                 for fid, f, physical in zip(fields.ids, fields.schema, fields.physical_names)
             ],
-        },
-        separators=(",", ":"),
+        }
     )
 
 
-def protocol(fields: FieldIds) -> dict[str, Any]:
-    features = ["columnMapping", "deletionVectors"]
-    if any(delta_type(f.type) == "timestamp_ntz" for f in fields.schema):
-        features.append("timestampNtz")
-    return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
+def protocol(manifest: Version) -> dict[str, Any]:
+    """The features ``manifest`` uses, no more: a reader that lacks one still reads versions
+    that do not use it (deltalake's pyarrow path and Polars refuse column mapping)."""
+    fields = manifest.fields
+    readers = [
+        name
+        for name, used in (
+            ("columnMapping", column_mapping(fields)),
+            ("deletionVectors", manifest.totals.deleted > 0),
+            ("timestampNtz", any(delta_type(f.type) == "timestamp_ntz" for f in fields.schema)),
+        )
+        if used
+    ]
+    # Spark's Delta takes a NOT NULL column for an invariant: writer version 7 must list it.
+    writers = [*readers, "inCommitTimestamp"] + (["invariants"] if any(not f.nullable for f in fields.schema) else [])
+    if not readers:
+        return {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": writers}
+    return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": readers, "writerFeatures": writers}
 
 
 def metadata(manifest: Version) -> dict[str, Any]:
     options, index = manifest.mirrors[DELTA], manifest.index
     assert index is not None
+    configuration = {
+        "delta.enableInCommitTimestamps": "true",
+        "delta.checkpointInterval": str(setting(options, DELTA)),
+    }
+    if manifest.totals.deleted > 0:
+        configuration["delta.enableDeletionVectors"] = "true"
+    if column_mapping(manifest.fields):
+        configuration["delta.columnMapping.mode"] = "name"
+        configuration["delta.columnMapping.maxColumnId"] = str(index.last_field_id)
     return {
         "id": options["table_id"],
         "format": {"provider": "parquet", "options": {}},
         "schemaString": _schema(manifest.fields),
         "partitionColumns": [],
-        "configuration": {
-            "delta.enableDeletionVectors": "true",
-            "delta.columnMapping.mode": "id",
-            "delta.columnMapping.maxColumnId": str(index.last_field_id),
-            "delta.checkpointInterval": str(options["checkpoint_interval"]),
-        },
+        "configuration": configuration,
     }
 
 
@@ -142,7 +179,7 @@ def add_actions(
                 nulls[physical] = null_counts[i]
             for values, into in ((mins, lows), (maxs, highs)):
                 value = values[i] if values is not None else None
-                if value is not None and value == value:  # (NaN is no bound)
+                if _bound(value):
                     into[physical] = value.isoformat() if isinstance(value, date) else value
         stats = {
             "numRecords": f.rows,
@@ -157,12 +194,17 @@ def add_actions(
             "size": f.size,
             "modificationTime": when,
             "dataChange": True,
-            "stats": json.dumps(stats, separators=(",", ":")),
+            "stats": strict_json(stats),
         }
         if f.deletes is not None:
             action["deletionVector"] = descriptor(f.deletes, src.tombstones)
         out.append(action)
     return out
+
+
+def _bound(value: Any) -> bool:
+    """A value a JSON bound can hold: NaN and infinities are no bounds (JSON has neither)."""
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
 
 
 def _remove(src: Source, f: DataFile, when: int) -> dict[str, Any]:
@@ -185,44 +227,60 @@ def write_dv_files(src: Source, tombstones: Iterable[str]) -> None:
 
 
 # --- commits and checkpoints -----------------------------------------------------------------
+def _commit_info(cur: Version) -> dict[str, Any]:
+    """The first action of every commit: our version, and our commit time as Delta's
+    in-commit timestamp (strictly increasing, as ours are: commit/builder.py)."""
+    return {
+        "commitInfo": {
+            "inCommitTimestamp": cur.timestamp_ms,
+            "timestamp": cur.timestamp_ms,
+            "operation": cur.operation.upper(),
+            "operationParameters": {},
+            "engineInfo": "manifest_table",
+            "isBlindAppend": cur.operation == "append",
+            "manifest_table": {"version": cur.version, "commit_id": cur.commit_id},
+        }
+    }
+
+
+def _lines(actions: Iterable[dict[str, Any]]) -> bytes:
+    return "".join(strict_json(a) + "\n" for a in actions).encode()
+
+
 def write_commit(src: Source, change: VersionChange) -> bool:
     """Mirror ``change.cur`` as one JSON commit on the mirror of ``change.prev``. False when
     another writer mirrored it first."""
     cur, prev, when = change.cur, change.prev, change.cur.timestamp_ms
     write_dv_files(src, change.new_tombstones)
-    actions: list[dict[str, Any]] = [
-        {
-            "commitInfo": {
-                "timestamp": when,
-                "operation": cur.operation.upper(),
-                "operationParameters": {},
-                "engineInfo": "manifest_table",
-                "isBlindAppend": cur.operation == "append",
-                "manifest_table": {"version": cur.version, "commit_id": cur.commit_id},
-            }
-        }
-    ]
-    if protocol(cur.fields) != protocol(prev.fields):
-        actions.append({"protocol": protocol(cur.fields)})
+    actions = [_commit_info(cur)]
+    if protocol(cur) != protocol(prev):
+        actions.append({"protocol": protocol(cur)})
     if prev.mirrors.get(DELTA) != cur.mirrors[DELTA] or metadata(cur) != metadata(prev):
         actions.append({"metaData": metadata(cur)})
     actions += [{"remove": _remove(src, f, when)} for f in change.removed]
     actions += [{"remove": _remove(src, old, when)} for old, _ in change.redeleted]
     added = change.added + [new for _, new in change.redeleted]
     actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
-    data = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
-    if not src.commit_point(json_key(cur.version), data, cur.gc_grace):
+    if not src.commit_point(json_key(cur.version), _lines(actions), cur.gc_grace):
         return False
-    if cur.version % cur.mirrors[DELTA]["checkpoint_interval"] == 0:
+    if cur.version % setting(cur.mirrors[DELTA], DELTA) == 0:
         write_checkpoint(src, cur)
     return True
 
 
-def write_checkpoint(src: Source, cur: Version) -> None:
+def start(src: Source, cur: Version) -> None:
+    """Start the mirror at ``cur``: a checkpoint, then a JSON commit of the same version with
+    every file (a reader finds the version's time there: a log of checkpoints alone has no
+    commit time for its first version, and deltalake then refuses any earlier time)."""
+    actions = write_checkpoint(src, cur)
+    src.commit_point(json_key(cur.version), _lines([_commit_info(cur), *actions]), cur.gc_grace)
+
+
+def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
     """A checkpoint of ``cur`` from its manifest (every live file, and the DV files of every
-    vector they have), then ``_last_checkpoint``. Create-only: a concurrent writer's
-    checkpoint of the same version is as good."""
-    rows = [{"protocol": protocol(cur.fields)}, {"metaData": metadata(cur)}]
+    vector they have), then ``_last_checkpoint``; returns its actions. Create-only: a
+    concurrent writer's checkpoint of the same version is as good."""
+    rows = [{"protocol": protocol(cur)}, {"metaData": metadata(cur)}]
     for files, segment in _parts(cur):
         write_dv_files(src, tombstones_of(files))
         rows += [
@@ -233,12 +291,13 @@ def write_checkpoint(src: Source, cur: Version) -> None:
     pq.write_table(table, sink, compression="snappy")
     src.commit_point(checkpoint_key(cur.version), sink.getvalue().to_pybytes(), cur.gc_grace)
     advance_hint(
-        src.store,
+        src,
         LAST_CHECKPOINT,
         cur.version,
         lambda v: json.dumps({"version": v, "size": len(rows)}).encode(),
         lambda b: json.loads(b)["version"],
     )
+    return rows
 
 
 def _parts(manifest: Version) -> Iterable[tuple[list[DataFile], str | None]]:

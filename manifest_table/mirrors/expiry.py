@@ -7,7 +7,12 @@
    the manifests those list; the Delta log from the newest checkpoint at or before the oldest
    retained version (a reader starts from a checkpoint); the Puffin and Delta DV files of
    every tombstone kept; and the pointers of mirrors that are on. Everything else of a
-   mirror's shapes goes, once older than the grace period, like our own objects."""
+   mirror's shapes goes, once older than the grace period, like our own objects.
+3. Before anything is deleted, no retained mirror version may still offer an expired one
+   (``trim``): the retained Iceberg metadata files drop the snapshots of expired versions
+   (rewritten in place, as Iceberg's ``expire_snapshots`` writes metadata without them), and
+   the Delta log gets a checkpoint at the oldest retained version, so that the log before it
+   (versions whose files go) is deleted rather than kept to replay from."""
 
 from __future__ import annotations
 
@@ -38,6 +43,24 @@ def floor(vlog: VersionLog, latest: Version) -> int | None:
     return min(versions, default=None)
 
 
+def trim(vlog: VersionLog, retained: list[Version], listed: dict[str, list[ObjectInfo]]) -> bool:
+    """Step 3, run by GC before it deletes (never in a dry run), on the mirror objects it
+    ``listed``; True if it wrote something (a checkpoint, a metadata file rewritten)."""
+    src, oldest = Source.of(vlog), min(retained, key=lambda m: m.version)
+    logged = {i.key for i in listed.get(DELTA_LOG_PREFIX, [])}
+    wrote = False
+    if DELTA in oldest.mirrors and delta.json_key(oldest.version) in logged:
+        if delta.checkpoint_key(oldest.version) not in logged:
+            delta.write_checkpoint(src, oldest)
+            wrote = True
+    present = {int(m.group(1)) for i in listed.get(METADATA_PREFIX, []) if (m := _METADATA.fullmatch(i.key))}
+    for version in sorted(present & {m.version for m in retained}):
+        if not iceberg.drop_snapshots_before(src, version, oldest.version):
+            break  # newer files list only newer snapshots
+        wrote = True
+    return wrote
+
+
 def listing(store: ObjectStore) -> dict[str, list[ObjectInfo]]:
     """Every mirror object, by prefix, in the order GC deletes them: versions' metadata files
     first (oldest first), then manifests and lists; the Delta log oldest first. A crash in
@@ -65,11 +88,16 @@ def needed(
 
 
 def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
-    """Metadata files of retained versions, the manifest list of each one's snapshot, and the
-    manifests on them. A metadata file lists the snapshots of up to ``MAX_SNAPSHOTS`` versions,
+    """Metadata files of retained versions (of a database's table: those from the newest at or
+    before its oldest retained version), the manifest list of each one's snapshot, and the
+    manifests on them. A metadata file lists the snapshots of up to ``max_snapshots`` versions,
     so reading the newest ones first finds most lists without reading their own files."""
     present = {int(m.group(1)) for key in listed if (m := _METADATA.fullmatch(key))}
-    versions = sorted(present & set(kept), reverse=True)
+    if src.log.every_version_changes:
+        versions = sorted(present & set(kept), reverse=True)
+    else:  # a database's table: mirrored where it changed, from the state its oldest retained version holds
+        start = max((v for v in present if v <= kept[0]), default=kept[0])
+        versions = sorted((v for v in present if v >= start), reverse=True)
     lists: dict[int, str] = {}
     for version in versions:
         if version not in lists:

@@ -22,22 +22,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import NotFound, PreconditionFailed
 from ..format.keys import METADATA_PREFIX
 from ..format.manifest import manifest_key
-from ..format.mirrors import ICEBERG
+from ..format.mirrors import ICEBERG, setting
 from ..log.version import Version
 from .change import tombstones_of
 from .iceberg_avro import DATA, manifest_list, read_avro
 from .iceberg_manifests import ManifestPlanner, NewManifest, slot_of
 from .iceberg_schema import name_mapping, schema_json
-from .source import Source, advance_hint
+from .source import Source, advance_hint, strict_json
 
 HINT = f"{METADATA_PREFIX}version-hint.text"
-MAX_SNAPSHOTS = 100
-"""Snapshots a metadata file lists (the newest retained ones): Iceberg time travel reaches
-them by snapshot id; every older retained version is read through its own metadata file. A
-metadata file's size is then bounded, whatever the history."""
 VERSION_PROPERTY = "manifest-table.version"
 _METADATA = re.compile(r"metadata/v([0-9]+)\.metadata\.json")
 _STATES: OrderedDict[tuple[str, int], IcebergState] = OrderedDict()
@@ -132,7 +128,7 @@ def write_version(
         next_row_id += new.rows if new.content == DATA else 0
     parent = prev_meta["current-snapshot-id"] if prev_meta else None
     list_key = f"{METADATA_PREFIX}snap-{sid}-{uuid.uuid4().hex}.avro"
-    src.create(list_key, manifest_list(entries, sid, parent, sequence, first_row_id))
+    written = src.put_all([*plan.pending, (list_key, manifest_list(entries, sid, parent, sequence, first_row_id))])
     snapshot = {
         "snapshot-id": sid,
         **({"parent-snapshot-id": parent} if parent is not None else {}),
@@ -150,8 +146,9 @@ def write_version(
             "total-data-files": str(cur.totals.files),
         },
     }
-    metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)
-    data = json.dumps(metadata, separators=(",", ":")).encode()
+    metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)  # (while the PUTs run)
+    data = strict_json(metadata).encode()
+    written()
     if (
         not src.commit_point(metadata_key(cur.version), data, cur.gc_grace)
         and src.store.get(metadata_key(cur.version)) != data
@@ -164,7 +161,35 @@ def write_version(
 
 def advance(src: Source, version: int) -> None:
     """Move ``version-hint.text`` to ``version`` (never backwards)."""
-    advance_hint(src.store, HINT, version, lambda v: str(v).encode(), lambda b: int(b.decode().strip()))
+    advance_hint(src, HINT, version, lambda v: str(v).encode(), lambda b: int(b.decode().strip()))
+
+
+def drop_snapshots_before(src: Source, version: int, oldest: int) -> bool:
+    """Rewrite ``version``'s metadata file without the snapshots of versions before
+    ``oldest`` (garbage collection expires them). False when it lists none (or is absent).
+    Compare-and-swap, re-read after a lost race: the file's meaning never changes, only what
+    it offers for time travel."""
+    for _ in range(_REWRITE_ATTEMPTS):
+        try:
+            data, etag = src.store.get_with_etag(metadata_key(version))
+        except NotFound:
+            return False
+        metadata = json.loads(data)
+        kept = [s for s in metadata["snapshots"] if int(s["summary"][VERSION_PROPERTY]) >= oldest]
+        if len(kept) == len(metadata["snapshots"]):
+            return False
+        ids = {s["snapshot-id"] for s in kept}
+        metadata["snapshots"] = kept
+        metadata["snapshot-log"] = [e for e in metadata["snapshot-log"] if e["snapshot-id"] in ids]
+        try:
+            src.store.put_if_match(metadata_key(version), strict_json(metadata).encode(), etag)
+            return True
+        except PreconditionFailed:
+            continue
+    return True
+
+
+_REWRITE_ATTEMPTS = 4
 
 
 def _list_entry(src: Source, new: NewManifest, sid: int, sequence: int, first_row_id: int | None) -> dict[str, Any]:
@@ -217,7 +242,8 @@ def _metadata(
     snapshot: dict[str, Any],
     next_row_id: int,
 ) -> dict[str, Any]:
-    snapshots = _retained_snapshots(src, prev_meta["snapshots"] if prev_meta else [], cur.version) + [snapshot]
+    listed = setting(cur.mirrors[ICEBERG], ICEBERG)
+    snapshots = _retained_snapshots(src, prev_meta["snapshots"] if prev_meta else [], cur.version, listed) + [snapshot]
     used = {s["schema-id"] for s in snapshots}
     return {
         "format-version": 3,
@@ -245,11 +271,14 @@ def _metadata(
     }
 
 
-def _retained_snapshots(src: Source, snapshots: list[dict[str, Any]], version: int) -> list[dict[str, Any]]:
+def _retained_snapshots(
+    src: Source, snapshots: list[dict[str, Any]], version: int, listed: int
+) -> list[dict[str, Any]]:
     """The previous file's snapshots of versions our garbage collection still retains (it
-    expires a prefix: a binary search of HEADs finds the oldest), the newest ``MAX_SNAPSHOTS - 1``."""
-    snapshots = snapshots[-(MAX_SNAPSHOTS - 1) :] if MAX_SNAPSHOTS > 1 else []
-    if not snapshots:
+    expires a prefix: a binary search of HEADs finds the oldest), the newest ``listed - 1``
+    (format/mirrors.py, ``max_snapshots``)."""
+    snapshots = snapshots[-(listed - 1) :] if listed > 1 and src.log.every_version_changes else []
+    if not snapshots:  # (a database's table: which older states are retained is the database's to say)
         return []
     versions = [int(s["summary"][VERSION_PROPERTY]) for s in snapshots]
     lo, hi = versions[0], version

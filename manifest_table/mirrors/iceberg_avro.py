@@ -7,9 +7,15 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import fastavro
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import fastavro
+else:
+    fastavro = lazy("fastavro")
+
 
 FORMAT_VERSION = "3"
 ADDED = 1

@@ -68,8 +68,9 @@ class ManifestPlan:
 
     reused: dict[str, dict[str, Any]] = field(default_factory=dict)
     new: list[NewManifest] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)
-    """Every object written for it (new manifests and Puffin files), in order."""
+    pending: list[tuple[str, bytes]] = field(default_factory=list)
+    """The new manifests (key, bytes), left for the caller to write with the manifest list,
+    in parallel, before the metadata file that names them."""
 
 
 class ManifestPlanner:
@@ -221,7 +222,6 @@ class ManifestPlanner:
                     {offset: self._target(path) for offset, path in referenced.items()},
                 )
                 if self.src.create(key, data):
-                    self.plan.written.append(key)
                     self._puffins[tombstone] = len(data)
             if tombstone not in self._puffins:
                 self._puffins[tombstone] = self.src.size_of(key)
@@ -230,8 +230,7 @@ class ManifestPlanner:
     def _write(self, slot: str, content: int, entries: list[dict[str, Any]]) -> None:
         data = manifest(sorted(entries, key=_path_of), content, self.schema_json)
         key = f"{METADATA_PREFIX}{slot}-{uuid.uuid4().hex}.avro"
-        self.src.store.put_if_absent(key, data)
-        self.plan.written.append(key)
+        self.plan.pending.append((key, data))
         self.plan.new.append(
             NewManifest(
                 slot, key, content, len(data), len(entries), sum(e["data_file"]["record_count"] for e in entries)

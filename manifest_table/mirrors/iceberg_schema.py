@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
+from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -138,9 +139,16 @@ def _encoded(values: pa.Array | None, dtype: pa.DataType, count: int) -> list[by
         return [None if v is None else v.encode() for v in values.to_pylist()]
     if kind.startswith("decimal"):
         scale = (dtype.value_type if pat.is_dictionary(dtype) else dtype).scale
-        return [None if v is None else _unscaled(int(v.scaleb(scale))) for v in values.to_pylist()]
+        return [None if v is None else _unscaled(v, scale) for v in values.to_pylist()]
     return [None] * count
 
 
-def _unscaled(n: int) -> bytes:
+def _unscaled(value: Decimal, scale: int) -> bytes:
+    """The unscaled integer of ``value`` at ``scale``, exactly: ``Decimal.scaleb`` in the
+    default context rounds to 28 digits, and a decimal(38) bound would name another value."""
+    n = int(value.scaleb(scale, _EXACT))
     return n.to_bytes(max(1, (n.bit_length() + 8) // 8), "big", signed=True)
+
+
+_EXACT = Context(prec=80)
+"""Room for any decimal128 (38 digits) at any scale shift."""

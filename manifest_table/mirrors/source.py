@@ -5,7 +5,11 @@ deadline its commit points keep (``commit_point``)."""
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,24 +19,33 @@ from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
 from ..log.version_log import VersionLog
 from ..storage import ObjectStore
+from ..storage.prefixed import PrefixedStore
 from ..storage.retry import RetryingStore
 from .vectors import Tombstones
+
+
+def strict_json(value: Any) -> str:
+    """Compact JSON that every reader parses: ``Infinity`` and ``NaN`` are refused, never
+    written (Python's ``json`` writes them by default; deltalake and Polars then fail)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def location_of(store: ObjectStore, uri: str) -> str:
     """The table's absolute location, as the other formats name files: ``file:///abs/dir``
     for a local directory, ``<scheme>://bucket/prefix`` for an object store (``s3``, ``gs``,
-    ``az``), else the URI given."""
-    inner = getattr(store, "inner", store)
+    ``az``), else the URI given; a database's table is its folder of the database's store."""
+    inner, folder = store, ""
     while hasattr(inner, "inner"):
+        if isinstance(inner, PrefixedStore):  # a database's table: its folder of the store
+            folder = inner.prefix + folder
         inner = inner.inner
     root = getattr(inner, "root", None)
     if isinstance(root, str) and os.path.isabs(root):
-        return "file://" + root.rstrip("/")
+        return "file://" + f"{root.rstrip('/')}/{folder}".rstrip("/")
     bucket = getattr(inner, "bucket", None)
     if isinstance(bucket, str):
         prefix = getattr(inner, "prefix", "")
-        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}".rstrip("/")
+        return f"{getattr(inner, 'scheme', 's3')}://{bucket}/{prefix}{folder}".rstrip("/")
     return uri.rstrip("/")
 
 
@@ -71,6 +84,18 @@ class Source:
         Deadline(f"the mirror's {key} of {self.location}", self.started, None, grace, removes_staged=False).check()
         return self.create(key, data)
 
+    def put_all(self, objects: list[tuple[str, bytes]]) -> Callable[[], None]:
+        """Start creating uniquely named objects, in parallel (a commit's mirror objects that
+        no order is needed between: manifests and their list, before the metadata file);
+        returns the wait for them, which raises the first failure."""
+        pending = [_PUTS.submit(self.store.put_if_absent, key, data) for key, data in objects]
+
+        def wait() -> None:
+            for done in pending:
+                done.result()
+
+        return wait
+
     def size_of(self, key: str) -> int:
         info = self.store.head(key)
         if info is None:
@@ -78,27 +103,47 @@ class Source:
         return info.size
 
 
-def advance_hint(store: ObjectStore, key: str, version: int, encode: Any, decode: Any) -> None:
+def advance_hint(src: Source, key: str, version: int, encode: Any, decode: Any) -> None:
     """Move a pointer object such as ``version-hint.text`` or ``_last_checkpoint`` to
     ``version``, never backwards: compare-and-swap, re-reading after a lost race or a failed
     call (which may have landed). Best effort: a reader that finds it behind probes forward
-    (or lists), and the next sync moves it."""
+    (or lists), and the next sync moves it. The etag this process last wrote is tried first
+    (no GET: a commit that follows this process's own is the common case)."""
+    store, cached = src.store, (src.location, key)
+    with _ETAGS_LOCK:
+        known = _ETAGS.get(cached)
     for _ in range(_HINT_ATTEMPTS):
         try:
-            try:
-                data, etag = store.get_with_etag(key)
-            except NotFound:
-                store.put_if_absent(key, encode(version))
-                return
-            if _decoded(decode, data) >= version:
-                return
-            store.put_if_match(key, encode(version), etag)
+            if known is not None and known[0] < version:
+                etag = known[1]
+            else:
+                try:
+                    data, etag = store.get_with_etag(key)
+                except NotFound:
+                    _remember_etag(cached, version, store.put_if_absent(key, encode(version)))
+                    return
+                if _decoded(decode, data) >= version:
+                    return
+            _remember_etag(cached, version, store.put_if_match(key, encode(version), etag))
             return
         except StoreError:  # PreconditionFailed included: read again
+            known = None
             continue
 
 
+def _remember_etag(cached: tuple[str, str], version: int, etag: str) -> None:
+    with _ETAGS_LOCK:
+        _ETAGS[cached] = (version, etag)
+        while len(_ETAGS) > 64:
+            _ETAGS.pop(next(iter(_ETAGS)))
+
+
 _HINT_ATTEMPTS = 8
+_ETAGS: dict[tuple[str, str], tuple[int, str]] = {}
+"""(location, pointer key) -> the version and etag this process last wrote there."""
+_ETAGS_LOCK = threading.Lock()
+_PUTS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mirror-put")
+"""Threads for parallel PUTs (they wait on the store, not the GIL), shared by every sync."""
 
 
 def _decoded(decode: Any, data: bytes) -> int:

@@ -4,7 +4,8 @@
 2. Each version after m, up to the target, is written incrementally from the one before it,
    as long as our version m is still retained and every version in between had the mirror on
    with the target's options. Otherwise the mirror starts over at the target: a full
-   description (Iceberg: every manifest; Delta: a checkpoint).
+   description (Iceberg: every manifest; Delta: a checkpoint). A database's table has its
+   versions written only where it changed: the target, from m (``every_version_changes``).
 3. A version another writer mirrored first is taken as it is.
 A mirror only ever describes committed versions (it reads our manifests), never blocks a
 commit (``after_commit`` logs and swallows its failures) and may lag: the next sync, the next
@@ -13,7 +14,9 @@ commit or the maintenance job catches it up."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from ..format.mirrors import DELTA, ICEBERG, MIRRORS
 from ..log.version import Version
@@ -25,25 +28,45 @@ from .source import Source
 log = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
+_MIRRORS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror")
+_NEWEST: dict[tuple[str, str], int] = {}
+"""(location, mirror) -> the newest version this process mirrored there (write-once objects:
+it stays mirrored)."""
+_NEWEST_LOCK = threading.Lock()
+
+
+def start(vlog: VersionLog, committed: Version) -> Callable[[], None]:
+    """The hook at our commit point: begin mirroring ``committed``, just committed here, on
+    the mirror threads (one per mirror: their objects are independent), while the caller
+    advances its pointer; returns the wait for them. Best effort, each mirror on its own: a
+    failure is logged, and the next sync repairs the lag."""
+    src = Source.of(vlog)
+    pending = [_MIRRORS.submit(_mirror, src, name, committed) for name in MIRRORS if name in committed.mirrors]
+
+    def wait() -> None:
+        for done in pending:
+            done.result()
+
+    return wait
 
 
 def after_commit(vlog: VersionLog, committed: Version) -> None:
-    """The hook after our commit point: mirror ``committed`` if the table has mirrors. Best
-    effort, each mirror on its own: a failure is logged, and the next sync repairs the lag."""
-    src = Source.of(vlog)
-    for name in MIRRORS:
-        if name in committed.mirrors:
-            try:
-                sync_one(src, name, committed)
-            except Exception as exc:  # never fail a commit that has landed
-                log.warning(
-                    "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
-                    vlog.location,
-                    committed.version,
-                    name,
-                    type(exc).__name__,
-                    exc,
-                )
+    """``start`` and wait: mirror a version just committed."""
+    start(vlog, committed)()
+
+
+def _mirror(src: Source, name: str, committed: Version) -> None:
+    try:
+        sync_one(src, name, committed, fresh=True)
+    except Exception as exc:  # never fail a commit that has landed
+        log.warning(
+            "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
+            src.log.location,
+            committed.version,
+            name,
+            type(exc).__name__,
+            exc,
+        )
 
 
 def sync(vlog: VersionLog, target: Version) -> dict[str, int | None]:
@@ -58,25 +81,40 @@ def status(vlog: VersionLog, names: list[str]) -> dict[str, int | None]:
     return {name: LATEST[name](src) for name in names}
 
 
-def _mirrored(src: Source, name: str, target: Version) -> int | None:
+def _mirrored(src: Source, name: str, target: Version, fresh: bool = False) -> int | None:
     """The mirror's newest version. Found with a HEAD or two when it is the target or the
     version before it (a commit mirrored right after the one before it), else from the
-    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version."""
-    for version in (target.version, target.version - 1):
+    mirror's pointer: Delta's probes forward from the last checkpoint, one HEAD a version.
+    ``fresh``: the target was just committed here, so only the version before it is asked
+    (should another writer have mirrored the target already, its create-only commit point
+    stands and this one's objects go with GC)."""
+    if fresh and _NEWEST.get((src.location, name)) == target.version - 1:
+        return target.version - 1  # this process wrote it: no request needed
+    for version in (target.version - 1,) if fresh else (target.version, target.version - 1):
         if version >= 0 and HAS[name](src, version):
             return version
     return LATEST[name](src)
 
 
-def sync_one(src: Source, name: str, target: Version) -> int:
-    mirrored = _mirrored(src, name, target)
+def sync_one(src: Source, name: str, target: Version, fresh: bool = False) -> int:
+    done = _sync_one(src, name, target, fresh)
+    with _NEWEST_LOCK:
+        _NEWEST[(src.location, name)] = done
+        while len(_NEWEST) > 64:
+            _NEWEST.pop(next(iter(_NEWEST)))
+    return done
+
+
+def _sync_one(src: Source, name: str, target: Version, fresh: bool) -> int:
+    mirrored = _mirrored(src, name, target, fresh)
     if mirrored is not None and mirrored >= target.version:
         if name == ICEBERG:
             iceberg.advance(src, mirrored)
         return mirrored
     prev = src.log.find(mirrored) if mirrored is not None else None
     options = target.mirrors[name]
-    versions = [src.log.find(v) for v in range(prev.version + 1, target.version)] if prev is not None else []
+    between = range(prev.version + 1, target.version) if prev is not None and src.log.every_version_changes else ()
+    versions = [src.log.find(v) for v in between]
     if prev is None or any(m is None or m.mirrors.get(name) != options for m in [prev, *versions]):
         _full(src, name, target)
         return target.version
@@ -92,7 +130,7 @@ def _full(src: Source, name: str, target: Version) -> None:
     if name == ICEBERG:
         iceberg.write_version(src, target, None, None, None)
     else:
-        delta.write_checkpoint(src, target)
+        delta.start(src, target)
 
 
 def _incremental(src: Source, name: str, prev: Version, cur: Version) -> None:

@@ -14,12 +14,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..arguments import check_schema_mode
 from ..clock import Stamp
 from ..data.ingest import arrow_input, batches_of
-from ..data.write import write_data_files
+from ..data.write import WriteOptions, write_data_files
 from ..errors import InvalidArgumentError, ManifestTableError
 from ..format.entries import DataFile
+from ..format.field_ids import FieldIds
 from ..format.manifest import check_new_file
+from ..storage import FileIO
 from .schema_change import SchemaUpdate, new_columns
 from .staging import Staging
 
@@ -27,21 +30,23 @@ from .staging import Staging
 def append(staging: Staging, data: Any, schema_mode: str | None = None) -> int:
     """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
     data = arrow_input(data)  # one stream for the schema merge and the rows
-    if schema_mode == "merge":
-        _merge_schema(staging, data)
-    elif schema_mode is not None:
-        raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
-    fields = staging.fields()
-    files = write_data_files(
-        staging.handle.io,
+    apply_schema_mode(staging, data, schema_mode)
+    files = write_rows(staging.handle.io, data, staging.fields(), staging.handle.write_options)
+    staging.stage_files(files)
+    return sum(f.rows for f in files)
+
+
+def write_rows(io: FileIO, data: Any, fields: FieldIds, options: WriteOptions) -> list[DataFile]:
+    """Step 2: ``data`` conformed to ``fields.schema`` and written as new data files carrying
+    the columns' field ids and physical names (nothing is left behind if it fails)."""
+    return write_data_files(
+        io,
         batches_of(data, fields.schema),
         fields.schema,
-        staging.handle.write_options,
+        options,
         field_ids=fields.ids,
         physical_names=fields.physical_names,
     )
-    staging.stage_files(files)
-    return sum(f.rows for f in files)
 
 
 def add_files(staging: Staging, files: Sequence[DataFile], written_since: datetime | None = None) -> None:
@@ -62,7 +67,11 @@ def add_files(staging: Staging, files: Sequence[DataFile], written_since: dateti
         staging.started = staging.started.earliest(Stamp.at(written_since))
 
 
-def _merge_schema(staging: Staging, data: Any) -> None:
+def apply_schema_mode(staging: Staging, data: Any, schema_mode: str | None) -> None:
+    """Step 1 for any write of ``data`` (an append, an upsert): with ``schema_mode="merge"``,
+    stage adding the columns of ``data`` the table lacks."""
+    if check_schema_mode(schema_mode) != "merge":
+        return
     new = new_columns(data, staging.fields().schema)
     if not new:
         return

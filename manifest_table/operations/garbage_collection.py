@@ -220,7 +220,7 @@ def collect_garbage(
     )
     cutoff = now - report.grace
     needed = referenced_keys(retained)
-    mirrored = _mirror_objects(vlog, retained, needed)
+    mirrored = _mirror_objects(vlog, retained, needed, dry_run)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or handle.store.list(prefix):
             report.sort(info, CATEGORIES[prefix], needed, is_writer_key(info.key), cutoff, doomed)
@@ -341,12 +341,17 @@ def retained_versions(
     return kept
 
 
-def _mirror_objects(vlog: VersionLog, retained: list[Version], needed: set[str]) -> dict[str, list[ObjectInfo]]:
+def _mirror_objects(
+    vlog: VersionLog, retained: list[Version], needed: set[str], dry_run: bool
+) -> dict[str, list[ObjectInfo]]:
     """Every object of the mirrors, by prefix in deletion order; adds those the retained
-    versions need to ``needed`` (mirrors/expiry.py, imported here: it brings fastavro)."""
+    versions need to ``needed`` (mirrors/expiry.py, imported here: it brings fastavro). A real
+    run first makes the mirrors stop offering the versions it expires (``expiry.trim``)."""
     from ..mirrors import expiry
 
     listed = expiry.listing(vlog.store)
+    if not dry_run and expiry.trim(vlog, retained, listed):
+        listed = expiry.listing(vlog.store)  # (a checkpoint written: the log starts there)
     needed |= expiry.needed(vlog, retained, needed, listed)
     return listed
 

@@ -12,7 +12,7 @@ from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
 from ..errors import UpgradeRequiredError
-from ..format.mirrors import merged, requested
+from ..format.mirrors import ICEBERG, merged, requested
 from ..handle import TableHandle
 from ..mirrors.types import check_mirrored
 
@@ -25,6 +25,10 @@ def set_mirrors(handle: TableHandle, mirrors: Sequence[str] | Mapping[str, Mappi
     if base.index is None:
         raise UpgradeRequiredError("mirrors need format version 2 (field ids): run table.upgrade() first")
     check_mirrored(base.fields, wanted)
+    if ICEBERG in wanted and ICEBERG not in base.mirrors:
+        from ..mirrors.dropped import check_dropped_columns
+
+        check_dropped_columns(base, handle.io)
     if merged(base.mirrors, wanted) == base.mirrors:
         from ..mirrors.sync import sync  # (fastavro and the mirror writers load on use)
 

@@ -4,6 +4,7 @@
 - ``scan``: read the snapshot with the changes staged so far applied;
 - ``stage_files``: add data files (``append.py`` writes them);
 - ``stage_deletes``: delete row positions of the snapshot's or the staged files;
+- ``stage_replacement``: which staged files hold new versions of which deleted rows;
 - ``remove_all``: drop every row (an overwrite without a condition);
 - ``serialize_against``: what was read, so that a concurrent change to it is a conflict;
 - ``record``: the operation's name, metrics and parameters, as ``history()`` shows them.
@@ -20,7 +21,7 @@ from typing import Any
 from pyroaring import BitMap
 
 from ..clock import Stamp
-from ..commit.changes import Changes
+from ..commit.changes import Changes, StagedReplacement
 from ..data.file_sets import StagedFiles, VersionFiles
 from ..data.scan import Scan, Snapshot
 from ..data.tombstones import DeletionVectors
@@ -99,6 +100,23 @@ class Staging:
                 self.changes.kept_rows.setdefault(path, BitMap()).update(bitmap)
                 self.changes.read_files.add(path)
 
+    def stage_replacement(self, sources: Sequence[tuple[str, BitMap]], files: Sequence[DataFile]) -> None:
+        """Record that the first rows of ``files`` (staged, in order) are new versions of the
+        rows at ``sources`` (file, positions), in order: what pairs an update's old and new
+        rows in the change feed (``StagedReplacement``)."""
+        remaining = sum(len(positions) for _, positions in sources)
+        outputs = []
+        for f in files:
+            if remaining <= 0:
+                break
+            outputs.append((f.path, min(f.rows, remaining)))
+            remaining -= outputs[-1][1]
+        if remaining:
+            raise ValueError(f"{remaining} replaced rows have no new version in the files staged")
+        kept = tuple((path, positions) for path, positions in sources if positions)
+        if kept:
+            self.changes.replaced.append(StagedReplacement(kept, tuple(outputs)))
+
     def remove_all(self) -> int:
         """Drop every row: the snapshot's files go whole, and the files staged so far are no
         longer part of the commit (the caller removes them once it succeeds). Returns the
@@ -109,7 +127,7 @@ class Staging:
         changes.metrics["rows_deleted"] = changes.metrics.get("rows_deleted", 0) + removed_rows
         staged = changes.added_paths()
         changes.removed |= {f.path for f in files if f.path not in staged}
-        changes.added, changes.deletes = [], {}
+        changes.added, changes.deletes, changes.replaced = [], {}, []
         return removed_rows
 
     def serialize_against(self, predicate: Expr | None) -> None:
@@ -125,6 +143,14 @@ class Staging:
             self.changes.metrics[name] = self.changes.metrics.get(name, 0) + value
         if entry is not None:
             self.changes.parameters.setdefault(entry[0], []).append(entry[1])
+
+    def finished(self) -> Changes | None:
+        """The staged changes as a commit takes them, named by the operations staged, or None
+        when nothing is staged (a table's transaction and a database's alike)."""
+        if self.changes.is_empty():
+            return None
+        self.changes.operation = self.operation()
+        return self.changes
 
     def operation(self) -> str:
         """An operation made of others (an overwrite deletes and appends) names the commit."""

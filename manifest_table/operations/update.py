@@ -6,8 +6,10 @@
 2. Scan the transaction's snapshot for the live matching rows with their positions (pruned
    by file and row-group stats like any filtered scan).
 3. Compute each row's new values with Arrow and store them into the columns' types by a
-   safe cast, streaming into one append (new files hold only the changed rows).
-4. Stage deleting the old positions. The commit is serializable against the condition, as
+   safe cast, streaming into one append (new files hold only the changed rows), in the
+   order the rows were read: file by file, ascending positions.
+4. Stage deleting the old positions, and which new row replaces which (``parameters.replaced``:
+   the change feed's update pairs). The commit is serializable against the condition, as
    ``overwrite(where=...)`` is: a concurrent commit that adds rows the condition may match,
    or deletes rows this one read, makes it fail (commit/conflicts.py).
 """
@@ -15,21 +17,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import did_you_mean
+from ..data.ingest import column_of
 from ..data.scan import POSITION_COLUMN
-from ..errors import InvalidArgumentError, InvalidFilterError
-from ..expressions import Column, Expr, Literal, Term, parse_term, to_expr, to_term
+from ..errors import InvalidArgumentError, InvalidFilterError, SchemaMismatchError
+from ..expressions import Column, Expr, Term, parse_term, to_expr, to_term
 from ..expressions.arrow import project
+from ..expressions.terms import Constant
 from ..format.column_types import assignable, cast_safely
+from ..lazy import lazy
 from .append import append
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 
 def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) -> dict[str, Term]:
@@ -57,8 +66,18 @@ def bind_assignments(assignments: Any, schema: pa.Schema, values: Any = None) ->
     for name, value in plain.items():
         if isinstance(value, Term | Expr | Column):
             raise InvalidArgumentError(f"values[{name!r}] is an expression ({value}); pass it in set=")
-        terms[name] = Literal(value).bind(schema)
+        terms[name] = _plain_value(schema.field(name), value)
     return terms
+
+
+def _plain_value(field: pa.Field, value: Any) -> Term:
+    """``value`` converted as ``append`` converts a row's value for ``field`` (ingest.py):
+    stored as given when the column holds it, NaN, infinities and bytes included."""
+    try:
+        array = column_of(field, [value])
+    except SchemaMismatchError as exc:
+        raise InvalidArgumentError(f"update cannot store values[{field.name!r}] = {value!r}: {exc}") from None
+    return Constant(array[0]).bind(pa.schema([field]))
 
 
 def _expression(name: str, value: Any, schema: pa.Schema) -> Term:
@@ -86,7 +105,9 @@ def update(staging: Staging, assignments: Any, where: str | Expr | None, values:
             positions[file.path] = BitMap(rows.column(POSITION_COLUMN).to_numpy().astype(np.uint32))
             yield from assigned(rows.drop_columns([POSITION_COLUMN]), terms, schema).to_batches()
 
+    staged = len(staging.changes.added)
     append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()))
+    staging.stage_replacement(list(positions.items()), staging.changes.added[staged:])
     updated = staging.stage_deletes(positions.items())
     staging.serialize_against(expr)
     staging.record(

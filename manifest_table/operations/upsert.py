@@ -20,7 +20,9 @@ appended, in one commit whose cost follows the source, not the table.
 4. Stage deleting the matched positions (``when_matched`` "update" or "delete") and those
    of target rows missing from the source (``when_not_matched_by_source="delete"``), and one
    append of the new versions and the unmatched source rows (null in the columns the source
-   lacks). The commit is serializable against the key filter (every row, when rows missing
+   lacks), the new versions first, in the order of the rows they replace (file by file,
+   ascending positions: ``parameters.replaced`` pairs them for the change feed). The
+   commit is serializable against the key filter (every row, when rows missing
    from the source are deleted), as ``overwrite(where=...)`` is: a concurrent commit adding
    rows it may match, or deleting a row this one replaces, deletes or keeps because it
    matched, makes it fail (commit/conflicts.py).
@@ -29,11 +31,10 @@ appended, in one commit whose cost follows the source, not the table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..arguments import check_choice, check_columns
@@ -42,8 +43,14 @@ from ..data.scan import POSITION_COLUMN
 from ..errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
 from ..expressions import And, Comparison, Expr, In
 from ..expressions.nodes import PruneOnly
-from .append import append
+from ..lazy import lazy
+from .append import append, apply_schema_mode
 from .staging import Staging
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    pc = lazy("pyarrow.compute")
 
 WHEN_MATCHED = ("update", "ignore", "delete")
 WHEN_NOT_MATCHED = ("insert", "ignore")
@@ -173,10 +180,11 @@ def check_keys(on: Any, schema: pa.Schema) -> list[str]:
     return keys
 
 
-def upsert(staging: Staging, data: Any, rules: MergeRules) -> UpsertCounts:
-    """Stage steps 1-4."""
-    schema = staging.scan().schema
+def upsert(staging: Staging, data: Any, rules: MergeRules, schema_mode: str | None = None) -> UpsertCounts:
+    """Stage steps 1-4 (``schema_mode="merge"``: adding the source's new columns first)."""
     data = arrow_input(data)
+    apply_schema_mode(staging, data, schema_mode)
+    schema = staging.scan().schema
     source_schema = rules.source_schema(data, schema)
     source = pa.Table.from_batches(list(batches_of(data, source_schema)), source_schema)
     keys = rules.keys
@@ -194,7 +202,10 @@ def upsert(staging: Staging, data: Any, rules: MergeRules) -> UpsertCounts:
         unmatched[found.source_rows()] = False
         parts.append(_with_nulls(source.filter(pa.array(unmatched)), schema))
     new_rows = pa.concat_tables(parts) if parts else schema.empty_table()
+    staged = len(staging.changes.added)
     append(staging, new_rows)
+    if rules.when_matched == "update":  # the new versions come first, in the order of found.replaced
+        staging.stage_replacement(list(found.replaced.items()), staging.changes.added[staged:])
     staging.stage_kept(found.kept.items())
     return stage_replacements(staging, found.replaced, found.removed, where, rules, new_rows.num_rows)
 
@@ -215,7 +226,7 @@ def _join(staging: Staging, rules: MergeRules, probe: pa.Table, where: Expr | No
         # Only keys and positions go through the join: Arrow's hash join refuses list and
         # struct payload columns, which a partial update takes afterwards by row index.
         target = rows.select([*keys, POSITION_COLUMN]).append_column(_TARGET_ROW, pa.array(np.arange(rows.num_rows)))
-        matched = target.join(probe, keys=keys, join_type="inner")
+        matched = target.join(probe, keys=keys, join_type="inner").sort_by(POSITION_COLUMN)
         if matched.num_rows:
             chosen = {"update": found.replaced, "delete": found.removed, "ignore": found.kept}[rules.when_matched]
             chosen[file.path] = _positions(matched)

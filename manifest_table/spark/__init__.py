@@ -1,5 +1,6 @@
 """Spark integration: reads and writes on Spark's own Parquet path (``read``, ``write``), a
-delete, an upsert and a compaction whose data work runs on Spark, and the ``manifest_table`` Python data
+delete, an upsert and a compaction whose data work runs on Spark, the change feed
+(``read_changes``), and the ``manifest_table`` Python data
 source (batch reads and writes, streaming sink) for what the native path cannot reach.
 Needs pyspark >= 4.1. See docs/spark.md."""
 
@@ -17,16 +18,30 @@ warnings.filterwarnings(
     "ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0", category=FutureWarning
 )
 
+from .changes import read_changes  # noqa: E402
 from .native_read import read  # noqa: E402
 from .native_write import write  # noqa: E402
 from .operations import compact, delete  # noqa: E402
 from .source import FORMAT_NAME, ManifestTableDataSource  # noqa: E402
 from .upsert import upsert  # noqa: E402
+from .workers import check_python_workers  # noqa: E402
 
 
 def register(spark: Any) -> None:
-    """Make ``format("manifest_table")`` available in ``spark``."""
+    """Make ``format("manifest_table")`` available in ``spark`` (whose Python workers must be
+    able to import this package: ``check_python_workers``)."""
+    check_python_workers(spark)
     spark.dataSource.register(ManifestTableDataSource)
 
 
-__all__ = ["FORMAT_NAME", "ManifestTableDataSource", "compact", "delete", "read", "register", "upsert", "write"]
+__all__ = [
+    "FORMAT_NAME",
+    "ManifestTableDataSource",
+    "compact",
+    "delete",
+    "read",
+    "read_changes",
+    "register",
+    "upsert",
+    "write",
+]

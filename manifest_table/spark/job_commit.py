@@ -18,24 +18,35 @@ from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchErr
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
+from ..operations.overwrite import check_within
+from ..storage import FileIO
 from ..table import Table
 from .options import TableLocation
 from .schema import check_write_schema, exchange_schema
 
 log = logging.getLogger("manifest_table.spark")
+_REQUIRE_MATCH_REMEDY = "write them anyway with require_match=False (the data source: option requireMatch false)"
 
 
 class TableCommit:
     """Where a Spark job's files go and how they are committed. Built on the driver before
     the job runs, so a DataFrame that does not fit the table fails before any task starts."""
 
-    def __init__(self, location: TableLocation, frame: StructType, overwrite: bool, where: Expr | None = None) -> None:
+    def __init__(
+        self,
+        location: TableLocation,
+        frame: StructType,
+        overwrite: bool,
+        where: Expr | None = None,
+        require_match: bool = True,
+    ) -> None:
         self.began = utc_now()
         """Before any task of the job wrote a file (the batch writers build this on the
         driver before the job runs; a streaming batch's tasks report when they began)."""
         self.location = location
         self.overwrite = overwrite
         self.where = where
+        self.require_match = require_match
         if where is not None and not overwrite:
             raise InvalidArgumentError("where applies to overwrites only; this write appends")
         try:
@@ -53,7 +64,7 @@ class TableCommit:
             self.base_version = base.version
             self.fields = base.fields  # the job's files carry its field ids and physical names
         if where is not None:
-            where.bind(self.table_schema)  # an unknown column fails now, not after the job
+            self.where = where.bind(self.table_schema)  # an unknown column fails now, not after the job
 
     def commit(
         self,
@@ -62,10 +73,15 @@ class TableCommit:
         written_since: datetime | None = None,
     ) -> CommitInfo:
         """Add exactly ``files`` (after replacing the rows an overwrite replaces) in one commit.
-        ``written_since``: when the tasks began writing them, if known and earlier than when
-        this was built. A job longer than the table's ``gc_grace`` less a margin fails with
-        ``CommitFailedError`` and its files are removed (deadline.py)."""
+        An overwrite's condition is checked against every row of the files first, as
+        ``Table.overwrite`` checks it, before a missing table is created. ``written_since``:
+        when the tasks began writing them, if known and earlier than when this was built. A
+        job longer than the table's ``gc_grace`` less a margin fails with ``CommitFailedError``
+        and its files are removed (deadline.py)."""
         since = self.began if written_since is None else min(self.began, written_since)
+        if self.overwrite and self.where is not None and self.require_match:
+            io = FileIO(self.location.store())
+            check_within(io, self.fields, files, self.where, _REQUIRE_MATCH_REMEDY)
         table = self._open_or_create()
         with table.transaction() as tx:  # an error before commit() removes the files
             if app_transaction is not None:

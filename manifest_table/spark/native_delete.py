@@ -25,6 +25,7 @@ from ..format.manifest import DataFile
 from .native_read import FILE_COLUMN, ROW_COLUMN, file_name, live_rows
 from .options import TableLocation
 from .to_spark import narrowing, quoted
+from .workers import check_python_workers
 
 
 def matching_positions(
@@ -34,6 +35,7 @@ def matching_positions(
     bound filter ``where``. Files with no match are left out."""
     if not files:
         return {}
+    check_python_workers(spark)
     needed = sorted(where.columns())
     rows = live_rows(spark, location, snapshot.fields, files, snapshot.deleted, with_positions=True)
     rows = rows.select(*[quoted(name) for name in needed], FILE_COLUMN, ROW_COLUMN)

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 
+from ..arguments import check_bool
 from ..commit import CommitInfo
 from ..data.write import MAX_FILE_ROWS, WriteOptions, new_data_key
 from ..errors import InvalidArgumentError
@@ -59,19 +60,24 @@ def write(
     mode: str = "append",
     *,
     where: str | Expr | None = None,
+    require_match: bool = True,
     storage_options: dict[str, str] | None = None,
     write_options: WriteOptions | None = None,
 ) -> CommitInfo | None:
     """Append ``df`` to the table at ``uri`` (created when missing) or, with
     ``mode="overwrite"``, replace every row (or the rows matching ``where``) with it, in one
-    commit. Returns the commit, or None when the write went through the Python data source
-    (whose commit Spark does not hand back: see ``Table.history()``)."""
+    commit. With ``where``, every row of ``df`` must satisfy it, as for ``Table.overwrite``
+    (``require_match=False``: written all the same). Returns the commit, or None when the
+    write went through the Python data source (whose commit Spark does not hand back: see
+    ``Table.history()``)."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, not {mode!r}")
     if write_options is not None and not isinstance(write_options, WriteOptions):
         raise InvalidArgumentError(f"write_options must be a WriteOptions, not {type(write_options).__name__}")
     location = TableLocation.of(uri, storage_options)
-    target = TableCommit(location, df.schema, mode == "overwrite", to_expr(where))
+    target = TableCommit(
+        location, df.schema, mode == "overwrite", to_expr(where), check_bool("require_match", require_match)
+    )
     spark = df.sparkSession
     if not native_writable(target.table_schema):
         report_fallback(
@@ -80,10 +86,10 @@ def write(
             "Spark's Parquet writer cannot write this table's schema "
             "one to one (NOT NULL, nested, unsigned, non-UTC or non-microsecond columns)",
         )
-        _data_source_write(df, location, mode, where)
+        _data_source_write(df, location, mode, where, require_match)
         return None
     if not native_reachable(spark, location):
-        _data_source_write(df, location, mode, where)
+        _data_source_write(df, location, mode, where, require_match)
         return None
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
@@ -202,12 +208,14 @@ def _delete_dir(fs: pafs.FileSystem, path: str) -> None:
         pass
 
 
-def _data_source_write(df: DataFrame, location: TableLocation, mode: str, where: str | Expr | None) -> None:
+def _data_source_write(
+    df: DataFrame, location: TableLocation, mode: str, where: str | Expr | None, require_match: bool
+) -> None:
     from . import register
 
     register(df.sparkSession)
     writer = df.write.format("manifest_table").mode(mode).options(**(location.storage_options or {}))
     if where is not None:
-        writer = writer.option("where", str(to_expr(where)))
+        writer = writer.option("where", str(to_expr(where))).option("requireMatch", str(require_match).lower())
     writer.save(location.uri)
     return None

@@ -34,6 +34,7 @@ from .options import DEFAULT_MAX_PARTITION_BYTES, TableLocation
 from .planning import group_files
 from .schema import native_writable
 from .source import scan_files
+from .workers import check_python_workers
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,4 +124,5 @@ def run_tasks(spark: Any, items: Sequence[T], task: Callable[[T], Iterable[R]]) 
     """Run ``task`` on each item as its own Spark task; the results, collected on the driver."""
     if not items:
         return []
+    check_python_workers(spark)
     return spark.sparkContext.parallelize(items, len(items)).flatMap(task).collect()

@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass
 
 from ..arguments import check_location
 from ..data.write import WriteOptions
-from ..database import DatabaseTable, open_database
+from ..database import DatabaseTable
+from ..database.database import database_above
 from ..entry_points import open_table
-from ..errors import DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
+from ..errors import InvalidArgumentError, TableNotFoundError
 from ..expressions import Expr, to_expr
 from ..format.database import table_prefix
 from ..handle import retrying
@@ -48,6 +49,7 @@ KNOWN_OPTIONS = frozenset(
         "row_group_size",
         "compression",
         "where",
+        "requirematch",
         "app_id",
         "checkpointlocation",
         *STORAGE_KEYS,
@@ -70,21 +72,21 @@ class TableLocation:
     ``<database>/<name>``, keeps them under ``<database>/tables/<id>`` (docs/databases.md)."""
 
     def __post_init__(self) -> None:
-        check_location(self.uri)  # before Spark plans or runs anything
+        if self.objects is None:  # a database's table was found by opening it
+            check_location(self.uri)  # before Spark plans or runs anything
 
     @classmethod
     def of(cls, uri: str, storage_options: dict[str, str] | None = None) -> TableLocation:
         """The location of the table at ``uri``, resolved on the driver: a database's table
         gets the folder of its objects, which executors read and write (one open of the table)."""
-        location = cls(uri, storage_options)
         try:
-            table = location.open()
+            table = open_table(uri, storage_options=storage_options)
         except TableNotFoundError:
             _check_not_in_database(uri, storage_options)
-            return location  # a write creates it; a read fails with this error when it opens it
+            return cls(uri, storage_options)  # a write creates it; a read fails with this error when it opens it
         if isinstance(table, DatabaseTable):
             return cls(uri, storage_options, f"{table.database.uri.rstrip('/')}/{table_prefix(table.table_id)}")
-        return location
+        return cls(uri, storage_options)
 
     @property
     def objects_uri(self) -> str:
@@ -104,17 +106,13 @@ class TableLocation:
 def _check_not_in_database(uri: str, storage_options: dict[str, str] | None) -> None:
     """A Spark write creates a missing standalone table; a missing table of a database is
     created through the database (its id names the folder executors write to)."""
-    parent, _, name = uri.rstrip("/").rpartition("/")
-    if not parent:
-        return
-    try:
-        open_database(parent, storage_options=storage_options)
-    except (DatabaseNotFoundError, InvalidArgumentError):
-        return
-    raise TableNotFoundError(
-        f"no table {name!r} in database {parent}: create it first "
-        "(Database.create_table, or manifest-table create DB_URI/TABLE)"
-    )
+    found = database_above(uri, storage_options, {})
+    if found is not None:
+        db, name = found
+        raise TableNotFoundError(
+            f"no table {name!r} in database {db.uri}: create it first "
+            "(Database.create_table, or manifest-table create DB_URI/TABLE)"
+        )
 
 
 @dataclass(frozen=True)
@@ -132,6 +130,8 @@ class SourceOptions:
     checkpoint_location: str | None = None
     where: Expr | None = None
     """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
+    require_match: bool = True
+    """Overwrite with ``where``: every written row must satisfy it (option ``requireMatch``)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -162,6 +162,7 @@ class SourceOptions:
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"),
             where=to_expr(options["where"]) if options.get("where") else None,
+            require_match=_bool(options, "requirematch", default=True),
         )
 
     @property
@@ -184,8 +185,8 @@ def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -
     return value
 
 
-def _bool(options: Mapping[str, str], key: str) -> bool:
-    text = str(options.get(key, "false")).strip().lower()
+def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    text = str(options.get(key, str(default))).strip().lower()
     if text not in ("true", "false"):
         raise InvalidArgumentError(f"option {key} must be true or false, not {options[key]!r}")
     return text == "true"

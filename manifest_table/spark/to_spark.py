@@ -2,9 +2,10 @@
 
 Used to narrow what a native delete hands to our own evaluator: Spark prunes row groups by
 it and drops most non-matching rows without leaving the JVM. Only leaves on columns whose
-values Spark sees unchanged (``same_in_spark``, less two types, see ``_translatable``) and
-the SQL connectives are translated; both sides use SQL's three-valued logic. Anything else is left out of a
-top-level AND, which only ever keeps more rows, never fewer."""
+values Spark sees unchanged (``same_in_spark``, less two types, see ``_translatable``), the
+remainders of integer columns (``id % 10 = 0``) and the SQL connectives are translated;
+both sides use SQL's three-valued logic. Anything else is left out of a top-level AND,
+which only ever keeps more rows, never fewer."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..expressions import And, Comparison, Expr, In, IsNull, Not, Or
+from ..expressions import And, Arithmetic, Comparison, Computed, Expr, In, IsNull, Literal, Not, Or, Ref, Term
 from ..expressions.literals import OPERATORS
 from .schema import same_in_spark
 
@@ -44,20 +45,39 @@ def exact(where: Expr, schema: pa.Schema) -> Column | None:
     if isinstance(where, Not):
         child = exact(where.child, schema)
         return None if child is None else ~child
-    if isinstance(where, IsNull):
-        column = quoted(where.column)
-        return column.isNotNull() if where.negated else column.isNull()
-    if not isinstance(where, (Comparison, In)) or not _translatable(schema.field(where.column).type):
+    if isinstance(where, Computed):
+        remainder = _remainder(where.term, schema)
+        return None if remainder is None else _leaf(where.predicate, remainder, where.term.arrow_type)
+    if not isinstance(where, (IsNull, Comparison, In)) or not _translatable(schema.field(where.column).type):
         return None
-    arrow_type = schema.field(where.column).type
-    values = (where.value,) if isinstance(where, Comparison) else where.values
+    return _leaf(where, quoted(where.column), schema.field(where.column).type)
+
+
+def _leaf(leaf: Expr, column: Column, arrow_type: pa.DataType) -> Column | None:
+    """``leaf`` (bound) on ``column``, a Spark value of type ``arrow_type``."""
+    if isinstance(leaf, IsNull):
+        return column.isNotNull() if leaf.negated else column.isNull()
+    if not isinstance(leaf, (Comparison, In)):
+        return None
+    values = (leaf.value,) if isinstance(leaf, Comparison) else leaf.values
     if not all(_fits(value, arrow_type) for value in values):
         return None
-    column = quoted(where.column)
-    if isinstance(where, Comparison):
-        return OPERATORS[where.op](column, F.lit(where.value))
-    matched = column.isin([F.lit(v) for v in where.values])
-    return ~matched if where.negated else matched
+    if isinstance(leaf, Comparison):
+        return OPERATORS[leaf.op](column, F.lit(leaf.value))
+    matched = column.isin([F.lit(v) for v in leaf.values])
+    return ~matched if leaf.negated else matched
+
+
+def _remainder(term: Term, schema: pa.Schema) -> Column | None:
+    """``column % k`` of an integer column as Spark's ``%``, which is SQL's (the dividend's
+    sign). ``lower``/``upper`` are not translated: Spark maps case with Java's rules, which
+    differ from Unicode's simple mapping ours use for a few characters (``İ``)."""
+    if not (isinstance(term, Arithmetic) and term.op == "%" and isinstance(term.left, Ref)):
+        return None
+    arrow_type = schema.field(term.left.name).type
+    if not (pa.types.is_integer(arrow_type) and _translatable(arrow_type) and isinstance(term.right, Literal)):
+        return None
+    return quoted(term.left.name) % F.lit(term.right.value)
 
 
 def _fits(value: object, arrow_type: pa.DataType) -> bool:

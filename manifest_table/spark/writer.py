@@ -24,11 +24,11 @@ from pyspark.sql.types import StructType
 
 from ..clock import wall
 from ..commit import CommitInfo
-from ..data.ingest import batches_of
-from ..data.write import WriteOptions, write_data_files
+from ..data.write import WriteOptions
 from ..errors import InvalidArgumentError
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
+from ..operations.append import write_rows
 from ..storage import FileIO, ObjectStore
 from .job_commit import TableCommit
 from .options import SourceOptions, TableLocation
@@ -56,17 +56,7 @@ def write_task(
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(
-            write_data_files(
-                io,
-                batches_of(stream, fields.schema),
-                fields.schema,
-                options,
-                field_ids=fields.ids,
-                physical_names=fields.physical_names,
-            ),
-            began,
-        )
+        return WrittenFiles(write_rows(io, stream, fields, options), began)
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -78,7 +68,7 @@ class _TableWrite:
 
     def __init__(self, options: SourceOptions, frame: StructType, overwrite: bool) -> None:
         self._options = options
-        self._target = TableCommit(options.location, frame, overwrite, options.where)
+        self._target = TableCommit(options.location, frame, overwrite, options.where, options.require_match)
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:

@@ -11,10 +11,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING
 
 from ..errors import NotFound, StoreError
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+else:
+    pafs = lazy("pyarrow.fs")
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,27 @@ object makes the read fail with ``CorruptTableError``, never return other bytes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError, NotFound, StoreError
+from ..lazy import lazy
 from .base import ObjectStore
+from .local import fsync_written
 from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+else:
+    ds = lazy("pyarrow.dataset")
+    pafs = lazy("pyarrow.fs")
+    pq = lazy("pyarrow.parquet")
 
 T = TypeVar("T")
 
@@ -47,7 +56,7 @@ class FileIO:
             data = self.store.get(key)
             if len(data) != size:
                 raise CorruptTableError(f"{key} has {len(data)} bytes, the manifest's size field says {size}")
-            fragment = _PARQUET.make_fragment(pa.BufferReader(data))
+            fragment = _parquet().make_fragment(pa.BufferReader(data))
             return read(fragment, _footer(key, size, fragment))
         fs, root = plane
         return _READS.call(lambda: self._ranged(fs, f"{root}/{key}", key, size, read))
@@ -60,7 +69,7 @@ class FileIO:
         size: int,
         read: Callable[[ds.ParquetFileFragment, pq.FileMetaData], T],
     ) -> T:
-        fragment = _PARQUET.make_fragment(path, filesystem=fs, file_size=size)
+        fragment = _parquet().make_fragment(path, filesystem=fs, file_size=size)
         try:
             footer = _footer(key, size, fragment)
         except OSError as exc:
@@ -109,6 +118,8 @@ class FileIO:
             stream = fs.open_output_stream(path)
         with stream as sink:
             yield sink
+        if isinstance(fs, pafs.LocalFileSystem):
+            fsync_written(path)
 
 
 _READS = RetryPolicy()
@@ -119,7 +130,14 @@ WHOLE_READ_BYTES = 1024 * 1024
 the columns needed (two GETs or more): on S3 a request's first byte takes tens of ms, about
 what a MiB takes to transfer."""
 
-_PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
+
+@functools.cache
+def _parquet() -> ds.ParquetFileFormat:
+    """The format of every read (made once, at the first read: building it imports the
+    dataset layer, which pulls pandas)."""
+    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
+
+
 """Coalesced range reads; a fragment scan decodes row groups in parallel, where
 ``ParquetFile.read_row_groups`` parallelises only across columns (one column: one thread)."""
 

@@ -3,7 +3,11 @@
 Create-only: write a temp file, fsync it, ``link(2)`` it to the final name (which fails if
 the name exists), fsync the directory. A crash can leave a temp file but never a partial
 object under a final name. Compare-and-swap: an exclusive ``flock`` held only across
-read-compare-rename; the new bytes are written and synced before the lock is taken.
+read-compare-rename; the new bytes are written and synced before the lock is taken, and the
+directory is not synced after the rename: the only object swapped is the pointer, a hint
+that readers here probe past (``pointer_may_lag``), so after a power loss a pointer that
+went back to an older version costs a reader one more HEAD, never a commit (docs/protocol.md,
+"Durability on a local directory").
 Any other ``OSError`` (a full disk, a permission, a file where a directory should be)
 becomes a ``StoreError`` naming the path, like a failed request on any other store.
 """
@@ -16,11 +20,16 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING
 
 from ..errors import NotFound, PreconditionFailed, StoreError
+from ..lazy import lazy
 from .base import ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+else:
+    pafs = lazy("pyarrow.fs")
 
 _HIDDEN = "."  # temp files and the lock file start with this; list() skips them
 
@@ -76,12 +85,10 @@ class LocalStore(ObjectStore):
                     if current.etag != etag:
                         raise PreconditionFailed(key)
                     os.replace(tmp, path)
-                    new_etag = _info(key, os.stat(path)).etag
+                    return _info(key, os.stat(path)).etag
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
-            _fsync_dir(os.path.dirname(path))
-            return new_etag
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         keys: list[str] = []
@@ -104,6 +111,12 @@ class LocalStore(ObjectStore):
                 os.unlink(self._path(key))
             except FileNotFoundError:
                 pass
+
+    @property
+    def pointer_may_lag(self) -> bool:
+        """The pointer's rename is not synced (``put_if_match``): after a power loss it may
+        name an older version than one acknowledged, so readers probe past it (one ``stat``)."""
+        return True
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), self.root
@@ -153,6 +166,18 @@ def _info(key: str, st: os.stat_result) -> ObjectInfo:
     etag = f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
     modified = datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC)
     return ObjectInfo(key, st.st_size, etag, modified)
+
+
+def fsync_written(path: str) -> None:
+    """Make a file just written under a fresh name durable, with its directory entry: data
+    files are written through pyarrow's filesystem, which never syncs, and a committed
+    manifest must never reference a file a power loss can take back."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(os.path.dirname(path))
 
 
 def _fsync_dir(directory: str) -> None:

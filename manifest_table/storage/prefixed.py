@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import pyarrow.fs as pafs
-
+from ..lazy import lazy
 from .base import ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+else:
+    pafs = lazy("pyarrow.fs")
 
 
 class PrefixedStore(ObjectStore):

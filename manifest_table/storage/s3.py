@@ -7,6 +7,7 @@ map to the protocol's three outcomes as ``storage/cloud.py`` describes.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from datetime import UTC
@@ -14,11 +15,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pyarrow.fs as pafs
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import NotFound, PreconditionFailed
+from ..errors import NotFound, PreconditionFailed, StoreError
 from .base import ObjectInfo
 from .cloud import CONNECT_TIMEOUT, READ_TIMEOUT, CloudStore, resolve_options, split_location
 
@@ -83,12 +86,17 @@ class S3Store(CloudStore):
         return cls(bucket, prefix, **resolve_options(storage_options, _OPTION_ALIASES, "S3"))
 
     def _new_client(self) -> Any:
-        # A private session: boto3's default session is not thread-safe.
+        # A private session: boto3's default session is not thread-safe. Its data loader (the
+        # service's JSON models) is the process's one: parsing them took more than half of a
+        # client's construction, which every store (every open_table) pays.
+        core = botocore.session.Session()
+        core.register_component("data_loader", _data_loader())
         session = boto3.session.Session(
             aws_access_key_id=self._access_key_id,
             aws_secret_access_key=self._secret_access_key,
             aws_session_token=self._session_token,
             region_name=self._region,
+            botocore_session=core,
         )
         return session.client(
             "s3",
@@ -171,6 +179,15 @@ class S3Store(CloudStore):
 
     # --- helpers -------------------------------------------------------------------------
 
+    def _error(self, op: str, key: str, cause: BaseException, note: str = "") -> StoreError:
+        """A missing bucket is the user's to fix, and botocore's text does not say so."""
+        if isinstance(cause, ClientError) and _code(cause) == "NoSuchBucket":
+            return StoreError(
+                f"the S3 bucket {self.bucket!r} does not exist (at the endpoint in use): create it "
+                f"first, e.g. aws s3 mb s3://{self.bucket}"
+            )
+        return super()._error(op, key, cause, note)
+
     def _put(self, op: str, key: str, data: bytes, **condition: str) -> str:
         try:
             response = self.client.put_object(Bucket=self.bucket, Key=self._root + key, Body=bytes(data), **condition)
@@ -188,6 +205,12 @@ class S3Store(CloudStore):
         except BotoCoreError as e:
             raise self._error(op, key, e) from e
         return response["ETag"]
+
+
+@functools.cache
+def _data_loader() -> botocore.loaders.Loader:
+    """botocore's loader of service models, shared by every client (it only reads files)."""
+    return botocore.loaders.create_loader()
 
 
 def _code(e: ClientError) -> str:

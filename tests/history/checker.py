@@ -23,13 +23,14 @@ never half, never twice."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import pyarrow as pa
@@ -39,6 +40,7 @@ from manifest_table.errors import VersionNotFoundError
 from tests.history.workload import COUNTERS, MOVABLE, SETUP, Target, digest
 
 _READERS = 8
+T = TypeVar("T")
 State = dict[str, dict[int, tuple[int, str]]]
 """Table name -> id -> (v, txn)."""
 NO_EFFECT = {"create", "compact", "set_properties", "create_table", "create_database"}
@@ -105,31 +107,48 @@ def load(logs: Iterable[Path]) -> tuple[dict[str, Txn], Counter[str]]:
 class Log:
     """One version order: ``s``'s versions, or the database's (tables ``a`` and ``b``)."""
 
-    def __init__(self, name: str, tables: list[str], latest: int, read: Callable[[int], tuple[list[str], State]]):
-        self.name, self.tables, self.latest, self._read = name, tables, latest, read
+    def __init__(self, name: str, tables: list[str], latest: int, names: Callable[[int], list[str]],
+                 state: Callable[[int], State]) -> None:
+        self.name, self.tables, self.latest, self._names, self._state = name, tables, latest, names, state
 
-    def versions(self, report: Report) -> dict[int, tuple[list[str], State]]:
-        """Every retained version (read a batch at a time, in parallel, newest first, down to
-        the first expired one): the transactions naming it, and its rows."""
-        found: dict[int, tuple[list[str], State]] = {}
+    def retained(self, report: Report) -> dict[int, list[str]]:
+        """Every retained version (newest first, down to the first expired one, a batch of
+        manifests at a time, in parallel): the transactions naming it."""
+        found: dict[int, list[str]] = {}
         with ThreadPoolExecutor(_READERS) as pool:
             for top in range(self.latest, -1, -_READERS):
                 batch = range(top, max(top - _READERS, -1), -1)
-                for version, result in zip(batch, pool.map(self._attempt, batch)):
+                for version, result in zip(batch, pool.map(functools.partial(_attempt, self._names), batch)):
                     if isinstance(result, VersionNotFoundError):
                         return dict(sorted(found.items()))
                     if isinstance(result, Exception):
-                        report.add("unreadable version",
-                                   f"{self.name} version {version}: {type(result).__name__}: {result}"[:300])
+                        self._unreadable(version, result, report)
                     else:
                         found[version] = result
         return dict(sorted(found.items()))
 
-    def _attempt(self, version: int) -> tuple[list[str], State] | Exception:
-        try:
-            return self._read(version)
-        except Exception as exc:
-            return exc
+    def states(self, versions: list[int], report: Report) -> Iterator[tuple[int, State]]:
+        """The rows of each of ``versions`` in their order (read a batch at a time, in parallel:
+        only a batch is held, so a soak's thousands of versions fit in memory); an unreadable
+        one is reported and left out."""
+        with ThreadPoolExecutor(_READERS) as pool:
+            for i in range(0, len(versions), _READERS):
+                batch = versions[i : i + _READERS]
+                for version, result in zip(batch, pool.map(functools.partial(_attempt, self._state), batch)):
+                    if isinstance(result, Exception):
+                        self._unreadable(version, result, report)
+                    else:
+                        yield version, result
+
+    def _unreadable(self, version: int, exc: Exception, report: Report) -> None:
+        report.add("unreadable version", f"{self.name} version {version}: {type(exc).__name__}: {exc}"[:300])
+
+
+def _attempt(read: Callable[[int], T], version: int) -> T | Exception:
+    try:
+        return read(version)
+    except Exception as exc:  # any failure to read is the anomaly
+        return exc
 
 
 def check(target: Target, logs: Iterable[Path], extra_faults: Counter[str] | None = None) -> Report:
@@ -142,35 +161,39 @@ def check(target: Target, logs: Iterable[Path], extra_faults: Counter[str] | Non
     s = mt.open_table(target.table, storage_options=target.options)
     db = mt.open_database(target.database, storage_options=target.options)
     logs_ = [
-        Log("s", ["s"], s.log.probe_forward(s.version), lambda v: _read_table(s, v)),
-        Log("db", ["a", "b"], db.log.probe_forward(db.version), lambda v: _read_database(db, v)),
+        Log("s", ["s"], s.log.probe_forward(s.version), lambda v: _table_names(s, v),
+            lambda v: {"s": _rows(s.scan(version=v).to_arrow())}),
+        Log("db", ["a", "b"], db.log.probe_forward(db.version), lambda v: _database_names(db, v),
+            lambda v: _database_state(db, v)),
     ]
     placed: dict[str, list[tuple[str, int]]] = defaultdict(list)
     finals: dict[str, State] = {}
     oldest: dict[str, int] = {}
     for log in logs_:
-        versions = log.versions(report)
-        report.versions[log.name] = len(versions)
-        if not versions:
+        names = log.retained(report)
+        if not names:
             continue
-        oldest[log.name] = min(versions)
-        _check_log(log, versions, txns, placed, report)
-        finals[log.name] = versions[max(versions)][1]
-        _check_reads(log, versions, txns, report)
+        oldest[log.name] = min(names)
+        report.versions[log.name], final = _check_log(log, names, txns, placed, report)
+        if final is not None:
+            finals[log.name] = final
     _check_outcomes(txns, placed, finals, oldest, report)
     return report
 
 
-def _read_table(table: mt.Table, version: int) -> tuple[list[str], State]:
+def _table_names(table: mt.Table, version: int) -> list[str]:
     manifest = table.manifest(version)
-    return _named(manifest.operation, [manifest.parameters]), {"s": _rows(table.scan(version=version).to_arrow())}
+    return _named(manifest.operation, [manifest.parameters])
 
 
-def _read_database(db: mt.Database, version: int) -> tuple[list[str], State]:
-    snapshot = db.snapshot(version=version)
+def _database_names(db: mt.Database, version: int) -> list[str]:
     dv = db.log.manifest(version)
-    named = _named(dv.operation, [change.parameters for change in dv.changed.values()])
-    return named, {name: _rows(snapshot.table(name).to_arrow()) if name in snapshot.tables() else {} for name in "ab"}
+    return _named(dv.operation, [change.parameters for change in dv.changed.values()])
+
+
+def _database_state(db: mt.Database, version: int) -> State:
+    snapshot = db.snapshot(version=version)
+    return {name: _rows(snapshot.table(name).to_arrow()) if name in snapshot.tables() else {} for name in "ab"}
 
 
 def _named(operation: str, parameters: list[dict[str, Any]]) -> list[str]:
@@ -188,16 +211,22 @@ def _rows(table: pa.Table) -> dict[int, tuple[int, str]]:
     return found
 
 
-def _check_log(log: Log, versions: dict[int, tuple[list[str], State]], txns: dict[str, Txn],
-               placed: dict[str, list[tuple[str, int]]], report: Report) -> None:
-    """Replay the effects in version order from the oldest retained version, and build the
-    dependency graph."""
-    order = sorted(versions)
-    expected = _copy(versions[order[0]][1])
+def _check_log(log: Log, names_at: dict[int, list[str]], txns: dict[str, Txn],
+               placed: dict[str, list[tuple[str, int]]], report: Report) -> tuple[int, State | None]:
+    """Replay the effects in version order from the oldest retained version, check the reads
+    of each version, and build the dependency graph. Returns how many versions read, and the
+    rows of the latest."""
+    reads: dict[int, list[Txn]] = defaultdict(list)
+    for txn in txns.values():
+        if log.name in txn.end.get("observed", {}):
+            reads[txn.end["observed"][log.name][0]].append(txn)
     graph: nx.DiGraph = nx.DiGraph()
     previous: str | None = None
-    for version in order:
-        names, actual = versions[version]
+    expected: State | None = None  # None: the first version read, which the replay starts from
+    read = 0
+    for version, actual in log.states(sorted(names_at), report):
+        read += 1
+        names = names_at[version]
         for table in log.tables:
             if -1 in actual.get(table, {}):
                 report.add("duplicated commit", f"{log.name} version {version}, table {table}: "
@@ -213,32 +242,33 @@ def _check_log(log: Log, versions: dict[int, tuple[list[str], State]], txns: dic
             if name.startswith("?") or txn is None or txn.effect is None:
                 report.add("partial or wrong commit", f"{log.name} version {version} holds an unknown commit {name}")
                 continue
-            if version != order[0]:
+            if expected is not None:
                 _apply(expected, txn.effect, txn.id)
             graph.add_node(name)
             if previous is not None:
                 graph.add_edge(previous, name)  # version order
             previous = name
-            _anti_dependencies(graph, log, versions, txn, version, txns)
-        if version != order[0]:
-            for table in log.tables:
-                want, got = expected.get(table, {}), actual.get(table, {})
-                if got != want:
-                    report.add("partial or wrong commit", f"{log.name} version {version} ({names}), table {table}: "
-                                                          f"{_difference(want, got)}")
+            _anti_dependencies(graph, names_at, txn, version, txns)
+        for table in log.tables if expected is not None else ():
+            want, got = expected.get(table, {}), actual.get(table, {})
+            if got != want:
+                report.add("partial or wrong commit", f"{log.name} version {version} ({names}), table {table}: "
+                                                      f"{_difference(want, got)}")
+        _check_reads(log, version, actual, reads.pop(version, []), report)
         expected = _copy(actual)  # go on from what is there: one anomaly is reported once
     for component in nx.strongly_connected_components(graph):
         if len(component) > 1:
             report.add("cycle", f"{log.name}: {sorted(component)[:8]}")
+    return read, expected
 
 
-def _anti_dependencies(graph: nx.DiGraph, log: Log, versions: dict[int, tuple[list[str], State]], txn: Txn,
-                       version: int, txns: dict[str, Txn]) -> None:
+def _anti_dependencies(graph: nx.DiGraph, names_at: dict[int, list[str]], txn: Txn, version: int,
+                       txns: dict[str, Txn]) -> None:
     """``txn`` read rows at its snapshot and committed at ``version``: each transaction it
     rebased over that wrote one of those rows follows it in the graph (an anti-dependency)."""
     assert txn.effect is not None and txn.snapshot is not None
     for between in range(txn.snapshot + 1, version):
-        for other in versions.get(between, ([], {}))[0]:
+        for other in names_at.get(between, []):
             effect = txns[other].effect if other in txns else None
             for table, mine in txn.effect.items():
                 theirs = (effect or {}).get(table, {})
@@ -271,15 +301,11 @@ def _difference(expected: dict[int, tuple[int, str]], actual: dict[int, tuple[in
     return f"missing {missing}, extra {extra}, other values {changed}"
 
 
-def _check_reads(log: Log, versions: dict[int, tuple[list[str], State]], txns: dict[str, Txn],
-                 report: Report) -> None:
-    for txn in txns.values():
-        observed = txn.end.get("observed", {}).get(log.name)
-        if observed is None or observed[0] not in versions:
-            continue
-        version, seen = observed
-        state = versions[version][1]
-        truth = {name: digest(_as_table(state[name])) for name in log.tables}
+def _check_reads(log: Log, version: int, state: State, reads: list[Txn], report: Report) -> None:
+    """Each of ``reads`` saw ``version`` as it holds ``state``."""
+    truth = {name: digest(_as_table(state[name])) for name in log.tables} if reads else {}
+    for txn in reads:
+        seen = txn.end["observed"][log.name][1]
         seen = seen if isinstance(seen, dict) else {log.tables[0]: seen}
         if seen != truth:
             report.add("read skew" if log.name == "db" else "dirty read",

@@ -12,7 +12,6 @@ for a soak."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import time
@@ -26,6 +25,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, CommitFailedError
+from tests.protocol.workers import run_workers
 
 PROCESSES = 8
 SECONDS = float(os.environ.get("MT_BANK_SECONDS", "5"))
@@ -53,6 +53,9 @@ def _transfer(db: mt.Database, transfer: int, src: str, src_id: int, dst: str, d
 def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) -> None:
     rng = random.Random(writer)
     db = mt.open_database(uri, recheck_after=1.0, deadline=DEADLINE)
+    warm = db.transaction()  # the library loads what a call uses on first use: not on the clock
+    warm.table(TABLES[0]).update({"balance": "balance + 0"}, where="id = 0")
+    warm.abort()
     n = 0
     start.wait()
     deadline = time.monotonic() + seconds
@@ -89,23 +92,7 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
 
 
 def _run(uri: str, tmp_path: Path) -> list[dict[str, Any]]:
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(PROCESSES + 1, timeout=240)
-    logs = [str(tmp_path / f"writer{w}.jsonl") for w in range(PROCESSES)]
-    procs = [ctx.Process(target=_worker, args=(uri, w, SECONDS, logs[w], start)) for w in range(PROCESSES)]
-    for p in procs:
-        p.start()
-    start.wait()
-    for p in procs:
-        p.join(timeout=SECONDS + 240)
-    acks = []
-    for path in logs:
-        lines = [json.loads(line) for line in Path(path).read_text().splitlines()] if Path(path).exists() else []
-        errors = [line["error"] for line in lines if "error" in line]
-        assert not errors, errors[0]
-        acks += lines
-    assert [p.exitcode for p in procs] == [0] * PROCESSES
-    return acks
+    return run_workers(_worker, uri, PROCESSES, SECONDS, tmp_path)
 
 
 def _balances(table: mt.Table) -> dict[int, int]:
@@ -121,6 +108,8 @@ def _check(uri: str, acks: list[dict[str, Any]]) -> None:
     assert sorted(ledger) == sorted(a["transfer"] for a in acks), "acknowledged transfers and the ledger differ"
     for info in db.history():
         snap = db.snapshot(version=info.version)
+        if "ledger" not in snap.tables():  # version 0, not yet expired by the writers' GC
+            continue
         entries = snap.table("ledger").to_arrow().to_pylist()
         expected = {t: dict.fromkeys(range(ACCOUNTS), OPENING) for t in TABLES}
         for e in entries:

@@ -15,6 +15,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.errors import CorruptTableError
+from manifest_table.format.manifest import manifest_key
 from manifest_table.storage import LocalStore, MemoryStore
 from manifest_table.storage import fileio as files
 from manifest_table.testing import FaultyStore
@@ -29,18 +30,23 @@ SCHEMA = pa.schema([("id", pa.int64())])
 
 class Requests:
     """The requests one table's bucket received, as ``"METHOD kind"`` (``kind`` as in
-    tests/stores.py; a multipart step adds its query, ``"POST data?uploads"``)."""
+    tests/stores.py; a multipart step adds its query, ``"POST data?uploads"``), and the look
+    for a database at the parent (``"GET parent pointer"``: is the table ``DB_URI/NAME``?)."""
 
     def __init__(self, endpoint: str, uri: str) -> None:
         self.endpoint = endpoint
         bucket, prefix = uri.removeprefix("s3://").split("/", 1)
         self.root = f"/{bucket}/{prefix}/"
+        parent = f"/{bucket}/{prefix.rpartition('/')[0]}/".replace("//", "/")
+        self.parent = {parent + "_latest_manifest": "parent pointer", parent + manifest_key(0): "parent manifest"}
         take_requests(endpoint)
 
     def take(self) -> Counter[str]:
         counts: Counter[str] = Counter()
         for method, path, query in take_requests(self.endpoint):
-            if path.startswith(self.root):
+            if path in self.parent:
+                counts[f"{method} {self.parent[path]}"] += 1
+            elif path.startswith(self.root):
                 step = query.split("=")[0] if query.startswith(("uploads", "uploadId", "partNumber")) else ""
                 counts[f"{method} {kind_of(path[len(self.root):])}{'?' + step if step else ''}"] += 1
         return counts
@@ -56,41 +62,72 @@ def rows(ids: range) -> pa.Table:
 
 
 def test_requests_per_operation(s3_uri: str, requests: Requests) -> None:
+    # create and open first look for a database at the parent (is the table DB_URI/NAME?);
+    # create also looks for a database whose creator died before its pointer (HEAD version 0)
     mt.create_table(s3_uri, SCHEMA)
-    assert requests.take() == {"HEAD pointer": 1, "PUT manifest": 1, "PUT pointer": 1}
+    assert requests.take() == {"GET parent pointer": 1, "HEAD parent manifest": 1,
+                               "HEAD pointer": 1, "PUT manifest": 1, "PUT pointer": 1}
 
+    # open reads the latest manifest (a database there is an error now, not at the first read),
+    # and the first write or read uses it
     writer = mt.open_table(s3_uri)
-    assert requests.take() == {"GET pointer": 1}
+    assert requests.take() == {"GET parent pointer": 1, "GET pointer": 1, "GET manifest": 1}
     writer.append(rows(range(1)))  # one PUT per object: the data file is not a multipart upload
-    assert requests.take() == {"GET pointer": 1, "GET manifest": 1,
-                               "PUT data": 1, "PUT manifest": 1, "PUT pointer": 1}
+    assert requests.take() == {"GET pointer": 1, "PUT data": 1, "PUT manifest": 1, "PUT pointer": 1}
     for start in (10, 20):
         writer.append(rows(range(start, start + 3)))
     requests.take()
 
     deleter = mt.open_table(s3_uri)
-    assert requests.take() == {"GET pointer": 1}
+    assert requests.take() == {"GET parent pointer": 1, "GET pointer": 1, "GET manifest": 1}
     deleter.delete("id = 11")  # the transaction reads the pointer as of now (docs/protocol.md)
-    assert requests.take() == {"GET pointer": 1, "GET manifest": 1, "GET data": 1,
+    assert requests.take() == {"GET pointer": 1, "GET data": 1,
                                "PUT tombstone": 1, "PUT manifest": 1, "PUT pointer": 1}
 
     assert mt.open_table(s3_uri).scan().count() == 6
-    assert requests.take() == {"GET pointer": 1, "GET manifest": 1}
+    assert requests.take() == {"GET parent pointer": 1, "GET pointer": 1, "GET manifest": 1}
 
     # No HEAD per data file: the manifest gives each file's size; small files are read whole.
     assert mt.open_table(s3_uri).scan().to_arrow().num_rows == 6
-    assert requests.take() == {"GET pointer": 1, "GET manifest": 1, "GET data": 3, "GET tombstone": 1}
+    assert requests.take() == {"GET parent pointer": 1, "GET pointer": 1, "GET manifest": 1, "GET data": 3,
+                               "GET tombstone": 1}
+
+
+def test_the_change_feed_costs_writers_no_request(s3_uri: str, requests: Requests) -> None:
+    """Issue 33: the change feed is derived from what commits write anyway. An update or an
+    upsert records which new row replaces which in its manifest (``parameters.replaced``),
+    and, when the same commit also deletes other rows of the file, the positions in the
+    tombstone object it writes in any case: one PUT per object, as in release 0.3.0. (The
+    handle read the manifest when it was opened; the version has not moved, so the update
+    reads only the pointer.)"""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = mt.create_table(s3_uri, schema)
+    table.append(pa.table({"id": list(range(10)), "v": ["a"] * 10}, schema=schema))
+    writer = mt.open_table(s3_uri)
+    requests.take()
+    writes = {"PUT data": 1, "PUT tombstone": 1, "PUT manifest": 1, "PUT pointer": 1}
+    writer.update(values={"v": "b"}, where="id < 3")
+    assert requests.take() == {"GET pointer": 1, "GET data": 1, **writes}
+    writer.upsert(pa.table({"id": [1, 20], "v": ["u", "n"]}, schema=schema), on=["id"])
+    assert requests.take() == {"GET pointer": 1, "GET data": 2, "GET tombstone": 1, **writes}
+    with writer.transaction() as tx:
+        tx.update(values={"v": "c"}, where="id = 5")
+        tx.delete("id = 6")  # the same file: the update's positions go into the tombstone object
+    assert requests.take() == {"GET pointer": 1, "GET data": 4, "GET tombstone": 1, **writes}
+    assert [r["_change_type"] for r in writer.changes(3).to_arrow().to_pylist()] == [
+        "delete", "update_preimage", "update_postimage"]
 
 
 def test_ranged_reads_send_no_head(s3_uri: str, requests: Requests, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files too big to be read whole: the footer, then the columns, and still no HEAD."""
+    """Files too big to be read whole: the footer, then the columns, and still no HEAD. (The
+    parent's pointer: ``open_table`` checks that the table is not a database's, issue 28.)"""
     monkeypatch.setattr(files, "WHOLE_READ_BYTES", 0)
     table = mt.create_table(s3_uri, SCHEMA)
     for start in (0, 10):
         table.append(rows(range(start, start + 3)))
     requests.take()
     assert mt.open_table(s3_uri).scan().to_arrow().num_rows == 6
-    assert requests.take() == {"GET pointer": 1, "GET manifest": 1, "GET data": 4}
+    assert requests.take() == {"GET parent pointer": 1, "GET pointer": 1, "GET manifest": 1, "GET data": 4}
 
 
 def test_a_large_data_file_streams_as_a_multipart_upload(s3_uri: str, requests: Requests) -> None:

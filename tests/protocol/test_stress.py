@@ -94,7 +94,8 @@ def _worker(uri: str, options: dict[str, str] | None, writer: int, seconds: floa
                     ack(info, {}, victims)
                 elif op == "overwrite":
                     next_id += len(new)
-                    info = table.overwrite(_rows(writer, new, value), where=f"writer = {writer} and {_in(victims)}")
+                    info = table.overwrite(_rows(writer, new, value), where=f"writer = {writer} and {_in(victims)}",
+                                           require_match=False)
                     ack(info, dict.fromkeys(new, value), victims)
                 elif op == "update":
                     info = table.update({"v": str(value)}, where=f"writer = {writer} and {_in(victims)}")

@@ -87,9 +87,9 @@ class SparkChecker:
         latest = mt.open_table(uri).version
         self.sample = {latest} | set(rng.sample(range(latest), min(latest, versions - 1)))
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None:
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None:
         if state is None or version not in self.sample:
-            return  # expired versions: tests/test_differential.py checks the error
+            return  # expired or damaged versions: tests/test_differential.py checks the error
         source = self.spark.read.format("manifest_table").option("version", version).load(self.uri)
         leaf = simple_leaf(self.rng, state)
         checks = [("manifest_table.spark.read", lambda: read(self.spark, self.uri, version=version), None),

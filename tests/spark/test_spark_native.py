@@ -19,9 +19,9 @@ from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
 from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
-                                   VersionNotFoundError)
+                                   TableNotFoundError, VersionNotFoundError)
 from manifest_table.format.stats import table_stats
-from manifest_table.spark import compact, delete, read, upsert, write
+from manifest_table.spark import compact, delete, read, register, upsert, write
 from manifest_table.spark import native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
@@ -147,7 +147,7 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     # Column order and a narrower type (int into bigint) are conformed; overwrite with where.
     more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score",
                                                "CAST(id AS INT) AS id")
-    write(more, uri, "overwrite", where="id < 100")
+    write(more, uri, "overwrite", where="id < 100 OR id >= 1000")
     assert ids_of(t) == list(range(100, 300)) + list(range(1000, 1010))
     assert ids_of(t, version=1) == list(range(300))
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
@@ -381,8 +381,8 @@ def test_fallback_to_the_data_source_is_logged_once(spark, tmp_path: Path, caplo
         write(df, uri)
     assert ids_of(t) == sorted(list(range(20)) * 2)
     assert sum("Python data source" in r.getMessage() for r in caplog.records) == 1
-    write(df.filter("id < 5"), uri, "overwrite", where="id >= 10")  # the where option of the data source
-    assert ids_of(t) == sorted(list(range(10)) * 2 + list(range(5)))
+    write(df.filter("id >= 15"), uri, "overwrite", where="id >= 10")  # the where option of the data source
+    assert ids_of(t) == sorted(list(range(10)) * 2 + list(range(15, 20)))
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
 
 
@@ -428,3 +428,67 @@ def test_literals_a_column_cannot_hold_are_left_to_our_evaluator(spark, tmp_path
         python.delete(where)
         delete(spark, native.uri, where)
         assert native.to_arrow().sort_by("i").to_pylist() == python.to_arrow().sort_by("i").to_pylist(), where
+
+
+def test_an_overwrite_refuses_rows_outside_its_condition(spark, tmp_path: Path):
+    """Issue 30 item 1, on both paths: a row outside ``where`` would sit beside the rows it was
+    meant to replace, so the write is refused and nothing is written (not even a missing
+    table); ``require_match=False`` (option ``requireMatch`` ``"false"``) writes it."""
+    uri = str(tmp_path / "t")
+    df = spark.sql("SELECT 1L AS id, DATE '2026-11-01' AS day UNION ALL SELECT 2L, DATE '2026-11-02'")
+    where = "day = DATE '2026-11-01'"
+    assert_rejected(LocalStore(uri), InvalidArgumentError, lambda: write(df, uri, "overwrite", where=where),
+                    match=r"1 of the 2 new rows does not satisfy .* day = DATE '2026-11-02'.*requireMatch false")
+    with pytest.raises(TableNotFoundError):
+        mt.open_table(uri)  # (Spark's staging directories are left empty: no object)
+    write(df, uri)
+    t = mt.open_table(uri)
+    for path in ("native", "source"):
+        attempt = (lambda: write(df, uri, "overwrite", where=where)) if path == "native" else (
+            lambda: df.write.format("manifest_table").mode("overwrite").option("where", where).save(uri))
+        with pytest.raises(Exception, match="does not satisfy"):
+            attempt()
+        assert t.version == 1 and {f.name for f in Path(uri, "data").iterdir()} == {
+            f.path[len("data/"):] for f in t.manifest().files}
+    write(df.filter(where), uri, "overwrite", where=where)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+    df.write.format("manifest_table").mode("overwrite").option("where", where).option("requireMatch", "false").save(uri)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2, 2]
+
+
+def test_a_delete_by_what_sql_users_type_deletes_what_python_does(spark, tmp_path: Path):
+    """Issue 30 item 9 on Spark: ``%`` is translated to Spark's own ``%`` (SQL's remainder);
+    lower(), upper() and ILIKE are left to our evaluator (Spark maps case by Java's rules),
+    and either way a native delete removes exactly the rows the Python API removes."""
+    from manifest_table.expressions import parse
+    from manifest_table.spark.to_spark import exact
+
+    schema = pa.schema([("i", pa.int32()), ("s", pa.string())])
+    assert exact(parse("i % -3 = -1 AND i % 2 IN (0, 1)").bind(schema), schema) is not None
+    for text in ("lower(s) = 'a'", "upper(s) LIKE 'A%'", "s ILIKE 'a%'"):
+        assert exact(parse(text).bind(schema), schema) is None, text
+    data = pa.table({"i": pa.array([-7, -3, 0, 4, 5, None], pa.int32()), "s": ["Ab", "aB", "İx", "b", None, "AB"]})
+    python, native = (mt.create_table(str(tmp_path / name), data.schema) for name in ("python", "native"))
+    for t in (python, native):
+        t.append(data)
+    for where in ("i % 3 = -1", "i % -2 = 0 OR lower(s) = 'ab'", "s ILIKE 'i%'"):
+        python.delete(where)
+        delete(spark, native.uri, where)
+        assert native.to_arrow().to_pylist() == python.to_arrow().to_pylist(), where
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python3", "/usr/bin/python3"])
+def test_workers_without_the_package_are_refused_before_the_job(spark, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, python: str):
+    """Issue 30 item 10: a worker Python that cannot import the package (missing, or one
+    without it or its dependencies) is one clear error before any job starts, not a hundred
+    lines ending in ModuleNotFoundError from a task."""
+    if not Path(python).exists() and python != "/nonexistent/python3":
+        pytest.skip(f"no {python} here")
+    t = mt.create_table(str(tmp_path / "t"), FLAT)
+    t.append(flat_rows(0, 10))
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", python)  # as if PYSPARK_PYTHON named it
+    for call in (lambda: delete(spark, t.uri, "id < 3"), lambda: register(spark)):
+        with pytest.raises(InvalidArgumentError, match=f"Spark starts its Python workers with '{python}'.*set PYSPARK_PYTHON"):
+            call()
+    assert t.version == 1

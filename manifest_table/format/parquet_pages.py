@@ -1,0 +1,354 @@
+"""The pages of a Parquet column chunk, and a one-column Parquet file made of a few of them.
+
+pyarrow 26 decodes whole column chunks: its reader does not use the page index, and its
+Python API exposes neither the index nor where it lies. A point read needs the values of a
+few rows, which sit in one page (at most 20,000 rows: parquet-cpp's default) of each column.
+So this module finds the pages of a chunk by walking their headers (each states its size and
+value count, in every Parquet file ever written, with or without a page index), and wraps the
+pages a read needs, after the chunk's dictionary page, into a valid one-column Parquet file:
+pyarrow decodes that like any other (docs/design/008-point-reads.md).
+
+Everything here is pure bytes: the Thrift compact protocol (the encoding of Parquet's page
+headers and footer), as much of it as these two structures need. A malformed header raises
+``ValueError``; the caller then reads the chunk the ordinary way."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(13)
+
+Fields = dict[int, tuple[int, Any]]
+"""A decoded Thrift struct: field id -> (compact type, value). A list is (element type, items)."""
+
+
+def _varint(data: bytes | memoryview, i: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        byte = data[i]
+        i += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, i
+        shift += 7
+        if shift > 70:
+            raise ValueError("varint too long")
+
+
+def _zigzag(n: int) -> int:
+    return (n >> 1) ^ -(n & 1)
+
+
+def _value(data: bytes | memoryview, i: int, kind: int) -> tuple[Any, int]:
+    if kind in (_TRUE, _FALSE):
+        return kind == _TRUE, i
+    if kind == _BYTE:
+        return struct.unpack_from("<b", data, i)[0], i + 1
+    if kind in (_I16, _I32, _I64):
+        n, i = _varint(data, i)
+        return _zigzag(n), i
+    if kind == _DOUBLE:
+        return struct.unpack_from("<d", data, i)[0], i + 8
+    if kind == _BINARY:
+        n, i = _varint(data, i)
+        if i + n > len(data):
+            raise IndexError("binary past the end")
+        return bytes(data[i : i + n]), i + n
+    if kind in (_LIST, _SET):
+        head = data[i]
+        i += 1
+        count, item = head >> 4, head & 0x0F
+        if count == 15:
+            count, i = _varint(data, i)
+        items = []
+        for _ in range(count):
+            if item in (_TRUE, _FALSE):  # in a list, a bool is one byte
+                items.append(data[i] == 1)
+                i += 1
+            else:
+                value, i = _value(data, i, item)
+                items.append(value)
+        return (item, items), i
+    if kind == _STRUCT:
+        return decode_struct(data, i)
+    raise ValueError(f"unsupported Thrift compact type {kind}")
+
+
+def decode_struct(data: bytes | memoryview, i: int = 0) -> tuple[Fields, int]:
+    """The struct starting at ``data[i]``, and the offset just past it."""
+    fields: Fields = {}
+    last = 0
+    while True:
+        head = data[i]
+        i += 1
+        if head == _STOP:
+            return fields, i
+        kind, delta = head & 0x0F, head >> 4
+        if delta:
+            last += delta
+        else:
+            n, i = _varint(data, i)  # a jump of more than 15: the id follows as a zigzag i16
+            last = _zigzag(n)
+        value, i = _value(data, i, kind)
+        fields[last] = (kind, value)
+
+
+def _put_varint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _put_value(out: bytearray, kind: int, value: Any) -> None:
+    if kind in (_I16, _I32, _I64):
+        _put_varint(out, (value << 1) ^ (value >> 63))
+    elif kind == _BYTE:
+        out += struct.pack("<b", value)
+    elif kind == _DOUBLE:
+        out += struct.pack("<d", value)
+    elif kind == _BINARY:
+        _put_varint(out, len(value))
+        out += value
+    elif kind in (_LIST, _SET):
+        item, items = value
+        if len(items) < 15:
+            out.append(len(items) << 4 | item)
+        else:
+            out.append(0xF0 | item)
+            _put_varint(out, len(items))
+        for element in items:
+            if item in (_TRUE, _FALSE):
+                out.append(1 if element else 2)
+            else:
+                _put_value(out, item, element)
+    elif kind == _STRUCT:
+        out += encode_struct(value)
+    else:
+        raise ValueError(f"unsupported Thrift compact type {kind}")
+
+
+def encode_struct(fields: Fields) -> bytes:
+    """The compact encoding of ``fields`` (ids ascending)."""
+    return _encode_fields(fields, 0) + bytes([_STOP])
+
+
+def _encode_fields(fields: Fields, last: int) -> bytes:
+    """``fields`` without the closing stop byte, the field before them being ``last``."""
+    out = bytearray()
+    for fid in sorted(fields):
+        kind, value = fields[fid]
+        if kind in (_TRUE, _FALSE):
+            kind = _TRUE if value else _FALSE
+        if 0 < fid - last <= 15:
+            out.append((fid - last) << 4 | kind)
+        else:
+            out.append(kind)
+            _put_value(out, _I16, fid)
+        last = fid
+        if kind not in (_TRUE, _FALSE):
+            _put_value(out, kind, value)
+    return bytes(out)
+
+
+_DICTIONARY_PAGE, _DATA_PAGE, _DATA_PAGE_V2 = 2, 0, 3
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a column chunk: where its bytes are (header included), and for a data page
+    the rows it holds (``first_row`` counted from the row group's start)."""
+
+    offset: int
+    size: int
+    first_row: int
+    rows: int
+    dictionary: bool
+
+
+def _skip(data: bytes | memoryview, i: int, kind: int) -> int:
+    """The offset just past a value of ``kind`` at ``data[i]``, nothing built."""
+    if kind in (_TRUE, _FALSE):
+        return i
+    if kind == _BYTE:
+        return i + 1
+    if kind in (_I16, _I32, _I64):
+        while data[i] & 0x80:
+            i += 1
+        return i + 1
+    if kind == _DOUBLE:
+        return i + 8
+    if kind == _BINARY:
+        n, i = _varint(data, i)
+        return i + n
+    if kind in (_LIST, _SET):
+        head = data[i]
+        count, item = head >> 4, head & 0x0F
+        i += 1
+        if count == 15:
+            count, i = _varint(data, i)
+        for _ in range(count):
+            i = i + 1 if item in (_TRUE, _FALSE) else _skip(data, i, item)
+        return i
+    if kind == _STRUCT:
+        return _fields(data, i, {})
+    raise ValueError(f"unsupported Thrift compact type {kind}")
+
+
+def _fields(data: bytes | memoryview, i: int, wanted: dict[int, int]) -> int:
+    """Walk the struct at ``data[i]``, filling ``wanted`` (field id -> 0) with the integer
+    fields it names; a struct field named is read as its first field (``num_values`` of a
+    data page header, ``num_values`` of a v2 one's is field 3: see ``_count``). Returns the
+    offset just past the struct."""
+    last = 0
+    while True:
+        head = data[i]
+        i += 1
+        if head == _STOP:
+            if i > len(data):
+                raise IndexError("a struct past the end")
+            return i
+        kind, delta = head & 0x0F, head >> 4
+        if delta:
+            last += delta
+        else:
+            n, i = _varint(data, i)
+            last = _zigzag(n)
+        if last in wanted and kind in (_I16, _I32, _I64):
+            n, i = _varint(data, i)
+            wanted[last] = _zigzag(n)
+        elif last in wanted and kind == _STRUCT:
+            inner = {_count(last): -1}
+            i = _fields(data, i, inner)
+            wanted[last] = inner[_count(last)]
+        else:
+            i = _skip(data, i, kind)
+
+
+def _count(field: int) -> int:
+    """The field holding a page's row count: DataPageHeader.num_values (1; a flat column has
+    one value per row), DataPageHeaderV2.num_rows (3)."""
+    return 3 if field == 8 else 1
+
+
+HEADER_BYTES = 256
+"""Bytes read for a page header; a longer one (page statistics of long strings) is read again
+whole. Files with a page index carry no statistics in their page headers."""
+
+
+def walk_pages(read: Callable[[int, int], bytes], start: int, end: int, rows: int, until: int) -> list[Page]:
+    """The pages of a flat (unrepeated) column chunk stored at ``[start, end)`` of a file
+    (``read(offset, n)``: its bytes), holding ``rows`` rows, up to the page holding row
+    ``until``. Raises ``ValueError`` if the headers do not add up: a chunk read whole is then
+    the safe answer."""
+    pages: list[Page] = []
+    offset, row = start, 0
+    while offset < end and row <= until:
+        header = read(offset, min(HEADER_BYTES, end - offset))
+        found = {1: -1, 3: -1, 5: -1, 8: -1}
+        try:
+            body = _fields(header, 0, found)
+        except IndexError:
+            header = read(offset, end - offset)  # a long header: read the rest of the chunk once
+            body = _fields(header, 0, found)
+        kind, size = found[1], found[3]
+        if size < 0 or offset + body + size > end:
+            raise ValueError("a page header without a size, or past its column chunk")
+        if kind == _DICTIONARY_PAGE and not pages:
+            pages.append(Page(offset, body + size, 0, 0, True))
+        elif kind in (_DATA_PAGE, _DATA_PAGE_V2):
+            count = found[5 if kind == _DATA_PAGE else 8]
+            if count < 0:
+                raise ValueError("a data page without a row count")
+            pages.append(Page(offset, body + size, row, count, False))
+            row += count
+        elif kind == _DICTIONARY_PAGE:
+            raise ValueError("a dictionary page after data pages")
+        offset += body + size  # (an index page is skipped: no reader uses them)
+    if row > rows or (offset >= end and row != rows):
+        raise ValueError(f"the pages hold {row} rows, the row group {rows}")
+    return pages
+
+
+def pages_for_rows(pages: Sequence[Page], rows: Sequence[int]) -> list[Page]:
+    """The data pages holding any of ``rows`` (ascending, in the row group), in order."""
+    chosen, wanted = [], iter(rows)
+    row = next(wanted, None)
+    for page in pages:
+        if page.dictionary or row is None:
+            continue
+        if row < page.first_row + page.rows:
+            chosen.append(page)
+            while row is not None and row < page.first_row + page.rows:
+                row = next(wanted, None)
+    return chosen
+
+
+@dataclass(frozen=True)
+class Footer:
+    """A one-column file's footer with its row count and row group left out: the encoded
+    fields before them (version, schema) and after them (key-value metadata with the Arrow
+    schema, created_by, column orders), taken from a file pyarrow wrote with that column."""
+
+    before: bytes
+    after: bytes
+
+    @classmethod
+    def of(cls, footer: Fields) -> Footer:
+        return cls(
+            _encode_fields({k: v for k, v in footer.items() if k < 3}, 0),
+            _encode_fields({k: v for k, v in footer.items() if k > 4}, 4) + bytes([_STOP]),
+        )
+
+
+def one_column_file(footer: Footer, column: Fields, dictionary: bytes, pages: bytes, rows: int) -> bytes:
+    """A Parquet file of one row group of ``rows`` rows and one column: ``dictionary`` (the
+    chunk's dictionary page, or empty) then ``pages`` (data pages, headers included, in
+    order). ``column``: the chunk's ``ColumnMetaData`` fields to keep (type, encodings, path,
+    codec)."""
+    size = len(dictionary) + len(pages)
+    meta = {**column, 5: (_I64, rows), 6: (_I64, size), 7: (_I64, size), 9: (_I64, 4 + len(dictionary))}
+    if dictionary:
+        meta[11] = (_I64, 4)
+    chunk = {2: (_I64, 4), 3: (_STRUCT, meta)}
+    group = {1: (_LIST, (_STRUCT, [chunk])), 2: (_I64, size), 3: (_I64, rows)}
+    encoded = footer.before + _encode_fields({3: (_I64, rows), 4: (_LIST, (_STRUCT, [group]))}, 2) + footer.after
+    return b"".join([b"PAR1", dictionary, pages, encoded, struct.pack("<I", len(encoded)), b"PAR1"])
+
+
+ENCODINGS = {
+    "PLAIN": 0,
+    "PLAIN_DICTIONARY": 2,
+    "RLE": 3,
+    "BIT_PACKED": 4,
+    "DELTA_BINARY_PACKED": 5,
+    "DELTA_LENGTH_BYTE_ARRAY": 6,
+    "DELTA_BYTE_ARRAY": 7,
+    "RLE_DICTIONARY": 8,
+    "BYTE_STREAM_SPLIT": 9,
+}
+CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "LZO": 3, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
+PHYSICAL_TYPES = {
+    "BOOLEAN": 0,
+    "INT32": 1,
+    "INT64": 2,
+    "INT96": 3,
+    "FLOAT": 4,
+    "DOUBLE": 5,
+    "BYTE_ARRAY": 6,
+    "FIXED_LEN_BYTE_ARRAY": 7,
+}
+"""Parquet's enums by the names pyarrow reports them under."""
+
+
+def column_meta(physical_type: str, encodings: Sequence[str], name: str, compression: str) -> Fields:
+    """The ``ColumnMetaData`` fields a one-column file keeps from the original chunk."""
+    return {
+        1: (_I32, PHYSICAL_TYPES[physical_type]),
+        2: (_LIST, (_I32, [ENCODINGS[e] for e in encodings])),
+        3: (_LIST, (_BINARY, [name.encode()])),
+        4: (_I32, CODECS[compression]),
+    }
