@@ -214,12 +214,16 @@ def commit_compaction(
     results: Sequence[tuple[Sequence[DataFile], Rewrite]],
     parameters: dict[str, Any],
     started: Stamp | None = None,
+    operation: str = "compact",
+    metrics: dict[str, int] | None = None,
 ) -> CommitInfo:
     """Replace every group's sources by its outputs in one commit on ``base_manifest`` (the
     version ``pointer`` named when planning). Concurrent deletes on the sources are remapped
     onto the outputs while rebasing; a concurrent commit that removed a source raises
-    ``CommitConflictError`` (the outputs are then removed)."""
-    changes = Changes(operation="compact", parameters=dict(parameters))
+    ``CommitConflictError`` (the outputs are then removed). ``rows_dropped`` counts the rows
+    the rewrites left out: deleted ones, and those a purge deleted itself (``metrics``: the
+    purge's own, added to the commit's)."""
+    changes = Changes(operation=operation, parameters=dict(parameters))
     for outputs, rewrite in results:
         changes.added.extend(outputs)
         changes.removed.update(src.path for src in rewrite.sources)
@@ -227,7 +231,7 @@ def commit_compaction(
     if not changes.removed:
         return CommitInfo(
             base_manifest.version,
-            "compact",
+            operation,
             base_manifest.timestamp,
             None,
             {"files_removed": 0, "files_added": 0},
@@ -239,9 +243,10 @@ def commit_compaction(
         "files_removed": len(sources),
         "files_added": len(changes.added),
         "rows_rewritten": sum(f.rows for f in changes.added),
-        "rows_dropped": sum(f.deleted_rows for f in sources),
+        "rows_dropped": sum(src.rows - src.live_rows for rw in changes.rewrites for src in rw.sources),
         "bytes_removed": sum(f.size for f in sources),
         "bytes_added": sum(f.size for f in changes.added),
+        **(metrics or {}),
     }
     return commit(handle.log, base_manifest, pointer, changes, handle.commit_options, started)
 
