@@ -206,12 +206,14 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
     takes the files if it has the same columns (``replace``: in place of its rows), else
     ``SchemaMismatchError`` and nothing is written."""
+    from .format.properties import SORT_BY
     from .log.version import Version
     from .operations.append import write_rows
     from .operations.create import create
 
     fields = Version.of(empty, table.log.segments).fields
-    files = write_rows(table.io, data, fields, table.write_options)
+    sort_by: tuple[str, ...] = empty.properties[SORT_BY]
+    files = write_rows(table.io, data, fields, table.write_options, sort_by)
     try:
         try:
             create(table, empty)
