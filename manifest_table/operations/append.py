@@ -3,7 +3,8 @@
 1. ``schema_mode="merge"`` first stages adding the columns of the data that the table lacks
    (nullable, typed by their values: ``schema_change.new_columns``), in the same commit.
 2. The rows are conformed to the schema (data/ingest.py), sorted by the ``sort_by`` property's
-   columns if it is set (data/sorted_batches.py), and written as Parquet files rolled at the
+   columns if it is set (data/sorted_batches.py; not an update's or upsert's new versions,
+   whose order pairs them with the rows they replace), and written as Parquet files rolled at the
    target size (data/write.py), each carrying the columns' field ids.
 3. The files are staged. An append rebases onto every concurrent commit but a schema change
    its files would not read the same under (commit/conflicts.py).
@@ -30,11 +31,13 @@ from .schema_change import SchemaUpdate, new_columns
 from .staging import Staging
 
 
-def append(staging: Staging, data: Any, schema_mode: str | None = None) -> int:
-    """Stage ``data`` (see ``Table.append``); returns the number of rows staged."""
+def append(staging: Staging, data: Any, schema_mode: str | None = None, *, in_order: bool = False) -> int:
+    """Stage ``data`` (see ``Table.append``); returns the number of rows staged. ``in_order``:
+    keep the rows' order whatever ``sort_by`` says (an update's or upsert's new versions,
+    which ``parameters.replaced`` pairs with the rows they replace by their order)."""
     data = arrow_input(data)  # one stream for the schema merge and the rows
     apply_schema_mode(staging, data, schema_mode)
-    sort_by = staging.base.properties[SORT_BY]
+    sort_by: tuple[str, ...] = () if in_order else staging.base.properties[SORT_BY]
     files = write_rows(staging.handle.io, data, staging.fields(), staging.handle.write_options, sort_by)
     staging.stage_files(files)
     return sum(f.rows for f in files)
