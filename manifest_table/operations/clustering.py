@@ -94,7 +94,7 @@ def plan_merge(files: Sequence[DataFile], fields: FieldIds, columns: Sequence[st
         else:
             loose.append(i)
     rows = np.array([f.live_rows for f in files], np.int64)
-    tiers = sorted(runs.items(), key=lambda run: (-int(rows[run[1]].sum()), run[0]))
+    tiers = sorted(runs.items(), key=lambda run: (-int(rows[run[1]].sum()), run[1][0]))  # ties: manifest order
     lo, hi = boxes(files, fields, columns)
     for j, (run, members) in enumerate(tiers):
         tail = [i for _, later in tiers[j + 1 :] for i in later] + loose
