@@ -22,6 +22,7 @@ from manifest_table.data.placement import placement
 from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import InvalidArgumentError
 from manifest_table.format.manifest import manifest_key
+from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user_id", pa.int64()), ("country", pa.string())])
@@ -133,6 +134,15 @@ def test_random_new_rows_wait_in_a_small_run_instead_of_rewriting_the_table(tmp_
     assert max(rewritten) < rows / 2, rewritten  # the big run stays; new rows merge with their like
     runs = Counter(f.cluster_run for f in t.manifest().files)
     assert None not in runs and len(runs) <= 3, runs
+
+
+def test_the_maintenance_job_clusters(tmp_path: Path) -> None:
+    t = clustered_table(tmp_path, ["user_id"], files=6, rows=1_000)
+    before = ids(t)
+    outcome = maintain(t.uri, JobOptions(retain_for=None, force=True, grace="0s"))
+    assert outcome.ok and "compaction: version" in outcome.lines[0], outcome.lines
+    assert ids(t) == before and None not in {f.cluster_run for f in t.manifest().files}
+    assert "nothing to do" in maintain(t.uri, JobOptions(dry_run=True)).lines[0]
 
 
 def test_changing_cluster_by_reclusters_the_table_by_the_new_columns(tmp_path: Path) -> None:
