@@ -50,7 +50,8 @@ def test_spark_clusters_and_purges_as_the_local_path_does(spark, tmp_path: Path)
 
 def test_a_spark_write_sorts_by_sort_by(spark, tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={"sort_by": ["user_id"]})
-    df = spark.createDataFrame([(i, (i * 7919) % 1000, "DE") for i in range(500)], "id long, user_id long, country string")
+    rows = [(i, (i * 7919) % 1000, "DE") for i in range(500)]
+    df = spark.createDataFrame(rows, "id long, user_id long, country string")
     write(df.repartition(2), t.uri)
     for f in t.manifest().files:
         users = pq.read_table(Path(t.uri) / f.path)["user_id"].to_pylist()
