@@ -205,7 +205,9 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     that does not fit, a stream that fails midway) leaves no table behind, only removed files,
     as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
     takes the files if it has the same columns (``replace``: in place of its rows), else
-    ``SchemaMismatchError`` and nothing is written."""
+    ``SchemaMismatchError`` and nothing is written. The commit's deadline counts from before
+    the rows were written (a table created meanwhile may run GC on them: deadline.py)."""
+    from .clock import utc_now
     from .format.properties import SORT_BY
     from .log.version import Version
     from .operations.append import write_rows
@@ -213,6 +215,7 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
 
     fields = Version.of(empty, table.log.segments).fields
     sort_by: tuple[str, ...] = empty.properties[SORT_BY]
+    began = utc_now()
     files = write_rows(table.io, data, fields, table.write_options, sort_by)
     try:
         try:
@@ -225,7 +228,7 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
         with table.transaction() as tx:
             if replace:
                 tx.overwrite(empty.schema.empty_table())
-            tx.add_files(files)
+            tx.add_files(files, written_since=began)
             return tx.commit()
     except BaseException:
         table.store.delete_unreferenced(f.path for f in files)

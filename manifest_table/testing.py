@@ -170,8 +170,9 @@ class FaultStorm(FaultPlan):
     conditional write; ``CONFLICT`` (a 412 or 409, nothing applied) at a conditional write of a
     key writers race for, the pointer or a version's manifest (a uniquely named object meets
     one only after its own retry landed, which the store's retries resolve). A burst fails its
-    call and the next ``burst - 1`` calls of that kind it applies to. Calls are not recorded;
-    ``counts`` counts the faults injected, by kind."""
+    call and the next ``burst - 1`` calls of that kind it applies to. ``first``: a burst of
+    that fault is due from the start (so that a short run meets it), then the others in turn.
+    Calls are not recorded; ``counts`` counts the faults injected, by kind."""
 
     def __init__(
         self,
@@ -180,16 +181,19 @@ class FaultStorm(FaultPlan):
         burst: int = 3,
         seed: int | None = None,
         kinds: Iterable[str] | None = None,
+        first: str | None = None,
     ) -> None:
         super().__init__(kinds=kinds)
         self.faults = tuple(faults)
         if not self.faults or not set(self.faults) <= {TRANSIENT, TIMEOUT, CONFLICT}:
             raise ValueError(f"a storm injects {TRANSIENT}, {TIMEOUT} or {CONFLICT}, not {self.faults}")
+        if first is not None and first not in self.faults:
+            raise ValueError(f"first must be one of {self.faults}, not {first!r}")
         self.rate, self.burst = rate, burst
         self.counts: Counter[str] = Counter()
         self._random = random.Random(seed)
-        self._turn = self._random.randrange(len(self.faults))
-        self._due: str | None = None
+        self._turn = self._random.randrange(len(self.faults)) if first is None else self.faults.index(first) + 1
+        self._due: str | None = first
         self._bursts: dict[str, tuple[str, int]] = {}
 
     def enter(self, kind: str, key: str) -> str | None:

@@ -89,11 +89,10 @@ def load(logs: Iterable[Path]) -> tuple[dict[str, Txn], Counter[str]]:
     for path in logs:
         if not path.exists():  # a writer killed before it opened its log did nothing
             continue
+        injected: dict[str, int] = {}
         for line in path.read_text().splitlines():
             doc = json.loads(line)
-            if "faults" in doc:
-                faults.update(doc["faults"])
-                continue
+            injected = doc.get("faults", injected)  # each end holds the writer's count so far
             txn = txns.setdefault(doc["txn"], Txn(doc["txn"]))
             if doc["phase"] == "begin":
                 txn.op = doc["op"]
@@ -101,6 +100,7 @@ def load(logs: Iterable[Path]) -> tuple[dict[str, Txn], Counter[str]]:
                 txn.snapshot, txn.effect = doc["snapshot"], doc["effect"]
             else:
                 txn.end = doc
+        faults.update(injected)
     return txns, faults
 
 

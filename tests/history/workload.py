@@ -32,7 +32,7 @@ import pyarrow as pa
 import manifest_table as mt
 from manifest_table.errors import CommitConflictError, CommitFailedError, ManifestTableError
 from manifest_table.storage import store_for_uri
-from manifest_table.testing import FaultStorm, FaultyStore, skewed_clock
+from manifest_table.testing import CONFLICT, TIMEOUT, TRANSIENT, FaultStorm, FaultyStore, skewed_clock
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("txn", pa.string())])
 COUNTERS = range(4)
@@ -43,6 +43,8 @@ SETUP = "setup"
 """The application id of the commits the workload starts from."""
 SKEWS = (-600.0, 0.0, 600.0)
 """How far the clocks of writers and GC are off: 10 minutes behind, right, 10 minutes ahead."""
+STORM_FAULTS = (TRANSIENT, TIMEOUT, CONFLICT)
+"""What each writer's store injects (testing.FaultStorm)."""
 ID_SPAN = 1_000_000
 """Ids a process may use: ``[(process + 1) * ID_SPAN, ...)``."""
 OPERATIONS = {
@@ -97,7 +99,10 @@ class Worker:
     def __init__(self, target: Target, process: int, log: Path, seed: int, fault_rate: float) -> None:
         self.process, self.app = process, f"p{process}"
         self.random = random.Random(seed)
-        self.storm = FaultStorm(fault_rate, seed=seed)
+        # Each writer's first burst is due at once, writers taking the kinds in turn: a short
+        # run of three writers meets every kind.
+        first = STORM_FAULTS[process % len(STORM_FAULTS)] if fault_rate else None
+        self.storm = FaultStorm(fault_rate, STORM_FAULTS, seed=seed, first=first)
         store = FaultyStore(store_for_uri(target.table, target.options), self.storm)
         self.s = mt.open_table(target.table, store=store)
         self.db = mt.open_database(target.database, store=FaultyStore(store_for_uri(target.database, target.options),
@@ -125,8 +130,8 @@ class Worker:
                 outcome = {"outcome": "unknown" if self._committing else "failed",
                            "error": f"{type(exc).__name__}: {exc}"[:300]}
             self._committing = False
-            self._write({"txn": txn, "phase": "end", "t": time.time(), **outcome})
-        self._write({"process": self.process, "faults": dict(self.storm.counts)})
+            # The faults so far (a killed writer's count stands at its last transaction).
+            self._write({"txn": txn, "phase": "end", "t": time.time(), **outcome, "faults": dict(self.storm.counts)})
 
     # --- the standalone table ---------------------------------------------------------------
     def s_append(self, txn: str) -> dict[str, Any]:

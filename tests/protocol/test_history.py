@@ -107,3 +107,6 @@ def test_a_storm_takes_each_fault_in_turn_where_it_can_strike() -> None:
     assert max(storm.counts.values()) - min(storm.counts.values()) < len(struck) / 2  # in turn, not at random
     assert {(kind, key) for kind, key, fault in struck if fault == TIMEOUT} == set(calls[2:])
     assert {(kind, key) for kind, key, fault in struck if fault == CONFLICT} == set(calls[3:])
+    first = FaultStorm(rate=0, seed=5, first=CONFLICT)  # due at once, at the first call it can strike
+    struck_first = [first.enter(kind, key) for kind, key in calls * 4]
+    assert struck_first[3] == CONFLICT and struck_first.count(CONFLICT) == 3 == first.counts[CONFLICT]  # one burst

@@ -23,6 +23,7 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 import manifest_table as mt
+from manifest_table.entry_points import create_from_rows
 from manifest_table.clock import Stamp, utc_now
 from manifest_table.errors import CommitFailedError, InvalidArgumentError
 from manifest_table.format.entries import DataFile
@@ -177,6 +178,23 @@ def test_a_database_transaction_adding_files_written_long_ago_gives_up(tmp_path:
         with db.transaction() as tx:
             tx.table("a").add_files(files, written_since=utc_now() - timedelta(minutes=50))
     assert db.version == 2 and not (tmp_path / "db" / f"tables/{a.table_id}" / files[0].path).exists()
+
+
+def test_rows_written_before_their_table_count_toward_the_deadline(tmp_path: Path) -> None:
+    """``write_table`` (and the CLI's ``append --create``) write the rows before creating the
+    table; when another writer creates it meanwhile, GC of that table may delete them, so the
+    commit's deadline counts from the writing, not from the transaction that adds them."""
+    uri = str(tmp_path / "t")
+
+    def slow() -> Any:  # a stream that takes longer than the deadline (1s less 0.25s)
+        yield _rows(1).to_batches()[0]
+        mt.create_table(uri, SCHEMA, properties={"gc_grace": "1s"})  # another writer, meanwhile
+        time.sleep(1.0)
+        yield _rows(2).to_batches()[0]
+
+    with pytest.raises(CommitFailedError, match="gave up before its commit point"):
+        create_from_rows(uri, SCHEMA, pa.RecordBatchReader.from_batches(SCHEMA, slow()))
+    assert mt.open_table(uri).version == 0 and not any((tmp_path / "t" / "data").iterdir())
 
 
 def test_a_spark_job_longer_than_the_deadline_fails_cleanly(tmp_path: Path) -> None:
