@@ -221,6 +221,17 @@ def test_cluster_by_is_checked_before_anything_is_written(tmp_path: Path, value:
     assert t.version == 0
 
 
+def test_cluster_by_from_the_cli_and_an_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    assert main(["properties", t.uri, "cluster_by=user_id,country", "sort_by=[\"id\"]"]) == 0
+    assert t.properties["cluster_by"] == ["user_id", "country"] and t.properties["sort_by"] == ["id"]
+    assert '["user_id", "country"]' in capsys.readouterr().out
+    old = mt.create_table(str(tmp_path / "v1"), SCHEMA, format_version=1)
+    with pytest.raises(InvalidArgumentError, match="names column 'nope'"):
+        old.upgrade(properties={"cluster_by": ["nope"]})
+    assert old.upgrade(properties={"cluster_by": ["country"]}).committed and old.properties["cluster_by"] == ["country"]
+
+
 def test_a_renamed_column_stays_in_cluster_by_and_a_listed_one_is_not_dropped(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={"cluster_by": ["country", "id"], "sort_by": "id"})
     assert t.manifest().format_version == 3  # 0.3.0 neither reads nor writes it
