@@ -23,6 +23,7 @@ from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import InvalidArgumentError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.maintenance.job import JobOptions, maintain
+from manifest_table.operations import clustering
 from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user_id", pa.int64()), ("country", pa.string())])
@@ -143,6 +144,19 @@ def test_the_maintenance_job_clusters(tmp_path: Path) -> None:
     assert outcome.ok and "compaction: version" in outcome.lines[0], outcome.lines
     assert ids(t) == before and None not in {f.cluster_run for f in t.manifest().files}
     assert "nothing to do" in maintain(t.uri, JobOptions(dry_run=True)).lines[0]
+
+
+def test_no_merge_takes_more_than_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merge is sorted in memory: past ``MAX_MERGE_BYTES`` the unclustered files become
+    several runs, which later compactions leave apart."""
+    t = clustered_table(tmp_path, ["user_id"], files=8, rows=1_000)
+    bound = sum(f.size for f in t.manifest().files) * 3.5 / 8  # three files and a half
+    monkeypatch.setattr(clustering, "MAX_MERGE_BYTES", bound)
+    before = ids(t)
+    info = t.compact()
+    assert [len(rw["sources"]) for rw in info.parameters["rewrites"]] == [3, 3, 2]
+    assert len({f.cluster_run for f in t.manifest().files}) == 3 and ids(t) == before
+    assert not t.compact().committed
 
 
 def test_changing_cluster_by_reclusters_the_table_by_the_new_columns(tmp_path: Path) -> None:

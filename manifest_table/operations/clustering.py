@@ -20,6 +20,9 @@ data, not the table:
    where they are: the new data went only where it overlapped them).
 3. Otherwise no run is merged, and two or more unclustered files (or one too big for one
    output) are clustered among themselves into a new run.
+A merge is sorted in one process, in memory, so none takes more than ``MAX_MERGE_BYTES``:
+step 2 passes over a run it cannot take whole, and step 3 cuts the unclustered files into
+several runs (rewritten in parallel on Spark) that no later merge joins beyond the bound.
 
 New rows spread over the whole key range therefore wait in small runs, each rewritten only
 with data of a comparable size, until the smaller runs together hold a ``1/RATIO`` of a
@@ -49,6 +52,9 @@ from ..format.stats import instant_type
 RATIO = 4
 """A run's overlapped files are rewritten with the smaller runs and new files once those
 hold at least a quarter of their rows: each row is rewritten about 4 times per tier."""
+MAX_MERGE_BYTES = 2 * 2**30
+"""The most Parquet bytes (live rows' estimate) one merge takes: a merge is sorted in one
+process, in memory (a few times its Parquet size as Arrow)."""
 _ID_BITS = 48
 """The low bits of a run id are random; the bits above fingerprint the cluster columns."""
 
@@ -81,10 +87,13 @@ def _fingerprint(order: Sequence[int]) -> int:
     return zlib.crc32(",".join(map(str, order)).encode()) & 0x7FFF
 
 
-def plan_merge(files: Sequence[DataFile], fields: FieldIds, columns: Sequence[str], target_rows: int) -> Merge | None:
-    """The files the next clustering rewrite takes (steps 1-3 of the module's docstring), or
-    None when the layout is as good as it gets. ``files``: the live files of a version;
-    ``target_rows``: about how many rows one output holds."""
+def plan_merges(
+    files: Sequence[DataFile], fields: FieldIds, columns: Sequence[str], target_file_size: int
+) -> list[Merge]:
+    """The files the next clustering rewrites take (steps 1-3 of the module's docstring), none
+    when the layout is as good as it gets. ``files``: the live files of a version. No merge
+    holds more than ``MAX_MERGE_BYTES`` (step 2 passes over a run it cannot take whole; step
+    3 cuts the unclustered files into runs of at most that)."""
     order = cluster_field_ids(fields, columns)
     runs: dict[int, list[int]] = {}
     loose: list[int] = []
@@ -94,6 +103,7 @@ def plan_merge(files: Sequence[DataFile], fields: FieldIds, columns: Sequence[st
         else:
             loose.append(i)
     rows = np.array([f.live_rows for f in files], np.int64)
+    live = np.array([f.size * f.live_rows / f.rows if f.rows else 0.0 for f in files])
     tiers = sorted(runs.items(), key=lambda run: (-int(rows[run[1]].sum()), run[1][0]))  # ties: manifest order
     lo, hi = boxes(files, fields, columns)
     for j, (run, members) in enumerate(tiers):
@@ -101,11 +111,18 @@ def plan_merge(files: Sequence[DataFile], fields: FieldIds, columns: Sequence[st
         if not tail:
             break
         touched = [i for i, hit in zip(members, overlapping(lo, hi, members, tail)) if hit]
-        if rows[touched].sum() <= RATIO * rows[tail].sum():
-            return Merge(tuple(files[i] for i in sorted(touched + tail)), run)
-    if len(loose) > 1 or (loose and rows[loose[0]] > 1.5 * target_rows):
-        return Merge(tuple(files[i] for i in loose), new_run(order))
-    return None
+        if rows[touched].sum() <= RATIO * rows[tail].sum() and live[touched + tail].sum() <= MAX_MERGE_BYTES:
+            return [Merge(tuple(files[i] for i in sorted(touched + tail)), run)]
+    chunks: list[list[int]] = []
+    for i in loose:  # next-fit, in manifest order
+        if not chunks or live[chunks[-1] + [i]].sum() > MAX_MERGE_BYTES:
+            chunks.append([])
+        chunks[-1].append(i)
+    return [
+        Merge(tuple(files[i] for i in chunk), new_run(order))
+        for chunk in chunks
+        if len(chunk) > 1 or live[chunk[0]] > 1.5 * target_file_size
+    ]
 
 
 def boxes(files: Sequence[DataFile], fields: FieldIds, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,7 @@ from ..format.properties import CLUSTER_BY
 from ..handle import TableHandle
 from ..log.version import Version, locate
 from ..storage import FileIO
-from .clustering import cluster_field_ids, plan_merge
+from .clustering import cluster_field_ids, plan_merges
 
 log = logging.getLogger("manifest_table.maintenance")
 
@@ -131,21 +131,18 @@ def plan_compaction(manifest: Version, target_file_size: int, min_deleted_fracti
 def _plan_clustering(
     manifest: Version, target_file_size: int, heavy: Callable[[DataFile], bool]
 ) -> list[CompactionGroup]:
-    """The merge ``clustering.plan_merge`` picks, as one group ordered along the curve, then
-    each other file with deletes worth dropping rewritten on its own, in order, so that it
-    keeps its place (and run) in the layout."""
+    """The merges ``clustering.plan_merges`` picks, each a group ordered along the curve,
+    then each other file with deletes worth dropping rewritten on its own, in order, so that
+    it keeps its place (and run) in the layout."""
     columns = manifest.properties[CLUSTER_BY]
     live = [f for f in manifest.files if f.live_rows]
-    per_row = sum(f.size for f in live) / max(1, sum(f.rows for f in live))
-    merge = plan_merge(live, manifest.fields, columns, max(1, int(target_file_size / max(per_row, 1e-9))))
-    groups = []
-    if merge is not None:
-        order = cluster_field_ids(manifest.fields, columns)
-        groups.append(
-            CompactionGroup(merge.files, manifest.fields, manifest.version, target_file_size, order, merge.run)
-        )
-    taken = {f.path for f in merge.files} if merge is not None else set()
-    return groups + [
+    order = cluster_field_ids(manifest.fields, columns)
+    merges = plan_merges(live, manifest.fields, columns, target_file_size)
+    taken = {f.path for merge in merges for f in merge.files}
+    return [
+        CompactionGroup(merge.files, manifest.fields, manifest.version, target_file_size, order, merge.run)
+        for merge in merges
+    ] + [
         CompactionGroup((f,), manifest.fields, manifest.version, target_file_size, run=f.cluster_run)
         for f in manifest.files
         if f.path not in taken and heavy(f)
