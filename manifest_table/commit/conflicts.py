@@ -254,7 +254,7 @@ class Placements:
 
     def __init__(self, prev: Version, winner: Manifest, dvs: DeletionVectors, io: FileIO) -> None:
         self._prev, self._winner, self._dvs, self._io = prev, winner, dvs, io
-        self._found: dict[int, np.ndarray] = {}
+        self._found: dict[tuple[str, ...], np.ndarray] = {}
 
     def of(self, rewrite: Rewrite) -> np.ndarray | None:
         if not rewrite.order:
@@ -265,14 +265,14 @@ class Placements:
                 f"rewrote files in an order ({rewrite.curve!r}) this release of manifest_table cannot follow "
                 "a delete through: retry the commit"
             )
-        if id(rewrite) not in self._found:
-            located = locate(self._prev, {s.path for s in rewrite.sources})
+        key = tuple(s.path for s in rewrite.sources)  # a file is the source of one rewrite
+        if key not in self._found:
+            located = locate(self._prev, set(key))
             sources = [replace(located[s.path][0], deletes=s.deletes) for s in rewrite.sources]
-            fields = self._prev.fields
-            self._found[id(rewrite)] = placement(
-                self._io, self._prev.version, sources, fields, rewrite.order, self._dvs
+            self._found[key] = placement(
+                self._io, self._prev.version, sources, self._prev.fields, rewrite.order, self._dvs
             )
-        return self._found[id(rewrite)]
+        return self._found[key]
 
 
 def _fail_if(paths: set[str], winner: Manifest, what: str) -> None:
