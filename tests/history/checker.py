@@ -17,7 +17,9 @@ effects in that order and compares every retained version with the replay, and c
 - ``cycle``: the dependency graph (version order, and an anti-dependency from a serializable
   transaction to each version it rebased over that wrote a row it read) has a cycle, which
   serializability of update, upsert and overwrite (docs/protocol.md) forbids;
-- ``unreadable version``: a retained version that does not read.
+- ``unreadable version``: a retained version that does not read;
+- ``invalid request``: a transaction the library refused as a mistake (``InvalidArgumentError``):
+  the workload's bug, which would leave that kind of transaction untested.
 Transactions whose outcome is unknown (killed, or an ambiguous failure) may be in or out, but
 never half, never twice."""
 
@@ -326,8 +328,10 @@ def _check_outcomes(txns: dict[str, Txn], placed: dict[str, list[tuple[str, int]
         places = placed.get(txn.id, [])
         if len(places) > 1:
             report.add("duplicated commit", f"{txn.id} at {places}")
-        if places and txn.outcome in ("failed", "noop"):
+        if places and txn.outcome in ("failed", "noop", "invalid"):
             report.add("aborted read", f"{txn.id} ({txn.outcome}: {txn.end.get('error', '')[:120]}) is at {places}")
+        if txn.outcome == "invalid":  # not the library's anomaly: a transaction the workload got wrong
+            report.add("invalid request", f"{txn.id}: {txn.end.get('error', '')[:200]}")
         if txn.outcome != "ok" or txn.effect is None:
             continue
         log_name = "s" if "s" in txn.effect else "db"

@@ -10,6 +10,7 @@ SIGKILL at random points (the process is replaced by a new one).
 Run a soak from the shell (docs/protocol.md, "The history checker")::
 
     nice python -m tests.history.run --store local --transactions 100000 --processes 4
+    nice python -m tests.history.run --store local --seconds 1200 --processes 4
 
 Run it from a copy of the code (``git archive HEAD | tar -x -C DIR``, then ``cd DIR``): writer
 processes restarted after a SIGKILL import the code afresh, so editing the checkout under a
@@ -165,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="local", help="local, or a location such as s3://bucket/prefix")
     parser.add_argument("--transactions", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, help="write for this long instead (a soak bounded in time)")
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", help="where the logs (and a local table) go; kept (default: a new temp dir)")
@@ -174,7 +176,8 @@ def main() -> None:
     root = str(workdir / "history") if args.store == "local" else args.store
     print(f"logs in {workdir}", flush=True)
     started = time.monotonic()
-    settings = Settings(args.processes, transactions=args.transactions, seed=args.seed, retain_for="30s")
+    bound = {"seconds": args.seconds} if args.seconds else {"transactions": args.transactions}
+    settings = Settings(args.processes, seed=args.seed, retain_for="30s", **bound)  # type: ignore[arg-type]
     report = run(root, None, workdir, settings)
     print(f"{time.monotonic() - started:.0f} s; {report}")
 

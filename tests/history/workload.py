@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 import manifest_table as mt
-from manifest_table.errors import CommitConflictError, CommitFailedError, ManifestTableError
+from manifest_table.errors import CommitConflictError, CommitFailedError, InvalidArgumentError, ManifestTableError
 from manifest_table.storage import store_for_uri
 from manifest_table.testing import CONFLICT, TIMEOUT, TRANSIENT, FaultStorm, FaultyStore, skewed_clock
 
@@ -126,6 +126,8 @@ class Worker:
                 outcome = {"outcome": "failed", "error": f"CommitConflictError: {exc}"[:300]}
             except CommitFailedError as exc:
                 outcome = _failed_commit(str(exc))
+            except InvalidArgumentError as exc:  # the workload's mistake: the checker reports it
+                outcome = {"outcome": "invalid", "error": f"{type(exc).__name__}: {exc}"[:300]}
             except ManifestTableError as exc:
                 outcome = {"outcome": "unknown" if self._committing else "failed",
                            "error": f"{type(exc).__name__}: {exc}"[:300]}
@@ -155,7 +157,8 @@ class Worker:
         if victim is None:
             return self.s_append(txn)
         return self._commit_s(txn, {"delete": [victim], "put": new, "read": [victim]},
-                              lambda tx: tx.overwrite(rows(new, txn), where=f"id = {victim}"),
+                              # the new row replaces the victim: another id, outside the condition
+                              lambda tx: tx.overwrite(rows(new, txn), where=f"id = {victim}", require_match=False),
                               inserted=new, deleted=victim)
 
     def s_transaction(self, txn: str) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def _first(lines: list[dict], **match: object) -> dict:
 
 
 ANOMALIES = ["lost acknowledged commit", "aborted read", "lost update", "dirty read", "unreadable version",
-             "partial or wrong commit", "cycle"]
+             "partial or wrong commit", "cycle", "invalid request"]
 
 
 def test_the_checker_finds_each_class_of_anomaly(history: tuple[Target, Path], tmp_path: Path) -> None:
@@ -81,6 +81,8 @@ def test_the_checker_finds_each_class_of_anomaly(history: tuple[Target, Path], t
         lines.append({"txn": "p9.1", "phase": "begin", "op": "s.increment"})  # lost update: an acknowledged
         lines.append({"txn": "p9.1", "phase": "intent", "snapshot": 0, "effect": {"s": {"increment": [0]}}})
         lines.append({"txn": "p9.1", "phase": "end", "outcome": "ok", "version": 0})  # increment no version holds
+        lines.append({"txn": "p9.2", "phase": "begin", "op": "s.overwrite"})  # invalid request: the workload's mistake
+        lines.append({"txn": "p9.2", "phase": "end", "outcome": "invalid", "error": "InvalidArgumentError: ..."})
         read = next(line for line in lines if "s" in line.get("observed", {}))
         read["observed"]["s"][1] = "0" * 16  # dirty read: a read saw rows its version never held
         increments = [line for line in lines
