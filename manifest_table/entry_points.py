@@ -211,13 +211,15 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     ``SchemaMismatchError`` and nothing is written. The commit's deadline counts from before
     the rows were written (a table created meanwhile may run GC on them: deadline.py)."""
     from .clock import utc_now
+    from .format.properties import SORT_BY
     from .log.version import Version
     from .operations.append import write_rows
     from .operations.create import create
 
     fields = Version.of(empty, table.log.segments).fields
+    sort_by: tuple[str, ...] = empty.properties[SORT_BY]
     began = utc_now()
-    files = write_rows(table.io, data, fields, table.write_options)
+    files = write_rows(table.io, data, fields, table.write_options, sort_by)
     try:
         try:
             create(table, empty)

@@ -315,12 +315,23 @@ class Table(TableHandle):
 
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
-        rows deleted, in one commit that reads the same rows (see docs/operations.md).
-        ``target_file_size`` (bytes, or ``"128MiB"``) defaults to the table's. Nothing to do
-        commits nothing."""
+        rows deleted (0: any deleted row), in one commit that reads the same rows; on a table
+        with the ``cluster_by`` property, cluster new data into the table's layout instead of
+        merging small files (see docs/operations.md). ``target_file_size`` (bytes, or
+        ``"128MiB"``) defaults to the table's. Nothing to do commits nothing."""
         from .operations.compaction import compact
 
         return compact(self, target_file_size, min_deleted_fraction)
+
+    def purge(self, where: str | Expr | None = None) -> CommitInfo:
+        """Delete the rows matching ``where`` (if given) and rewrite every live file that holds
+        a deleted row, in one commit (operation ``purge``), so that no live file of the new
+        version holds a deleted row; ``gc`` then removes the old files once no retained
+        version needs them (docs/operations.md, "Erasing data physically"). The condition is
+        not recorded in the table's history. Nothing to do commits nothing."""
+        from .operations.purge import purge
+
+        return purge(self, where)
 
     def gc(
         self,

@@ -5,7 +5,9 @@ deleted, updated, inserted) against the model.
 Steps: append, delete, update, upsert (also of keys alone, deleting matches) and overwrite
 (with and without a condition), the same inside transactions (whose own scans are checked)
 and racing a second handle, ``write_table`` appending or overwriting, compaction with small
-targets (files merge and split), schema changes (add, rename, drop, widen, append with
+targets (files merge and split; clustering once ``cluster_by`` is set, also racing a delete
+both ways), purge (with and without a condition), the layout properties ``cluster_by`` and
+``sort_by``, schema changes (add, rename, drop, widen, append with
 ``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
 table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
@@ -27,8 +29,11 @@ import pyarrow.compute as pc
 import pytest
 
 import manifest_table as mt
+from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
+from manifest_table.format.stats import has_stats
+from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 from tests.differential_model import BEFORE, Oracle, State, new_values
 from tests.differential_reads import compare_count, compare_own, shrink
 from tests.differential_types import AWKWARD_NAMES, Column, Kind, random_rows
@@ -91,6 +96,11 @@ class History:
         state = self.versions[-1]
         assert state is not None
         return state
+
+    def layout(self, name: str) -> list[str]:
+        """The columns the table's ``cluster_by`` or ``sort_by`` names now."""
+        names: list[str] = mt.open_table(self.uri).properties[name]
+        return names
 
     def note(self, text: str) -> None:
         """Record a step before it runs (numbered with the version it would commit)."""
@@ -328,9 +338,49 @@ def step_write(plan: Callable[..., Change]) -> Callable[[History, random.Random]
 
 
 def step_compact(h: History, rng: random.Random) -> None:
-    target, fraction = rng.choice([None, 1_000, 4_000, 30_000]), rng.choice([0.05, 0.2, 0.5])
-    h.note(f"compact(target_file_size={target}, min_deleted_fraction={fraction})")
+    target, fraction = rng.choice([None, 1_000, 4_000, 30_000]), rng.choice([0, 0.05, 0.2, 0.5])
+    clustered = f" (clustering by {h.layout('cluster_by')})" if h.layout("cluster_by") else ""
+    h.note(f"compact(target_file_size={target}, min_deleted_fraction={fraction}){clustered}")
     h.committed(h.writer(rng).compact(target_file_size=target, min_deleted_fraction=fraction), h.state)
+
+
+def step_purge(h: History, rng: random.Random) -> None:
+    """A purge, with a condition now and then: the rows matching it go, and no live file of the
+    new version holds a deleted row."""
+    where = random_filter(rng, h.state.filter_columns()) if rng.random() < 0.6 else None
+    gone = frozenset(h.oracle.uids(h.state, where)) if where is not None else frozenset()
+    h.note(f"purge(where={None if where is None else where.ours})  (model: {len(gone)} rows)")
+    info = h.writer(rng).purge(None if where is None else where.ours)
+    if info.committed and where is not None:
+        check_metrics(info.metrics, {"rows_deleted": len(gone)})
+    h.committed(info, h.state.without(gone))
+    held = [f.path for f in h.table.manifest().files if f.deleted_rows]
+    assert not held, f"after purge, live files hold deleted rows: {held}"
+
+
+def step_layout(h: History, rng: random.Random) -> None:
+    """``cluster_by`` or ``sort_by`` set to columns that have an order (or reset): later
+    compactions cluster, later appends sort; no row changes."""
+    name = rng.choice(["cluster_by", "sort_by"])
+    orderable = [c.name for c in h.state.columns if has_stats(c.type)]
+    value = None if rng.random() < 0.2 else rng.sample(orderable, rng.randint(1, min(len(orderable), 3)))
+    h.note(f"set_properties({{{name!r}: {value!r}}})")
+    h.committed(h.writer(rng).set_properties({name: value}), h.state)
+    assert h.layout(name) == (value or [])
+
+
+def step_race_compaction(h: History, rng: random.Random) -> None:
+    """A compaction (clustering, once ``cluster_by`` is set) plans and rewrites; a delete
+    commits meanwhile; the compaction's commit carries the delete onto its outputs."""
+    table = mt.open_table(h.uri)
+    base, pointer = table.log.latest()
+    groups = plan_compaction(base, rng.choice([1_000, 4_000, 30_000]), rng.choice([0, 0.2]))
+    h.note(f"race: handle B rewrites {len(groups)} compaction groups "
+           f"({sum(bool(g.order) for g in groups)} clustering) of version {base.version}")
+    results = [rewrite_group(table, group, DeletionVectors(table.store)) for group in groups]
+    h.commit(rng, plan_delete(h, rng, h.state))
+    h.note("race: handle B commits its compaction (rebasing)")
+    h.committed(commit_compaction(table, base, pointer, results, {}), h.state)
 
 
 def step_transaction(h: History, rng: random.Random) -> None:
@@ -421,11 +471,14 @@ def step_required_column(h: History, rng: random.Random) -> None:
 
 def step_evolve(h: History, rng: random.Random) -> None:
     state = h.state
+    layout = set(h.layout("cluster_by") + h.layout("sort_by")) if is_v2(h) else set()
     with h.writer(rng).update_schema() as schema:
         for _ in range(rng.randint(1, 3)):
             others = list(state.columns[1:])
+            droppable = [c for c in others if c.name not in layout]  # a layout property names it
             widenable = [c for c in others if c.kind.widen(c.type)]
-            choice = rng.choice(["add", "add"] + ["rename", "drop"] * bool(others) + ["widen"] * bool(widenable))
+            choice = rng.choice(["add", "add"] + ["rename"] * bool(others) + ["drop"] * bool(droppable)
+                                + ["widen"] * bool(widenable))
             if choice == "add":
                 column = rng.choice(h.kinds).column(rng, h.new_name(rng, state), h.kinds)
                 h.note(f"update_schema: add_column {column.name!r} {column.type}")
@@ -436,8 +489,9 @@ def step_evolve(h: History, rng: random.Random) -> None:
                 h.note(f"update_schema: rename_column {old!r} -> {new!r}")
                 schema.rename_column(old, new)
                 state = state.rename_column(old, new)
+                layout = {new if n == old else n for n in layout}
             elif choice == "drop":
-                name = rng.choice(others).name
+                name = rng.choice(droppable).name
                 h.note(f"update_schema: drop_column {name!r}")
                 schema.drop_column(name)
                 state = state.drop_column(name)
@@ -577,6 +631,9 @@ STEPS: list[Step] = [
     (step_write_table, 1, lambda h: True),
     (step_other_table, 2, lambda h: h.database is not None),
     (step_compact, 2, has_rows),
+    (step_purge, 1, has_rows),
+    (step_layout, 1, is_v2),
+    (step_race_compaction, 0.7, has_rows),
     (step_transaction, 2, lambda h: True),
     (step_race, 1, lambda h: True),
     (step_evolve, 2, is_v2),

@@ -21,6 +21,7 @@ RUNS = {
     "point_ops": ["--rows", "20000", "--repeat", "1", "--peers", ""],
     "database_cost": ["--repeat", "1", "--seconds", "0.5", "--procs", "2", "--no-s3"],
     "startup": ["--repeat", "1", "--peers", ""],
+    "clustering": ["--rows", "20000", "--files", "20", "--filters", "2", "--repeat", "1", "--peers", ""],
 }
 
 

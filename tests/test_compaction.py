@@ -107,6 +107,12 @@ def test_plan_rewrites_heavily_deleted_files_alone_and_drops_fully_deleted_ones(
     assert names(plan_compaction(manifest_of(file("gone", 500, deleted=100)), 100, 0.2)) == [["gone"]]
 
 
+def test_plan_with_min_deleted_fraction_0_rewrites_every_file_with_a_deleted_row() -> None:
+    """Issue 34: 0 means any deleted row (0.3.0 refused it); files without deletes stay."""
+    m = manifest_of(file("one", 500, rows=10_000, deleted=1), file("clean", 500), file("half", 500, deleted=50))
+    assert names(plan_compaction(m, 100, 0)) == [["one"], ["half"]]
+
+
 def test_plan_keeps_groups_addressable_with_32_bit_positions() -> None:
     half = (MAX_FILE_ROWS + 1) // 2
     m = manifest_of(file("a", 1, rows=half - 1), file("b", 1, rows=half), file("c", 1, rows=2))
@@ -114,7 +120,7 @@ def test_plan_keeps_groups_addressable_with_32_bit_positions() -> None:
     assert names(groups) == [["a", "b"]] and groups[0].live_rows <= MAX_FILE_ROWS
 
 
-@pytest.mark.parametrize("target, fraction", [(0, 0.2), (100, 0.0), (100, 1.5)])
+@pytest.mark.parametrize("target, fraction", [(0, 0.2), (100, -0.1), (100, 1.5)])
 def test_plan_rejects_nonsense(target: int, fraction: float) -> None:
     with pytest.raises(InvalidArgumentError):
         plan_compaction(manifest_of(), target, fraction)

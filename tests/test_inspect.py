@@ -76,7 +76,7 @@ def test_cli_inspect(table: mt.Table, capsys: pytest.CaptureFixture[str], tmp_pa
     assert [r["stats"]["id"]["max"] for r in lines] == [2, 5, 8, 11]
     assert main(["inspect", table.uri, "files"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["path", "rows", "deleted_rows", "live_rows", "size", "deletes"]
+    assert out.splitlines()[0].split() == ["path", "rows", "deleted_rows", "live_rows", "size", "deletes", "cluster_run"]
     assert main(["inspect", table.uri, "history", "--output", str(tmp_path / "h.parquet")]) == 0
     assert pa.parquet.read_table(tmp_path / "h.parquet").num_rows == 6
     assert main(["inspect", table.uri, "segments", "--version", "2", "--format", "csv"]) == 0

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
@@ -46,6 +47,31 @@ def test_random_histories_read_the_same_through_both_mirrors(tmp_path: Path, see
         check_version(t, version, ["iceberg", "delta"])
     # The pointers: readers that find the latest version by path.
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
+
+
+def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> None:
+    """Issue 34: ``sort_by`` as Iceberg's sort order, ``cluster_by`` as Delta's clustering
+    domain (a checkpoint included); histories that cluster read the same through both."""
+    from pyiceberg.table import StaticTable
+
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={**PROPERTIES, "cluster_by": ["small", "id"],
+                                                                 "sort_by": ["id"]}, mirrors=BOTH)
+    run_history(t, 5, 16, widen=False)
+    t.compact(target_file_size=2_000)
+    assert {"compact"} <= {c.operation for c in t.history()}
+    for version in _retained(t)[:4]:
+        check_version(t, version, ["iceberg", "delta"])
+    order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
+    assert [(f.source_id, str(f.direction), str(f.null_order)) for f in order.fields] == [
+        (1, "ASC", "NULLS LAST")]
+    domains = [json.loads(line)["domainMetadata"] for line in (tmp_path / "t" / "_delta_log").joinpath(
+        f"{1:020d}.json").read_text().splitlines() if "domainMetadata" in line]
+    assert [json.loads(d["configuration"])["clusteringColumns"] for d in domains] in ([], [[["small"], ["id"]]])
+    checkpoint = pq.read_table(next((tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet")))
+    found = [d for d in checkpoint["domainMetadata"].to_pylist() if d]
+    assert [json.loads(d["configuration"])["clusteringColumns"] for d in found] == [[["small"], ["id"]]]
+    protocol = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()[1])
+    assert {"domainMetadata", "clustering"} <= set(protocol["protocol"]["writerFeatures"])
 
 
 def test_a_widened_column_reads_the_same_through_iceberg(tmp_path: Path) -> None:

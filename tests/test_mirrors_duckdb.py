@@ -42,7 +42,9 @@ def _check(t: mt.Table, location: str, secret: str | None = None) -> None:
 
 
 def test_duckdb_reads_both_mirrors(tmp_path: Path) -> None:
-    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties=PROPERTIES,
+    """With the layout mirrored too (issue 34): Iceberg's sort order, Delta's clustering domain."""
+    layout = {"cluster_by": ["small", "id"], "sort_by": ["id"]}
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={**PROPERTIES, **layout},
                         mirrors={"iceberg": {}, "delta": {"checkpoint_interval": 4}})
     run_history(t, 21, 24, widen=False, gc_every=10)
     _check(t, str(tmp_path / "t"))

@@ -1,6 +1,7 @@
 """A model-based test: random appends, deletes, overwrites, updates, upserts, transactions,
-schema changes, properties, a lost file repaired, and time travel against a plain in-memory
-model of the rows at every version."""
+schema changes, properties (the layout's ``cluster_by`` and ``sort_by`` too), compaction
+(clustering when ``cluster_by`` is set), purge, a lost file repaired, and time travel against
+a plain in-memory model of the rows at every version."""
 
 from __future__ import annotations
 
@@ -172,6 +173,30 @@ class TableModel(RuleBasedStateMachine):
         value = data.draw(st.sampled_from([1, 2, 64] if name != "gc_grace" else ["90m", "2d", None]))
         self.committed(self.table.set_properties({name: value}), self.rows)
         assert self.table.properties[name] == ("24h" if value is None else value)
+
+    @precondition(lambda self: self.table.manifest().format_version >= 2)
+    @rule(name=st.sampled_from(["cluster_by", "sort_by"]),
+          columns=st.sampled_from([None, ["k"], ["v"], ["k", "v"], ["v", "k"]]))
+    def set_layout(self, name, columns):
+        self.committed(self.table.set_properties({name: columns}), self.rows)
+        assert self.table.properties[name] == (columns or [])
+
+    @rule(size=st.sampled_from([300, 2_000, 20_000]), fraction=st.sampled_from([0, 0.2, 1]))
+    def compact(self, size, fraction):
+        """Compaction (on a table with ``cluster_by``, clustering) reads the same rows; with
+        ``min_deleted_fraction=0`` no file it leaves holds a deleted row."""
+        self.committed(self.table.compact(size, fraction), self.rows)
+        if fraction == 0:
+            assert not [f.path for f in self.table.manifest().files if f.deleted_rows]
+
+    @rule(condition=st.one_of(st.none(), CONDITIONS))
+    def purge(self, condition):
+        keep = [r for r in self.rows if not condition[1](*r)] if condition else self.rows
+        info = self.table.purge(condition[0] if condition else None)
+        if info.committed and condition:
+            assert info.metrics["rows_deleted"] == len(self.rows) - len(keep)
+        self.committed(info, keep)
+        assert not [f.path for f in self.table.manifest().files if f.deleted_rows]
 
     @precondition(lambda self: self.table.manifest().totals.files > 0)
     @rule(data=st.data())

@@ -84,6 +84,23 @@ def test_0_3_0_reads_and_writes_a_table_until_it_holds_a_property_it_does_not_kn
     assert sorted(os.listdir(tmp_path / "t" / "data")) == files  # 0.3.0 wrote nothing
 
 
+def test_0_3_0_reads_and_writes_a_purged_table(release_0_3_0: Path, tmp_path: Path) -> None:
+    """A purge (issue 34) needs no property, so the table stays format 2: its rewrite record
+    has the shape 0.3.0 reads, and 0.3.0 goes on deleting from the purged files."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.table({"id": list(range(10))}))
+    info = t.purge(where="id < 3")
+    assert info.committed and t.manifest().format_version == 2
+    out = as_0_3_0(release_0_3_0, f"""
+        t = mt.open_table({t.uri!r})
+        attempt("count", lambda: t.scan().count())
+        attempt("delete", lambda: t.delete("id = 5").metrics["rows_deleted"])
+        attempt("compact", lambda: t.compact(min_deleted_fraction=0.05).committed)
+    """)
+    assert out.splitlines() == ["ok count 7", "ok delete 1", "ok compact True"]
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [3, 4, 6, 7, 8, 9]
+
+
 def test_0_3_0_refuses_a_database_once_it_holds_a_property(release_0_3_0: Path, tmp_path: Path) -> None:
     db = mt.create_database(str(tmp_path / "db"))
     db.create_table("a", SCHEMA).append([{"id": 1}])

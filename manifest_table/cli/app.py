@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "update": ("write", "assign new values to the rows matching --where (every row without it)", ()),
     "upsert": ("write", "replace the rows whose key a file's rows hold and insert the others, in one commit", ()),
     "compact": ("maintain", "merge small files and rewrite files with many deleted rows", ()),
+    "purge": ("maintain", "rewrite every file holding a deleted row (after deleting --where's rows)", ()),
     "gc": ("maintain", "expire old versions and delete objects no retained version needs", ()),
     "upgrade": ("maintain", "move a format v1 table to format v2 in one commit (older versions stay readable)", ()),
     "repair": ("maintain", "commit a version without the objects the latest one references that are missing", ()),

@@ -1,6 +1,7 @@
-"""Maintenance commands: ``compact``, ``gc``, ``upgrade`` and ``repair`` on one table (``repair``
-also on a database), and ``maintain``, the scheduled job (compaction then GC on a table or every
-``gc/maintain.py`` also runs. The job's options are defined here once for both."""
+"""Maintenance commands: ``compact``, ``purge``, ``gc``, ``upgrade`` and ``repair`` on one table
+(``purge`` and ``repair`` also on a database), and ``maintain``, the scheduled job (compaction
+then GC on a table or every table under a root), which ``gc/maintain.py`` also runs. The
+job's options are defined here once for both."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from ..commit import CommitInfo
 from ..database import Database, DatabaseTable
 from ..errors import InvalidArgumentError
 from ..maintenance.job import JobOptions, describe_compaction, describe_plan, find_tables, run_job
@@ -38,6 +40,28 @@ def compact(args: argparse.Namespace) -> None:
     with activity(f"compacting {table.uri}"):
         info = table.compact(args.target_file_size, args.min_deleted_fraction)
     print(describe_compaction(info))
+
+
+def purge(args: argparse.Namespace) -> None:
+    """``Table.purge`` (a database: ``Database.purge``, every table, without ``--where``)."""
+    target = open_table_or_database(args)
+    if isinstance(target, Database) and args.where is not None:
+        raise InvalidArgumentError("--where applies to a table; a database's tables are purged of deleted rows only")
+    with activity(f"purging {target.uri}"):
+        found = target.purge() if isinstance(target, Database) else {"": target.purge(args.where)}
+    for name, info in found.items():
+        print(f"{name + ': ' if name else ''}{describe_purge(info)}")
+
+
+def describe_purge(info: CommitInfo) -> str:
+    if not info.committed:
+        return "purge: no live file holds a deleted row; nothing to do"
+    m = info.metrics
+    matched = f", {count(m['rows_deleted'], 'row')} matched --where" if "rows_deleted" in m else ""
+    return (
+        f"purge: version {info.version}: {count(m['files_removed'], 'file')} rewritten, "
+        f"{count(m['rows_dropped'], 'deleted row')} dropped{matched}; run gc to remove the old files"
+    )
 
 
 def upgrade(args: argparse.Namespace) -> None:
@@ -159,6 +183,11 @@ def add_commands(command: Any) -> None:
     compacted = command("compact", compact, "merge small files and rewrite files with many deleted rows")
     add_compaction_arguments(compacted)
     compacted.add_argument("--dry-run", action="store_true", help="show what would be rewritten; change nothing")
+
+    purged = command("purge", purge, "rewrite every file holding a deleted row (after deleting --where's rows)")
+    purged.add_argument(
+        "--where", metavar="EXPR", help="delete the rows matching this filter first, in the same commit"
+    )
 
     collected = command("gc", gc, "expire old versions and delete objects no retained version needs")
     add_gc_arguments(collected)

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError
+from ..format.properties import LAYOUT
 from ..lazy import lazy
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
@@ -52,6 +53,9 @@ def info(args: argparse.Namespace) -> None:
     }
     if manifest.index is not None:
         facts["last_field_id"] = manifest.index.last_field_id
+    for prop in LAYOUT:
+        names: tuple[str, ...] = manifest.properties[prop]
+        facts[prop.name] = list(names)
     facts["mirrors"] = mirror_versions(table)
     if args.json:
         print(json.dumps(facts, indent=2))
@@ -71,6 +75,7 @@ def info(args: argparse.Namespace) -> None:
                 "data_bytes",
             )
         },
+        **{prop.name.replace("_", " "): ", ".join(facts[prop.name]) for prop in LAYOUT if facts[prop.name]},
         "mirrors": describe_mirrors(facts["mirrors"]),
     }
     width = max(map(len, lines)) + 1

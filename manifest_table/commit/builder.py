@@ -22,6 +22,8 @@ from pyroaring import FrozenBitMap
 
 from ..data.tombstones import DeletionVectors, write_tombstone
 from ..errors import CommitConflictError
+from ..format.field_ids import FieldIds
+from ..format.layout import check_layout, renamed_in_layout
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
 from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
@@ -30,6 +32,7 @@ from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
     SegmentSummary,
+    concat_entries,
     encode_segment,
     entries_of,
     new_segment_key,
@@ -75,8 +78,8 @@ class ManifestBuilder:
             # mirror setting is caught here, after rebasing.
             check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
-        if index is not None and changes.properties:
-            index = replace(index, properties=index.properties.updated(changes.properties))
+        if index is not None and (changes.properties or changes.schema is not None):
+            index = replace(index, properties=_properties(index.properties, changes, before, prev.fields))
         metrics = dict(changes.metrics)
         if changes.deletes:
             metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
@@ -269,7 +272,7 @@ class ManifestBuilder:
                 table = table.filter(pc.invert(pc.is_in(table.column("path"), pa.array(sorted(removed), pa.string()))))
             folded = {p: deletes.pop(p) for p in table.column("path").to_pylist() if p in deletes}
             tables.append(with_deletes(table, folded))
-        table = pa.concat_tables(tables)
+        table = concat_entries(tables, prev.schema, field_ids)
         if not table.num_rows:
             return None
         return self._write(table, prev, field_ids)
@@ -316,3 +319,13 @@ class _TombstoneStager:
         self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in unions}
         self.positions = {name: refs[name] for name in replaced}
         return self._refs
+
+
+def _properties(properties: Properties, changes: Changes, before: FieldIds, after: FieldIds) -> Properties:
+    """The properties a commit leaves: its updates applied, layout properties following the
+    columns it renames, and checked against the schema it leaves (format/layout.py)."""
+    names = dict(zip(after.ids, after.schema.names))
+    renames = {old: names[fid] for fid, old in zip(before.ids, before.schema.names) if names.get(fid, old) != old}
+    updated = properties.updated({**renamed_in_layout(properties, renames), **(changes.properties or {})})
+    check_layout(updated, after.schema)
+    return updated

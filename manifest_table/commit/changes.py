@@ -56,10 +56,19 @@ class Rewrite:
     """A compaction rewrite: its sources' live rows concatenated in order, then cut, in that
     order, into ``outputs`` (none when no source row was live; several when the rows exceed
     the target size, or a writer splits them). That order is what lets a concurrent delete's
-    positions be remapped arithmetically (``conflicts.remap``)."""
+    positions be remapped arithmetically (``conflicts.remap``). A clustering rewrite first
+    orders the concatenated rows along the curve over the columns ``order`` (field ids):
+    a pure function of their values, which a remap recomputes (data/placement.py)."""
 
     outputs: tuple[RewriteOutput, ...]
     sources: tuple[RewriteSource, ...]
+    order: tuple[int, ...] = ()
+    curve: str = ""
+    """The name of the order (``CURVE`` for this release's, data/curve.py); a remap onto an
+    order this release does not know is a conflict."""
+
+
+CURVE = "hilbert"
 
 
 @dataclass(frozen=True)
@@ -192,12 +201,13 @@ def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
         {
             **(
                 {"output": rw.outputs[0].path if rw.outputs else None}
-                if len(rw.outputs) <= 1
+                if len(rw.outputs) <= 1 and not rw.order
                 else {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}
             ),
             "sources": [
                 {"path": s.path, "rows": s.rows, "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources
             ],
+            **({"order": {"curve": rw.curve or CURVE, "field_ids": list(rw.order)}} if rw.order else {}),
         }
         for rw in rewrites
     ]
@@ -217,5 +227,6 @@ def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
             outputs = (RewriteOutput(rw["output"], sum(s.live_rows for s in sources)),)
         else:
             outputs = ()
-        rewrites.append(Rewrite(outputs, sources))
+        order = rw.get("order")
+        rewrites.append(Rewrite(outputs, sources, *((tuple(order["field_ids"]), order["curve"]) if order else ())))
     return rewrites

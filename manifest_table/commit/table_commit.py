@@ -23,6 +23,7 @@ from ..format.manifest import Manifest
 from ..format.pointer import Pointer
 from ..log.version import Version
 from ..log.version_log import VersionLog
+from ..storage import FileIO
 from .builder import ManifestBuilder
 from .changes import Changes
 from .conflicts import check_for_app_transaction_already_committed, rebase
@@ -69,7 +70,7 @@ class TableProposal:
         return Version.of(self._builder.build(prev, self.changes, commit_id), self._log.segments)
 
     def rebase(self, prev: Version, winner: Version) -> None:
-        self.changes = rebase(self.changes, prev, winner, self._dvs)
+        self.changes = rebase(self.changes, prev, winner, self._dvs, FileIO(self._log.store))
 
     def lost(self) -> None:
         self._builder.lost()

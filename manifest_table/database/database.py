@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -142,11 +142,21 @@ class Database(DatabaseHandle):
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
         """``Table.compact`` of every table of the latest version (one commit per table that
         has work); a table dropped meanwhile is skipped."""
+        return self._each_table(lambda table: table.compact(target_file_size, min_deleted_fraction))
+
+    def purge(self) -> dict[str, CommitInfo]:
+        """``Table.purge`` of every table of the latest version (one commit per table holding
+        a deleted row), by name; then ``gc`` removes what is no longer needed
+        (docs/operations.md, "Erasing data physically")."""
+        return self._each_table(lambda table: table.purge())
+
+    def _each_table(self, run: Callable[[DatabaseTable], CommitInfo]) -> dict[str, CommitInfo]:
+        """``run`` on every table of the latest version, by name; one dropped meanwhile is skipped."""
         db = self.log.manifest(self.log.read_pointer().version)
         done = {}
         for name in sorted(db.tables):
             try:
-                done[name] = self._named(db, name).compact(target_file_size, min_deleted_fraction)
+                done[name] = run(self._named(db, name))
             except TableNotFoundError:
                 continue
         return done

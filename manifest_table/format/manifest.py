@@ -273,6 +273,8 @@ def _encode_file(f: DataFile, schema: pa.Schema, field_ids: Sequence[int] | None
     if f.deletes is not None:
         d = f.deletes
         doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length, "cardinality": d.cardinality}
+    if f.cluster_run is not None:
+        doc["cluster_run"] = f.cluster_run
     return doc
 
 
@@ -318,6 +320,7 @@ def _decode_file(doc: Any, schema: StoredSchema, key: str, at: str) -> DataFile:
         stats=_CheckedStats(stats, schema, rows, key, f"{at}.stats"),
         encoded_stats=stats,
         deletes=deletes,
+        cluster_run=None if "cluster_run" not in doc else integer(doc, "cluster_run", key, 0, MAX_INT64, at),
     )
 
 
@@ -391,6 +394,8 @@ def _check_rewrites(rewrites: Any, key: str) -> None:
             live += rows - (
                 _decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality if deletes is not None else 0
             )
+        if "order" in rewrite:
+            _check_order(rewrite["order"], key, f"{at}.order")
         if "outputs" not in rewrite:
             output = rewrite.get("output", MISSING)
             if output is not None:
@@ -402,6 +407,15 @@ def _check_rewrites(rewrites: Any, key: str) -> None:
             raise corrupt(
                 key, f"{at}.outputs", rewrite["outputs"], f"outputs whose rows add up to the sources' {live} live rows"
             )
+
+
+def _check_order(order: Any, key: str, at: str) -> None:
+    """A clustering rewrite's ``order``: the curve's name and 1 to 4 field ids."""
+    if type(order) is not dict or type(order.get("curve")) is not str:
+        raise corrupt(key, at, order, 'an object {"curve": <name>, "field_ids": [...]}')
+    ids = of_type(order, "field_ids", key, list, at)
+    if not 1 <= len(ids) <= 4 or any(type(i) is not int or not 0 < i < MAX_INT64 for i in ids):
+        raise corrupt(key, f"{at}.field_ids", ids, "1 to 4 field ids")
 
 
 def _rows_of_file(doc: Any, key: str, at: str) -> int:

@@ -100,6 +100,44 @@ GC_GRACE = register(
 )
 
 
+def _column_list(most: int | None) -> Callable[[str, Any], tuple[str, ...]]:
+    """A parser of a list of distinct column names, at least one, at most ``most`` (a string:
+    names separated by commas, as the CLI passes ``cluster_by=user_id,country``)."""
+
+    def parse(name: str, value: Any) -> tuple[str, ...]:
+        names = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        if not (
+            isinstance(names, list | tuple)
+            and 1 <= len(names) <= (most or len(names))
+            and all(isinstance(n, str) and n for n in names)
+            and len(set(names)) == len(names)
+        ):
+            count = f"1 to {most}" if most else "one or more"
+            raise InvalidArgumentError(f"{name} must be a list of {count} distinct column names, not {value!r}")
+        return tuple(names)
+
+    return parse
+
+
+CLUSTER_BY = register(
+    Property[tuple[str, ...]](
+        "cluster_by",
+        "columns compaction orders rows by, along a Hilbert curve, so that files hold narrow "
+        "ranges of them (docs/operations.md, 'Clustering')",
+        (),
+        _column_list(4),
+        list,
+    )
+)
+SORT_BY = register(
+    Property[tuple[str, ...]](
+        "sort_by", "columns every appended batch is sorted by before it is written", (), _column_list(None), list
+    )
+)
+LAYOUT: tuple[Property[tuple[str, ...]], ...] = (CLUSTER_BY, SORT_BY)
+"""The properties that name columns (format/layout.py checks them against the schema)."""
+
+
 @dataclass(frozen=True)
 class Properties:
     """The properties of one version: those set (and the layout limits of a table), by name,

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, ManifestTableError, PreconditionFailed, StoreError, TableExistsError
 from ..format.database import DatabaseVersion
 from ..format.field_ids import plain
+from ..format.layout import check_layout
 from ..format.manifest import FORMAT_VERSION, Manifest, manifest_key
 from ..format.mirrors import merged, requested
 from ..format.pointer import POINTER_KEY, encode_pointer
@@ -54,6 +55,7 @@ def first_version(
     if format_version == 1 and properties is not None:
         raise InvalidArgumentError("properties apply to format version 2 tables only")
     props = Properties.of(properties, scope)
+    check_layout(props, schema)
     wanted = requested(mirrors) if mirrors is not None else {}
     if wanted and format_version == 1:
         raise InvalidArgumentError("mirrors apply to format version 2 tables only")

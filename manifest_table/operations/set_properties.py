@@ -12,6 +12,7 @@ from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
 from ..errors import UpgradeRequiredError
+from ..format.layout import check_layout
 from ..format.properties import REGISTRY, parse_updates
 from ..handle import TableHandle
 
@@ -26,6 +27,7 @@ def set_properties(handle: TableHandle, properties: Mapping[str, Any]) -> Commit
             f"table properties need format version 2: run upgrade first (Table.upgrade(), "
             f"CLI: manifest-table upgrade {handle.uri}); nothing was committed"
         )
+    check_layout(base.properties.updated(updates), base.schema)
     if not updates:
         return CommitInfo(base.version, "set_properties", base.timestamp, None, {}, committed=False)
     shown = {name: None if value is None else REGISTRY[name].to_json(value) for name, value in updates.items()}

@@ -10,6 +10,7 @@ from typing import Any
 from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
+from ..format.layout import check_layout
 from ..format.properties import TABLE, Properties
 from ..handle import TableHandle
 
@@ -21,5 +22,6 @@ def upgrade(handle: TableHandle, properties: dict[str, Any] | None = None) -> Co
     base, pointer = handle.log.latest()
     if base.index is not None:
         return CommitInfo(base.version, "upgrade", base.timestamp, None, {}, committed=False)
+    check_layout(props, base.schema)
     changes = Changes(operation="upgrade", upgrade=props, parameters={"format_version": max(2, props.format_version)})
     return commit(handle.log, base, pointer, changes, handle.commit_options, started)

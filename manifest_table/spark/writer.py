@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,10 +45,15 @@ class WrittenFiles(WriterCommitMessage):
 
 
 def write_task(
-    location: TableLocation, fields: FieldIds, options: WriteOptions, batches: Iterator[pa.RecordBatch]
+    location: TableLocation,
+    fields: FieldIds,
+    options: WriteOptions,
+    batches: Iterator[pa.RecordBatch],
+    sort_by: Sequence[str] = (),
 ) -> WrittenFiles:
-    """Executor side: write one task's batches, conformed to the table schema, as data files.
-    On failure the files written so far are removed before the error propagates."""
+    """Executor side: write one task's batches, conformed to the table schema (and sorted by
+    the table's ``sort_by``), as data files. On failure the files written so far are removed
+    before the error propagates."""
     began = wall()
     first = next(batches, None)
     if first is None:
@@ -56,7 +61,7 @@ def write_task(
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_rows(io, stream, fields, options), began)
+        return WrittenFiles(write_rows(io, stream, fields, options, sort_by), began)
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -72,7 +77,8 @@ class _TableWrite:
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._target.fields, self._options.write, iterator)
+        target = self._target
+        return write_task(self._options.location, target.fields, self._options.write, iterator, target.sort_by)
 
     def _commit(
         self, messages: Iterable[WriterCommitMessage | None], app_transaction: tuple[str, int] | None = None

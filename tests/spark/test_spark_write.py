@@ -238,7 +238,7 @@ def test_the_pipeline_runs(spark, tmp_path: Path, capsys):
 
     pipeline.run(spark, tmp_path, str(tmp_path / "events"), rows=20_000, users=200)
     steps = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert steps == ["generated", "ingested", "erased", "read", "time", "compaction", "gc"]
+    assert steps == ["generated", "ingested", "erased", "read", "time", "purge", "gc"]
 
 
 def test_maintenance_job_under_spark_submit(tmp_path: Path):
