@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .feed import ChangeFeed
     from .log.version import Version
     from .metadata_tables import Inspector
-    from .operations.garbage_collection import GCReport
+    from .operations.gc_report import GCReport
     from .operations.repair import RepairReport
     from .operations.schema_change import SchemaUpdate
     from .transaction import Transaction

@@ -23,7 +23,7 @@ from manifest_table.errors import (CorruptTableError, InvalidArgumentError, Mirr
                                    UpgradeRequiredError)
 from manifest_table.format.keys import is_writer_key
 from manifest_table.cli.mirror import versions
-from manifest_table.operations.garbage_collection import GCReport
+from manifest_table.operations.gc_report import GCReport
 from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.storage import LocalStore
 from tests.mirror_readers import (PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows,

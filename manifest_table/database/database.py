@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..commit import CommitInfo
-    from ..operations.garbage_collection import GCReport
+    from ..operations.gc_report import GCReport
     from ..operations.repair import RepairReport
     from .changes import DatabaseChanges
     from .transaction import DatabaseTransaction

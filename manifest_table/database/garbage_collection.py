@@ -1,5 +1,6 @@
 """Garbage collection of a database (docs/databases.md): the table rules of
-operations/garbage_collection.py over the database's versions.
+operations/garbage_collection.py (and gc_versions.py, gc_references.py, gc_report.py)
+over the database's versions.
 
 1. Retained database versions are a contiguous suffix, chosen by the same retention rules.
 2. A table's objects are reachable through any retained version that holds the table: its
@@ -20,17 +21,10 @@ from ..arguments import Duration, check_bool
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
-from ..operations.garbage_collection import (
-    CATEGORIES,
-    GCReport,
-    Retention,
-    check_grace,
-    check_retention,
-    gc_clock,
-    log,
-    plan_versions,
-    referenced_keys,
-)
+from ..operations.garbage_collection import log
+from ..operations.gc_references import referenced_keys
+from ..operations.gc_report import CATEGORIES, GCReport
+from ..operations.gc_versions import Retention, check_grace, check_retention, gc_clock, plan_versions
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
 

@@ -29,7 +29,7 @@ from ..errors import CommitConflictError, DatabaseNotFoundError, ManifestTableEr
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
 from ..operations.compaction import CompactionGroup, plan_compaction
-from ..operations.garbage_collection import check_retention
+from ..operations.gc_versions import check_retention
 from ..storage import store_for_uri
 from ..table import Table
 from ..wording import count
