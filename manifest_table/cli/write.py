@@ -25,7 +25,7 @@ from .progress import counted
 from .read import metrics
 from .schema_spec import file_schema, parse_schema
 
-log = logging.getLogger("manifest_table.cli")
+logger = logging.getLogger("manifest_table.cli")
 
 
 def create(args: argparse.Namespace) -> None:
@@ -50,7 +50,7 @@ def append(args: argparse.Namespace) -> None:
     readers = _readers(args, table.schema)
     with table.transaction() as tx:
         for path, reader in zip(args.files, readers):
-            log.info("appending %s", path)
+            logger.info("appending %s", path)
             tx.append(_counted(reader, f"appending {path}"), args.schema_mode)
         info = tx.commit()
     print(summary(info))
@@ -92,7 +92,7 @@ def overwrite(args: argparse.Namespace) -> None:
     where = to_expr(args.where)
     with table.transaction() as tx:
         for i, (path, reader) in enumerate(zip(args.files, readers)):
-            log.info("writing %s", path)
+            logger.info("writing %s", path)
             data = _counted(reader, f"writing {path}")
             if i == 0:
                 tx.overwrite(data, where, args.schema_mode, require_match=False)  # checked below, every file
@@ -156,7 +156,7 @@ def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
 def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
     (reader,) = _readers(args, table.schema)
-    log.info("upserting %s", args.file)
+    logger.info("upserting %s", args.file)
     info = table.upsert(
         _counted(reader, f"upserting {args.file}"),
         args.on,

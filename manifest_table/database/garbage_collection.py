@@ -21,7 +21,7 @@ from ..arguments import Duration, check_bool
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
-from ..operations.garbage_collection import log
+from ..operations.garbage_collection import logger
 from ..operations.gc_references import referenced_keys
 from ..operations.gc_report import CATEGORIES, GCReport
 from ..operations.gc_versions import Retention, check_grace, check_retention, gc_clock, plan_versions
@@ -56,7 +56,7 @@ def collect_database_garbage(
     report.delete(db.store, doomed, _category)  # expired versions first, oldest first
     if not dry_run:
         dlog.forget_before(floor)
-    log.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))
+    logger.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))
     return report
 
 

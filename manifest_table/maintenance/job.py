@@ -34,7 +34,7 @@ from ..storage import store_for_uri
 from ..table import Table
 from ..wording import count
 
-log = logging.getLogger("manifest_table.maintenance.job")
+logger = logging.getLogger("manifest_table.maintenance.job")
 
 TABLE_MARKERS = (POINTER_KEY, manifest_key(0))
 
@@ -127,10 +127,10 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
         outcome.lines.append(str(report))
     except ManifestTableError as exc:
         outcome.ok, outcome.error = False, f"{type(exc).__name__}: {exc}"
-        log.error("%s: %s", uri, outcome.error)
+        logger.error("%s: %s", uri, outcome.error)
     except Exception as exc:  # a bug or an unexpected failure: keep going with the other tables
         outcome.ok, outcome.error = False, f"unexpected {type(exc).__name__}: {exc}"
-        log.exception("%s: unexpected error", uri)
+        logger.exception("%s: unexpected error", uri)
     return outcome
 
 
@@ -175,7 +175,7 @@ def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compa
         info = compact(table, options.target_file_size, options.min_deleted_fraction)
     except CommitConflictError as exc:
         outcome.compaction_skipped = True
-        log.warning("%s: compaction skipped: %s", table.uri, exc)
+        logger.warning("%s: compaction skipped: %s", table.uri, exc)
         return f"compaction skipped: a concurrent commit conflicted ({exc})"
     return describe_compaction(info)
 
@@ -187,7 +187,7 @@ def _sync_mirrors(table: Table, outcome: Outcome) -> str:
         versions = table.sync_mirrors()
     except ManifestTableError as exc:
         outcome.ok, outcome.error = False, f"mirror sync failed: {type(exc).__name__}: {exc}"
-        log.error("%s: %s", table.uri, outcome.error)
+        logger.error("%s: %s", table.uri, outcome.error)
         return outcome.error
     return "mirrors: " + ", ".join(f"{name} at version {v}" for name, v in versions.items())
 

@@ -40,7 +40,7 @@ from ..log.version import Version, locate
 from ..storage import FileIO
 from .clustering import cluster_field_ids, plan_merges
 
-log = logging.getLogger("manifest_table.maintenance")
+logger = logging.getLogger("manifest_table.maintenance")
 
 SMALL_FILE_FRACTION = 0.75
 """A file smaller than this fraction of the target size is worth merging with others."""
@@ -258,7 +258,7 @@ def compact(handle: TableHandle, target_file_size: Size | None = None, min_delet
     started = Stamp.now()
     base, pointer = handle.log.latest()
     groups = plan_compaction(base, target, min_deleted_fraction)
-    log.info(
+    logger.info(
         "%s: compacting version %d: %d files in %d groups",
         handle.uri,
         base.version,
@@ -270,7 +270,7 @@ def compact(handle: TableHandle, target_file_size: Size | None = None, min_delet
     try:
         for i, group in enumerate(groups, 1):
             results.append(rewrite_group(handle, group, dvs))
-            log.info(
+            logger.info(
                 "%s: rewrote group %d/%d (%d files, %d live rows)",
                 handle.uri,
                 i,
@@ -290,5 +290,5 @@ def compact(handle: TableHandle, target_file_size: Size | None = None, min_delet
         started,
     )
     if info.committed:
-        log.info("%s: compaction committed as version %d: %s", handle.uri, info.version, info.metrics)
+        logger.info("%s: compaction committed as version %d: %s", handle.uri, info.version, info.metrics)
     return info

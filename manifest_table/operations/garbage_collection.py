@@ -31,7 +31,7 @@ from .gc_references import referenced_keys
 from .gc_report import CATEGORIES, GCReport, category, span
 from .gc_versions import Retention, check_grace, check_retention, gc_clock, plan_versions
 
-log = logging.getLogger("manifest_table.maintenance")
+logger = logging.getLogger("manifest_table.maintenance")
 
 
 def collect_garbage(
@@ -69,7 +69,7 @@ def collect_garbage(
     report.delete(handle.store, doomed, category)
     if not dry_run:
         vlog.forget_before(floor)
-    log.info(
+    logger.info(
         "%s: GC %s %d objects, retained versions %s, kept %d unknown objects",
         handle.uri,
         "would delete" if dry_run else "deleted",
