@@ -18,9 +18,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyroaring import FrozenBitMap
 
-from ..data.tombstones import DeletionVectors, write_tombstone
+from ..data.tombstones import DeletionVectors
 from ..errors import CommitConflictError
 from ..format.field_ids import FieldIds
 from ..format.layout import check_layout, renamed_in_layout
@@ -45,6 +44,7 @@ from ..log.version import Version, locate
 from ..log.version_log import VersionLog
 from ..mirrors.types import check_mirrored
 from .changes import Changes, replacements_of, rewrites_to_json
+from .tombstone_stager import TombstoneStager
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
@@ -57,7 +57,7 @@ class ManifestBuilder:
 
     def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
         self._log = log
-        self._tombstones = _TombstoneStager(log, dvs)
+        self._tombstones = TombstoneStager(log, dvs)
         self._segments: list[str] = []
         self._attempt: list[str] = []
 
@@ -284,41 +284,6 @@ class ManifestBuilder:
         self._attempt.append(key)
         self._log.segments.remember(Segment(key, table, prev.schema, field_ids))
         return summarize(key, table, prev.schema, field_ids)
-
-
-class _TombstoneStager:
-    """Writes the tombstone object of an attempt, reusing the last one when neither the
-    files' existing bitmaps nor our new positions changed since (a retry that lost only to
-    appends). New positions do change when a rebase remaps a winner's deletes onto our
-    compaction outputs. The same object holds the replaced positions the commit's
-    ``parameters.replaced`` must carry (``Changes.replaced_positions``): no object more."""
-
-    def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
-        self._log, self._dvs = log, dvs
-        self._key: tuple[dict[str, tuple[DeletionVector | None, FrozenBitMap]], dict[str, FrozenBitMap]] | None = None
-        self._refs: dict[str, tuple[DeletionVector, int]] = {}
-        self.positions: dict[str, DeletionVector] = {}
-        """Where the last object staged holds each of the replaced positions."""
-        self.written: list[str] = []
-
-    def stage(self, files: dict[str, DataFile], changes: Changes) -> dict[str, tuple[DeletionVector, int]]:
-        deletes, replaced = changes.deletes, changes.replaced_positions()
-        key = (
-            {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()},
-            {name: FrozenBitMap(bm) for name, bm in replaced.items()},
-        )
-        if key == self._key:
-            return self._refs
-        unions, new_rows = {}, {}
-        for path, f in files.items():
-            existing = self._dvs.of(f)
-            unions[path] = existing | deletes[path]
-            new_rows[path] = len(unions[path]) - len(existing)
-        refs = write_tombstone(self._log.store, {**unions, **replaced}) if unions else {}
-        self.written.extend({ref.path for ref in refs.values()})
-        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in unions}
-        self.positions = {name: refs[name] for name in replaced}
-        return self._refs
 
 
 def _properties(properties: Properties, changes: Changes, before: FieldIds, after: FieldIds) -> Properties:
