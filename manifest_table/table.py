@@ -103,21 +103,12 @@ class Table(TableHandle):
         as_of: datetime | str | None = None,
     ) -> Scan:
         """Read the latest version, or ``version``, or the version current at ``as_of``."""
-        from .data.file_sets import VersionFiles
         from .data.scan import Scan, Snapshot
-        from .data.tombstones import DeletionVectors
         from .expressions import to_expr
 
         manifest = self.manifest(version, as_of)
-        dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(
-            manifest.version,
-            manifest.schema,
-            VersionFiles(manifest),
-            dvs.of,
-            fields=manifest.fields,
-            missing=functools.partial(self.log.object_missing, manifest.version),
-        )
+        missing = functools.partial(self.log.object_missing, manifest.version)
+        snapshot = Snapshot.of(manifest, self.store, missing=missing)
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:

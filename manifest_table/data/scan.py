@@ -23,11 +23,15 @@ from ..format.stats import leaf_columns
 from ..lazy import lazy
 from ..storage import FileIO
 from . import point_reads
-from .file_sets import FileSet, ListedFiles
+from .file_sets import FileSet, ListedFiles, VersionFiles
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
+
+    from ..log.version import Version
+    from ..storage import ObjectStore
+    from .tombstones import DeletionVectors
 else:
     ds = lazy("pyarrow.dataset")
     pq = lazy("pyarrow.parquet")
@@ -53,6 +57,24 @@ class Snapshot:
     missing: Callable[[str], Exception] | None = field(default=None, kw_only=True)
     """The error for an object of this state that is gone (``PointerLog.object_missing``:
     the version expired, or the table is damaged); None: the version expired."""
+
+    @classmethod
+    def of(
+        cls,
+        version: Version,
+        store: ObjectStore,
+        *,
+        deletes: DeletionVectors | None = None,
+        missing: Callable[[str], Exception] | None = None,
+    ) -> Snapshot:
+        """Every file of ``version`` with its committed deleted rows, read from ``store`` (or
+        through ``deletes``, a cache the caller shares with other reads of the same state)."""
+        from .tombstones import DeletionVectors
+
+        dvs = deletes if deletes is not None else DeletionVectors(store)
+        return cls(
+            version.version, version.schema, VersionFiles(version), dvs.of, fields=version.fields, missing=missing
+        )
 
     def gone(self, exc: NotFound) -> Exception:
         """The error for a read of this state that found ``exc.args[0]`` missing."""

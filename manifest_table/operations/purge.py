@@ -27,7 +27,6 @@ from pyroaring import BitMap
 from ..clock import Stamp
 from ..commit import CommitInfo
 from ..commit.changes import Rewrite
-from ..data.file_sets import VersionFiles
 from ..data.scan import Scan, Snapshot
 from ..data.tombstones import DeletionVectors, write_tombstone
 from ..expressions import Expr, to_expr
@@ -99,6 +98,6 @@ def commit_purge(
 
 def _matching(handle: TableHandle, base: Version, dvs: DeletionVectors, where: Expr) -> dict[str, BitMap]:
     """The live rows of ``base`` that match ``where``, per file."""
-    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), dvs.of, fields=base.fields)
+    snapshot = Snapshot.of(base, handle.store, deletes=dvs)
     found = Scan(snapshot, handle.io, [], where).matching_positions()
     return {f.path: positions for f, positions in found if positions}

@@ -19,7 +19,6 @@ from ..arguments import Size, check_size
 from ..clock import Stamp
 from ..commit import CommitInfo
 from ..commit.changes import Rewrite
-from ..data.file_sets import VersionFiles
 from ..data.scan import Scan, Snapshot
 from ..data.tombstones import DeletionVectors
 from ..data.write import WriteOptions
@@ -122,7 +121,7 @@ def purge(
     started = Stamp.now()
     base, pointer = table.log.latest()
     dvs = DeletionVectors(table.store)
-    snapshot = Snapshot(base.version, base.schema, VersionFiles(base), dvs.of, fields=base.fields)
+    snapshot = Snapshot.of(base, table.store, deletes=dvs)
     matched = _matching(spark, location, Scan(snapshot, table.io, [], expr)) if expr is not None else {}
     plan = plan_purge(table, base, dvs, matched)
     results = _rewrite_groups(spark, location, table, base, plan.groups)
@@ -135,9 +134,7 @@ def _rewrite_groups(
     """Every group rewritten on Spark: on its own Parquet path where it can read and write the
     table, else by executors running ``rewrite_group``, as a clustering group always is (its
     order is the curve's, computed by our code: data/curve.py)."""
-    snapshot = Snapshot(
-        base.version, base.schema, VersionFiles(base), DeletionVectors(table.store).of, fields=base.fields
-    )
+    snapshot = Snapshot.of(base, table.store)
     native = native_writable(base.schema) and bool(groups) and native_readable_snapshot(spark, location, snapshot)
     plain = [g for g in groups if native and not g.order]
     tasks = [g for g in groups if not (native and not g.order)]
