@@ -66,6 +66,11 @@ class VersionExpiredError(VersionNotFoundError):
     """The requested version existed but garbage collection has removed it."""
 
 
+class ChangeCommitError(ManifestTableError):
+    """A streaming read of appended rows met a commit that deleted or updated rows (the
+    ``skipChangeCommits`` option skips such commits instead: docs/spark.md)."""
+
+
 class SchemaMismatchError(ManifestTableError):
     """Data written to a table does not match the table's schema."""
 

@@ -34,8 +34,8 @@ from .native_delete import matching_positions
 from .native_read import native_readable_snapshot
 from .options import DEFAULT_MAX_PARTITION_BYTES, TableLocation
 from .planning import group_files
+from .read_files import scan_files
 from .schema import native_writable
-from .source import scan_files
 from .workers import check_python_workers
 
 T = TypeVar("T")

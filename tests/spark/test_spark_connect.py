@@ -132,7 +132,7 @@ def _child(uri: str) -> None:
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from manifest_table.spark import compact, delete, read, upsert, write
+    from manifest_table.spark import compact, delete, live_row, read, upsert, write
     from tests.spark.fixtures import sorted_rows
 
     started = time.monotonic()
@@ -147,6 +147,7 @@ def _child(uri: str) -> None:
     t = mt.open_table(uri)
 
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.scan().to_arrow())
+    assert spark.catalog.functionExists(live_row.FUNCTION)  # deletes dropped by the JVM function, uploaded
     assert sorted_rows(read(spark, uri, version=2)) == sorted_rows(t.scan(version=2).to_arrow())
     assert read(spark, uri).filter("id >= 30").select("id").count() == 9
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import zipfile
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark import TaskContext
+from pyspark.sql import functions as F
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
@@ -22,7 +24,7 @@ from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, Sch
                                    TableNotFoundError, VersionNotFoundError)
 from manifest_table.format.stats import table_stats
 from manifest_table.spark import compact, delete, read, register, upsert, write
-from manifest_table.spark import native_location
+from manifest_table.spark import live_row, native_location
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
 from tests.spark.fixtures import failing_at_marker, sorted_rows
@@ -87,8 +89,19 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
     return t
 
 
-def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table):
-    for version in (0, 4, 5, 7):  # empty, no deletes, deletes, deletes and a clean new file
+@pytest.fixture(params=["jvm", "anti-join"])
+def deletes_by(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a native read drops deleted rows: the JVM function, and the anti-join it
+    falls back to (live_row.py). Projections and filters on top are Spark's own work: read
+    tests of them run with the function only."""
+    if request.param == "anti-join":
+        monkeypatch.setenv(live_row.SWITCH, "0")
+    return request.param
+
+
+def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table, deletes_by):
+    versions = (0, 4, 5, 7) if deletes_by == "jvm" else (5, 7)  # (the anti-join only reads files with deletes)
+    for version in versions:  # empty, no deletes, deletes, deletes and a clean new file
         expected = sorted_rows(table.scan(version=version).to_arrow())
         assert sorted_rows(read(spark, table.uri, version=version)) == expected, version
         if version in (4, 7):
@@ -111,7 +124,7 @@ def test_native_read_projections_and_filters(spark, table, columns, where):
     assert sorted(map(str, sorted_rows(df, key))) == sorted(map(str, sorted_rows(expected, key)))
 
 
-def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
+def test_native_read_filters_only_files_with_deletes(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(rows(0, 10))
     t.append(rows(10, 20))
@@ -120,11 +133,88 @@ def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
         return df._jdf.queryExecution().executedPlan().toString()
 
     clean = plan(read(spark, t.uri))
-    assert "FileScan parquet" in clean and "Join" not in clean
+    assert "FileScan parquet" in clean and "Join" not in clean and live_row.FUNCTION not in clean
     t.delete("id = 4")
     dirty = plan(read(spark, t.uri))
-    assert "BroadcastHashJoin" in dirty and "LeftAnti" in dirty and "Union" in dirty
+    assert live_row.FUNCTION in dirty and "Union" in dirty and "Join" not in dirty
     assert sorted(r.id for r in read(spark, t.uri).select("id").collect()) == [i for i in range(20) if i != 4]
+    monkeypatch.setenv(live_row.SWITCH, "0")
+    joined = plan(read(spark, t.uri))
+    assert "BroadcastHashJoin" in joined and "LeftAnti" in joined and live_row.FUNCTION not in joined
+
+
+def test_native_read_drops_runs_and_positions_past_65535(spark, tmp_path: Path, deletes_by):
+    """Bitmaps with run containers (a clustered delete) and positions in a second roaring
+    container reach the JVM function intact; a projection and a pushed filter on top keep
+    the right rows."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"id": pa.array(range(70_000), pa.int64()), "v": [f"v{i % 10}" for i in range(70_000)]}))
+    t.delete("(id >= 60000 AND id < 66000) OR id IN (3, 65535, 65536, 69999)")
+    df = read(spark, t.uri)
+    assert df.count() == t.scan().to_arrow().num_rows == 70_000 - 6_002
+    picked = df.filter("v = 'v6' AND id > 59990").select("id").toArrow().column("id").to_pylist()
+    assert sorted(picked) == [i for i in range(59991, 70_000) if i % 10 == 6 and not 60000 <= i < 66000]
+
+
+def test_files_are_keyed_by_size_unless_two_have_the_same_size(spark, tmp_path: Path):
+    """The JVM function tells files apart by ``_metadata.file_size`` (a constant of the scan)
+    when their sizes differ, else by a hash of their names (computed per row): both drop
+    exactly the deleted rows."""
+    def plan(df) -> str:
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    differ = mt.create_table(str(tmp_path / "differ"), SCHEMA)
+    differ.append(rows(0, 10))
+    differ.append(rows(10, 30))
+    same = mt.create_table(str(tmp_path / "same"), SCHEMA)
+    same.append(rows(0, 10))
+    same.append(rows(0, 10))
+    assert len({f.size for f in same.manifest().files}) == 1
+    for t, key in ((differ, "file_size"), (same, "xxhash64")):
+        t.delete("id IN (4, 17)")
+        df = read(spark, t.uri)
+        assert key in plan(df) and live_row.FUNCTION in plan(df)
+        assert sorted_rows(df) == sorted_rows(t.scan().to_arrow())
+
+
+def test_the_jvm_function_fails_rather_than_guess(spark, tmp_path: Path):
+    """Two files of one read with the same key, and a row of a file its literal does not
+    list (a size that is not the manifest's), fail the query instead of keeping deleted rows."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.delete("id = 4")
+    f = t.manifest().files[0]
+    assert live_row.available(spark)
+    deleted = t.scan().snapshot.deleted
+
+    def call(files, key: int) -> None:
+        literal = live_row.deletes_literal(files, deleted, lambda file: file.path.rsplit("/", 1)[-1], by_size=True)
+        row = F.call_function(live_row.FUNCTION, F.lit(key).cast("long"), F.lit(4).cast("long"), F.lit(literal))
+        spark.range(1).select(row).collect()
+
+    with pytest.raises(Exception, match="have the same size"):
+        call([f, f], f.size)
+    with pytest.raises(Exception, match="does not list"):
+        call([f], f.size + 1)
+
+
+def test_without_a_jdk_the_function_is_not_built_and_the_log_says_why(tmp_path: Path, monkeypatch, caplog):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no javac
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(live_row, "_reported", set())
+    with caplog.at_level(logging.WARNING, logger="manifest_table.spark"):
+        assert live_row.built_jar() is None
+    assert "cannot build manifest_table.spark.LiveRow: no JDK (javac) on the driver" in caplog.text
+    assert "broadcast anti-join instead" in caplog.text
+
+
+def test_the_jvm_function_is_built_from_its_source_and_registered(spark):
+    jar = live_row.built_jar()
+    assert jar is not None and jar == live_row.built_jar()  # cached: built once per Spark version
+    with zipfile.ZipFile(jar) as built:
+        assert "manifest_table/spark/LiveRow.class" in built.namelist()
+    assert live_row.available(spark) and spark.catalog.functionExists(live_row.FUNCTION)
 
 
 def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
