@@ -78,10 +78,19 @@ def spark_column(name: str) -> Any:
 
 
 def spark_predicate(leaf: SimpleLeaf) -> Any:
-    column = spark_column(leaf.column)
-    return {"=": lambda: column == leaf.value, "!=": lambda: column != leaf.value, "<": lambda: column < leaf.value,
-            ">=": lambda: column >= leaf.value, "IS NULL": column.isNull,
-            "IN": lambda: column.isin([leaf.value])}[leaf.op]()
+    column, value = spark_column(leaf.column), spark_literal(leaf.value)
+    return {"=": lambda: column == value, "!=": lambda: column != value, "<": lambda: column < value,
+            ">=": lambda: column >= value, "IS NULL": column.isNull,
+            "IN": lambda: column.isin([value])}[leaf.op]()
+
+
+def spark_literal(value: Any) -> Any:
+    """``value``, or a date before year 1000 as a typed SQL literal: PySpark sends a Python date
+    through ``java.sql.Date.valueOf(strftime("%Y-%m-%d"))``, whose unpadded year ``1-01-01``
+    Java refuses (IllegalArgumentException)."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime) and value.year < 1000:
+        return F.expr(f"DATE '{value.isoformat()}'")
+    return value
 
 
 class SparkChecker:
