@@ -10,7 +10,8 @@ operation that leaves a half-written temp file behind is caught too.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -17,7 +17,6 @@ import time
 
 from tests.mirror_canonical import of_arrow
 
-
 JVM_OPTIONS = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """The quick JIT only and one GC thread: a JVM that reads a few tiny tables spends its time
 compiling and starting, and on a busy machine these halve the test's wall time."""

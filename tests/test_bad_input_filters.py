@@ -5,9 +5,10 @@ afterwards, whichever operation it was given to (see tests/catalog.py)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -33,7 +34,7 @@ ROWS = pa.table({
     "f32": pa.array([0.5, None, 1.5], pa.float32()),
     "d": [Decimal("1.10"), None, Decimal("-2.00")],
     "t": [dt.datetime(2024, 1, 1), None, dt.datetime(2024, 1, 2)],
-    "tz": pa.array([dt.datetime(2024, 10, 27, 1, tzinfo=dt.timezone.utc), None, None], SCHEMA.field("tz").type),
+    "tz": pa.array([dt.datetime(2024, 10, 27, 1, tzinfo=dt.UTC), None, None], SCHEMA.field("tz").type),
     "b": [True, False, None],
 }, schema=SCHEMA)
 

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from pyroaring import BitMap
 
 from manifest_table import Table, col, create_table, open_table
+from manifest_table.data.tombstones import MAGIC
 from manifest_table.errors import CorruptTableError, InvalidArgumentError, ManifestTableError
 from manifest_table.format.manifest import DataFile, DeletionVector
 from manifest_table.storage import LocalStore, store_for_uri
-from manifest_table.data.tombstones import MAGIC
 from tests.catalog import assert_rejected
 from tests.conftest import make_store, store_location
-from tests.crafted import (ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer,
-                           small_table)
+from tests.crafted import ROWS, SCHEMA, commit_raw, latest_doc, put_object, rows, set_pointer, small_table
 
 HEX = uuid.UUID(int=7).hex
 DROP = object()
@@ -138,7 +138,7 @@ def gc(t: Table) -> Any:
     return t.gc(retain_for=None, grace=timedelta(0), force=True)
 
 
-C, I = CorruptTableError, InvalidArgumentError
+C, IA = CorruptTableError, InvalidArgumentError
 BIG_BITMAP = MAGIC + BitMap([ROWS + 40]).serialize()
 
 CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], type[ManifestTableError], str]] = [
@@ -178,23 +178,23 @@ CASES: list[tuple[str, Callable[[Table], None] | None, Callable[[Table], Any], t
     }]), append, C,
      r"rewrites\[0\]\.outputs is .*expected outputs whose rows add up to the sources' 4 live rows"),
     # item 1: keys from callers --------------------------------------------------------------
-    ("add-files-dotdot", None, tx_call(lambda tx: tx.add_files([dv_file(f"data/../{HEX}.parquet")])), I,
+    ("add-files-dotdot", None, tx_call(lambda tx: tx.add_files([dv_file(f"data/../{HEX}.parquet")])), IA,
      r"add_files: key .*'\.\.'"),
-    ("add-files-pointer", None, tx_call(lambda tx: tx.add_files([dv_file("data/../_latest_manifest")])), I,
+    ("add-files-pointer", None, tx_call(lambda tx: tx.add_files([dv_file("data/../_latest_manifest")])), IA,
      "add_files"),
-    ("add-files-absolute", None, tx_call(lambda tx: tx.add_files([dv_file(f"/tmp/{HEX}.parquet")])), I,
+    ("add-files-absolute", None, tx_call(lambda tx: tx.add_files([dv_file(f"/tmp/{HEX}.parquet")])), IA,
      "is not under data/"),
-    ("add-files-url", None, tx_call(lambda tx: tx.add_files([dv_file(f"s3://b/data/{HEX}.parquet")])), I,
+    ("add-files-url", None, tx_call(lambda tx: tx.add_files([dv_file(f"s3://b/data/{HEX}.parquet")])), IA,
      "is not under data/"),
-    ("add-files-not-datafile", None, tx_call(lambda tx: tx.add_files([{"path": f"data/{HEX}.parquet"}])), I,
+    ("add-files-not-datafile", None, tx_call(lambda tx: tx.add_files([{"path": f"data/{HEX}.parquet"}])), IA,
      "DataFile objects, not dict"),
     ("add-files-negative-rows", None, tx_call(lambda tx: tx.add_files([dv_file(f"data/{HEX}.parquet", rows=-5)])),
-     I, "rows=-5"),
+     IA, "rows=-5"),
     ("add-files-with-deletes", None, tx_call(lambda tx: tx.add_files([dv_file(
-        f"data/{HEX}.parquet", deletes=DeletionVector(f"tombstones/{HEX}.roaring", 8, 8, 1))])), I, "has deletes"),
-    ("delete-positions-dotdot", None, tx_call(lambda tx: tx.delete_positions({f"data/../{HEX}": BitMap([0])})), I,
+        f"data/{HEX}.parquet", deletes=DeletionVector(f"tombstones/{HEX}.roaring", 8, 8, 1))])), IA, "has deletes"),
+    ("delete-positions-dotdot", None, tx_call(lambda tx: tx.delete_positions({f"data/../{HEX}": BitMap([0])})), IA,
      r"delete_positions: key .*'\.\.'"),
-    ("delete-positions-url", None, tx_call(lambda tx: tx.delete_positions({"s3://b/data/x": BitMap([0])})), I,
+    ("delete-positions-url", None, tx_call(lambda tx: tx.delete_positions({"s3://b/data/x": BitMap([0])})), IA,
      "is not under data/"),
     # item 9: manifest fields ------------------------------------------------------------------
     ("rows-negative", file(rows=-900), count, C, r"files\[0\]\.rows is -900"),

@@ -60,12 +60,15 @@ def table(tmp_path: Path) -> mt.Table:
 
 
 def test_appends_deletes_and_overwrites_are_inserts_and_deletes(table: mt.Table):
-    table.delete("id = 2 OR id = 4")                             # 2
-    table.overwrite(rows([10, 11], "o"), where="id >= 5")        # 3
-    table.overwrite(rows([20], "x"))                             # 4: every row
+    table.delete("id = 2 OR id = 4")  # 2
+    table.overwrite(rows([10, 11], "o"), where="id >= 5")  # 3
+    table.overwrite(rows([20], "x"))  # 4: every row
     assert changed(table.changes(1)) == [
-        ("delete", 2, 2, "a"), ("delete", 2, 4, "a"),
-        ("delete", 3, 5, "a"), ("insert", 3, 10, "o"), ("insert", 3, 11, "o"),
+        ("delete", 2, 2, "a"),
+        ("delete", 2, 4, "a"),
+        ("delete", 3, 5, "a"),
+        ("insert", 3, 10, "o"),
+        ("insert", 3, 11, "o"),
         *[("delete", 4, i, v) for i, v in [(0, "a"), (1, "a"), (3, "a"), (10, "o"), (11, "o")]],
         ("insert", 4, 20, "x"),
     ]
@@ -76,10 +79,14 @@ def test_update_and_upsert_pair_old_and_new_rows(table: mt.Table):
     table.update(values={"v": "u"}, where="id IN (1, 3)")
     table.upsert(rows([3, 0, 9], "s"), on=["id"])
     assert changed(table.changes(1)) == [
-        ("update_preimage", 2, 1, "a"), ("update_postimage", 2, 1, "u"),
-        ("update_preimage", 2, 3, "a"), ("update_postimage", 2, 3, "u"),
-        ("update_preimage", 3, 0, "a"), ("update_postimage", 3, 0, "s"),
-        ("update_preimage", 3, 3, "u"), ("update_postimage", 3, 3, "s"),
+        ("update_preimage", 2, 1, "a"),
+        ("update_postimage", 2, 1, "u"),
+        ("update_preimage", 2, 3, "a"),
+        ("update_postimage", 2, 3, "u"),
+        ("update_preimage", 3, 0, "a"),
+        ("update_postimage", 3, 0, "s"),
+        ("update_preimage", 3, 3, "u"),
+        ("update_postimage", 3, 3, "s"),
         ("insert", 3, 9, "s"),
     ]
 
@@ -88,9 +95,14 @@ def test_upserts_with_partial_columns_deletes_and_removed_rows(table: mt.Table):
     table.upsert(pa.table({"id": [1, 2]}), on=["id"], when_matched="delete", when_not_matched="ignore")
     table.upsert(rows([3, 4], "z"), on=["id"], when_not_matched_by_source="delete")
     assert changed(table.changes(1)) == [
-        ("delete", 2, 1, "a"), ("delete", 2, 2, "a"), ("delete", 3, 0, "a"), ("delete", 3, 5, "a"),
-        ("update_preimage", 3, 3, "a"), ("update_postimage", 3, 3, "z"),
-        ("update_preimage", 3, 4, "a"), ("update_postimage", 3, 4, "z"),
+        ("delete", 2, 1, "a"),
+        ("delete", 2, 2, "a"),
+        ("delete", 3, 0, "a"),
+        ("delete", 3, 5, "a"),
+        ("update_preimage", 3, 3, "a"),
+        ("update_postimage", 3, 3, "z"),
+        ("update_preimage", 3, 4, "a"),
+        ("update_postimage", 3, 4, "z"),
     ]
 
 
@@ -122,14 +134,16 @@ def test_a_delete_that_rebased_onto_a_compaction_reports_the_rows_it_deleted(tab
 def test_transactions_net_their_own_steps(table: mt.Table):
     with table.transaction() as tx:
         tx.update(values={"v": "b"}, where="id IN (1, 2)")
-        tx.update(values={"v": "c"}, where="id = 1")      # the new version of 1 replaced again
-        tx.delete("id = 2")                               # the new version of 2 deleted
-        tx.delete("id = 3")                               # another row of the same file
+        tx.update(values={"v": "c"}, where="id = 1")  # the new version of 1 replaced again
+        tx.delete("id = 2")  # the new version of 2 deleted
+        tx.delete("id = 3")  # another row of the same file
         tx.append(rows([7]))
-        tx.update(values={"v": "d"}, where="id = 7")      # a row the transaction added
+        tx.update(values={"v": "d"}, where="id = 7")  # a row the transaction added
     assert changed(table.changes(1)) == [
-        ("delete", 2, 2, "a"), ("delete", 2, 3, "a"),
-        ("update_preimage", 2, 1, "a"), ("update_postimage", 2, 1, "c"),
+        ("delete", 2, 2, "a"),
+        ("delete", 2, 3, "a"),
+        ("update_preimage", 2, 1, "a"),
+        ("update_postimage", 2, 1, "c"),
         ("insert", 2, 7, "d"),
     ]
     replaced = table.history()[0].parameters["replaced"]
@@ -137,20 +151,22 @@ def test_transactions_net_their_own_steps(table: mt.Table):
 
 
 def test_schema_changes_read_as_the_end_version(table: mt.Table):
-    table.delete("id = 0")                                        # 2
-    with table.update_schema() as s:                              # 3
+    table.delete("id = 0")  # 2
+    with table.update_schema() as s:  # 3
         s.rename_column("v", "w")
         s.add_column("n", pa.int32())
-    table.append(pa.table({"id": [8], "w": ["b"], "n": [5]}))     # 4
-    table.update(values={"n": 1}, where="id = 8")                 # 5
-    with table.update_schema() as s:                              # 6
+    table.append(pa.table({"id": [8], "w": ["b"], "n": [5]}))  # 4
+    table.update(values={"n": 1}, where="id = 8")  # 5
+    with table.update_schema() as s:  # 6
         s.widen("n", pa.int64())
     feed = table.changes(1)
     assert feed.schema.names == ["id", "w", "n", "_change_type", "_commit_version", "_commit_timestamp"]
     assert feed.schema.field("n").type == pa.int64()
     assert changed(feed) == [
-        ("delete", 2, 0, "a", None), ("insert", 4, 8, "b", 5),
-        ("update_preimage", 5, 8, "b", 5), ("update_postimage", 5, 8, "b", 1),
+        ("delete", 2, 0, "a", None),
+        ("insert", 4, 8, "b", 5),
+        ("update_preimage", 5, 8, "b", 5),
+        ("update_postimage", 5, 8, "b", 1),
     ]
     assert changed(table.changes(1, 2)) == [("delete", 2, 0, "a")]  # read as version 2 was
 
@@ -161,13 +177,18 @@ def test_where_keeps_the_changes_of_the_filtered_table(table: mt.Table):
     feed = table.changes(1, columns=["id"], where="id < 5")
     assert feed.schema.names == ["id", "_change_type", "_commit_version", "_commit_timestamp"]
     assert changed(feed) == [
-        ("update_preimage", 2, 1), ("update_postimage", 2, 1),
-        ("update_preimage", 2, 2), ("update_postimage", 2, 2),
+        ("update_preimage", 2, 1),
+        ("update_postimage", 2, 1),
+        ("update_preimage", 2, 2),
+        ("update_postimage", 2, 2),
         ("delete", 3, 1),  # its new version (id 11) left the filtered rows
     ]
     assert changed(table.changes(1, where="id > 5"), "id") == [("insert", 3, 11)]
-    assert table.changes(1, columns=[]).to_arrow().column_names == ["_change_type", "_commit_version",
-                                                                    "_commit_timestamp"]
+    assert table.changes(1, columns=[]).to_arrow().column_names == [
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+    ]
     assert table.changes(1, columns=[]).to_arrow().num_rows == 6
 
 
@@ -206,19 +227,22 @@ def test_a_start_that_gc_removed_names_the_oldest_retained_version(table: mt.Tab
     assert changed(table.changes(4), "id") == [("insert", 5, 13)]
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda t: t.changes(), InvalidArgumentError),
-    (lambda t: t.changes(1, start_as_of="2020-01-01T00:00:00Z"), InvalidArgumentError),
-    (lambda t: t.changes(1, 1, end_as_of="2020-01-01T00:00:00Z"), InvalidArgumentError),
-    (lambda t: t.changes(-1), InvalidArgumentError),
-    (lambda t: t.changes(1, 0), InvalidArgumentError),
-    (lambda t: t.changes(0, 9), VersionNotFoundError),
-    (lambda t: t.changes(0, columns="id"), InvalidArgumentError),
-    (lambda t: t.changes(0, columns=["nope"]), InvalidArgumentError),
-    (lambda t: t.changes(0, where="nope = 1"), InvalidFilterError),
-    (lambda t: t.changes(start_as_of="yesterday"), InvalidArgumentError),
-    (lambda t: t.changes(0, 1).commit(2), InvalidArgumentError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda t: t.changes(), InvalidArgumentError),
+        (lambda t: t.changes(1, start_as_of="2020-01-01T00:00:00Z"), InvalidArgumentError),
+        (lambda t: t.changes(1, 1, end_as_of="2020-01-01T00:00:00Z"), InvalidArgumentError),
+        (lambda t: t.changes(-1), InvalidArgumentError),
+        (lambda t: t.changes(1, 0), InvalidArgumentError),
+        (lambda t: t.changes(0, 9), VersionNotFoundError),
+        (lambda t: t.changes(0, columns="id"), InvalidArgumentError),
+        (lambda t: t.changes(0, columns=["nope"]), InvalidArgumentError),
+        (lambda t: t.changes(0, where="nope = 1"), InvalidFilterError),
+        (lambda t: t.changes(start_as_of="yesterday"), InvalidArgumentError),
+        (lambda t: t.changes(0, 1).commit(2), InvalidArgumentError),
+    ],
+)
 def test_bad_arguments_are_typed_errors(table: mt.Table, call, error):
     with pytest.raises(error):
         call(table)
@@ -264,35 +288,54 @@ def test_a_database_table_reports_its_own_commits(tmp_path: Path):
         tx.table("stock").delete("id = 1")
     via_uri = mt.open_table(f"{db.uri}/orders")
     assert changed(via_uri.changes(0), "id", "v") == [
-        ("insert", 4, 1, "a"), ("insert", 4, 2, "a"),
-        ("update_preimage", 5, 1, "a"), ("update_postimage", 5, 1, "b"),
+        ("insert", 4, 1, "a"),
+        ("insert", 4, 2, "a"),
+        ("update_preimage", 5, 1, "a"),
+        ("update_postimage", 5, 1, "b"),
     ]
     assert [c.version for c in via_uri.changes(0).commits()] == [1, 2, 3, 4, 5]
 
 
 def test_a_database_feed_has_every_table_in_version_order(tmp_path: Path):
     db = mt.create_database(tmp_path / "db")
-    orders = db.create_table("orders", SCHEMA)                             # 1
-    stock = db.create_table("stock", pa.schema([("sku", pa.string())]))    # 2
-    orders.append(rows([1, 2]))                                            # 3
-    with db.transaction() as tx:                                           # 4
+    orders = db.create_table("orders", SCHEMA)  # 1
+    db.create_table("stock", pa.schema([("sku", pa.string())]))  # 2
+    orders.append(rows([1, 2]))  # 3
+    with db.transaction() as tx:  # 4
         tx.table("orders").update(values={"v": "b"}, where="id = 1")
         tx.table("stock").append(pa.table({"sku": ["x"]}))
-    db.rename_table("stock", "items")                                      # 5
-    mt.open_table(f"{db.uri}/items").delete("sku = 'x'")                   # 6
-    db.drop_table("orders")                                                # 7
+    db.rename_table("stock", "items")  # 5
+    mt.open_table(f"{db.uri}/items").delete("sku = 'x'")  # 6
+    db.drop_table("orders")  # 7
     feed = db.changes(0)
     assert (feed.start_version, feed.end_version) == (0, 7)
-    found = [(b.column("_table")[i].as_py(), b.column("_change_type")[i].as_py(), b.column("_commit_version")[i].as_py(),
-              b.column(0)[i].as_py()) for b in feed for i in range(b.num_rows)]
+    found = [
+        (
+            b.column("_table")[i].as_py(),
+            b.column("_change_type")[i].as_py(),
+            b.column("_commit_version")[i].as_py(),
+            b.column(0)[i].as_py(),
+        )
+        for b in feed
+        for i in range(b.num_rows)
+    ]
     assert found == [
-        ("orders", "insert", 3, 1), ("orders", "insert", 3, 2),
-        ("orders", "update_preimage", 4, 1), ("orders", "update_postimage", 4, 1), ("stock", "insert", 4, "x"),
+        ("orders", "insert", 3, 1),
+        ("orders", "insert", 3, 2),
+        ("orders", "update_preimage", 4, 1),
+        ("orders", "update_postimage", 4, 1),
+        ("stock", "insert", 4, "x"),
         ("items", "delete", 6, "x"),
     ]
     assert [(c.table, c.version) for c in db.changes(3, 6).commits()] == [("orders", 4), ("stock", 4), ("items", 6)]
-    assert next(iter(db.changes(3))).schema.names == ["id", "v", "_change_type", "_commit_version",
-                                                      "_commit_timestamp", "_table"]
+    assert next(iter(db.changes(3))).schema.names == [
+        "id",
+        "v",
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+        "_table",
+    ]
     db.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
     with pytest.raises(VersionExpiredError, match="oldest retained version is 6"):
         db.changes(2)
@@ -302,7 +345,9 @@ def test_a_filter_prunes_files_by_their_statistics(table: mt.Table, monkeypatch:
     table.append(rows(list(range(100, 110))))
     read = []
     original = mt.storage.FileIO.read_parquet
-    monkeypatch.setattr(mt.storage.FileIO, "read_parquet", lambda io, key, *a: read.append(key) or original(io, key, *a))
+    monkeypatch.setattr(
+        mt.storage.FileIO, "read_parquet", lambda io, key, *a: read.append(key) or original(io, key, *a)
+    )
     assert changed(table.changes(0, where="id >= 100"), "id") == [("insert", 2, i) for i in range(100, 110)]
     first = {f.path for f in table.manifest(1).files}
     assert read and not first & set(read)  # the files of version 1 (ids 0-5) are not read

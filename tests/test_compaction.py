@@ -7,9 +7,9 @@ from __future__ import annotations
 import pickle
 import shutil
 from collections import Counter
-from pathlib import Path
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,17 +18,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manifest_table import Table, create_table, open_table
+from manifest_table.clock import Stamp
 from manifest_table.commit.changes import Rewrite
+from manifest_table.data.tombstones import DeletionVectors
+from manifest_table.data.write import MAX_FILE_ROWS
 from manifest_table.errors import CommitConflictError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, DeletionVector, Manifest
 from manifest_table.format.stored_schema import StoredSchema
 from manifest_table.log.version import Version
-from manifest_table.clock import Stamp
-from manifest_table.operations.compaction import (CompactionGroup, commit_compaction, plan_compaction, rewrite_group,
-                                        rewrite_record)
+from manifest_table.operations.compaction import (
+    CompactionGroup,
+    commit_compaction,
+    plan_compaction,
+    rewrite_group,
+    rewrite_record,
+)
 from manifest_table.storage import MemoryStore, ObjectStore
-from manifest_table.data.tombstones import DeletionVectors
-from manifest_table.data.write import MAX_FILE_ROWS
 from tests.conftest import make_store
 from tests.stores import WrappedStore
 

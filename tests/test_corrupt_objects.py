@@ -60,8 +60,14 @@ def test_every_field_of_a_manifest_set_to_hostile_values_reads_right_or_raises_c
     t = small_table(store)
     # Compaction parameters too: give the manifest a rewrites record to damage.
     template = latest_doc(t)
-    template["parameters"]["rewrites"] = [{"output": template["files"][0]["path"], "sources": [
-        {"path": template["files"][0]["path"], "rows": ROWS, "deletes": dict(template["files"][0]["deletes"])}]}]
+    template["parameters"]["rewrites"] = [
+        {
+            "output": template["files"][0]["path"],
+            "sources": [
+                {"path": template["files"][0]["path"], "rows": ROWS, "deletes": dict(template["files"][0]["deletes"])}
+            ],
+        }
+    ]
     positions = [p for p in _positions(template) if p[0] != "schema"]
     assert len(positions) > 40
     outcomes = {"ok": 0, "corrupt": 0}
@@ -102,7 +108,7 @@ def test_errors_name_the_object_and_the_field(kind: str, request: pytest.Fixture
 
     set_pointer(t, b'{"format_version": 1, "version": "many"}')
     with pytest.raises(CorruptTableError, match=f"^{POINTER_KEY}: field version is 'many'"):
-        t.version  # noqa: B018
+        t.version
 
 
 # --- keys never leave the root ----------------------------------------------------------
@@ -138,8 +144,10 @@ def test_a_manifest_path_into_a_sibling_table_is_not_read_on_s3(s3_uri: str) -> 
     with pytest.raises(CorruptTableError, match=r"'\.\.'"):
         ours.scan().to_arrow()
     # An absolute name or a URL of the other table's object is refused the same way.
-    for target in (f"/{parent.removeprefix('s3://')}/other/{_other_tables_file(other)}",
-                   f"{parent}/other/{_other_tables_file(other)}"):
+    for target in (
+        f"/{parent.removeprefix('s3://')}/other/{_other_tables_file(other)}",
+        f"{parent}/other/{_other_tables_file(other)}",
+    ):
         _traverse(ours, target)
         with pytest.raises(CorruptTableError, match="is not under data/"):
             ours.scan().to_arrow()
@@ -201,8 +209,14 @@ def test_a_commit_that_fails_never_removes_a_callers_file(tmp_path: Path) -> Non
 def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     store = make_store(kind, request, tmp_path)
     t = small_table(store)
-    foreign = ["data/notes.txt", "data/part-00000-1f2e.snappy.parquet", f"data/{uuid.uuid4().hex.upper()}.parquet",
-               "tombstones/readme.md", "manifest/v1.json", "manifest/v00000000000000000001.json.bak"]
+    foreign = [
+        "data/notes.txt",
+        "data/part-00000-1f2e.snappy.parquet",
+        f"data/{uuid.uuid4().hex.upper()}.parquet",
+        "tombstones/readme.md",
+        "manifest/v1.json",
+        "manifest/v00000000000000000001.json.bak",
+    ]
     for key in foreign:
         store.put_if_absent(key, b"not ours")
     nested = create_table(f"{tmp_path}/nested", SCHEMA, store=PrefixedStore(store, "data/nested/"))  # nested in data/
@@ -212,8 +226,9 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
     store.put_if_absent(staging, b"staged by a Spark job that never committed")
     kept_before = {info.key: store.get(info.key) for info in store.list() if info.key not in (orphan, staging)}
 
-    report = collect_garbage(t, retain_versions=1, retain_for=None, force=True,
-                             now=datetime.now(UTC) + timedelta(days=30))
+    report = collect_garbage(
+        t, retain_versions=1, retain_for=None, force=True, now=datetime.now(UTC) + timedelta(days=30)
+    )
     assert orphan in report.deleted_keys and store.head(orphan) is None
     assert staging in report.deleted_keys and store.head(staging) is None
     nested_keys = [k for k in kept_before if k.startswith("data/nested/")]
@@ -221,8 +236,9 @@ def test_gc_deletes_only_writer_shaped_objects(kind: str, request: pytest.Fixtur
     assert set(foreign) | {k for k in nested_keys if k.startswith(("data/", "tombstones/"))} <= set(report.unknown_keys)
     after = {info.key: store.get(info.key) for info in store.list()}
     expired = {manifest_key(0), manifest_key(1)}  # versions GC expired: ours to delete
-    assert {k: v for k, v in kept_before.items() if k not in expired and k not in report.deleted_keys} == \
-        {k: v for k, v in after.items() if k not in expired}
+    assert {k: v for k, v in kept_before.items() if k not in expired and k not in report.deleted_keys} == {
+        k: v for k, v in after.items() if k not in expired
+    }
     assert all(k not in report.deleted_keys for k in foreign + nested_keys)
     assert nested.scan().count() == 3 and t.scan().count() == ROWS - DELETED
     assert "unknown objects" in str(report)
@@ -255,7 +271,9 @@ def test_stats_of_the_wrong_type_fail_only_the_reads_that_use_them() -> None:
     assert t.scan().count() == ROWS - DELETED
     assert t.scan(where="id > 5").count() == 4
     for _ in range(2):  # the manifest (and its stats) are cached: the second use fails too
-        with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.name\.min is 1; expected a JSON str"):
+        with pytest.raises(
+            CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.name\.min is 1; expected a JSON str"
+        ):
             t.scan(where="name = 'n5'").count()
     doc["files"][0]["stats"]["d"] = {"min": "-Infinity", "max": "1", "null_count": 0}
     doc.update(version=doc["version"] + 1, parent_version=doc["version"])
@@ -264,7 +282,6 @@ def test_stats_of_the_wrong_type_fail_only_the_reads_that_use_them() -> None:
         with pytest.raises(CorruptTableError, match=rf"{key}: field files\[0\]\.stats\.d is Decimal\('-Infinity'\)"):
             t.scan(where="d > 1").count()
     assert pa.types.is_string(t.schema.field("name").type)
-
 
 
 @pytest.mark.parametrize("fmt", [1, 2])
@@ -279,8 +296,11 @@ def test_a_schema_that_does_not_decode_fails_every_read_that_uses_it_and_no_coun
     t.delete(f"id < {DELETED}")
     good = latest_doc(t)["schema"]
     crafted = {"schema": base64.b64encode(b"not arrow ipc").decode()}, "field schema: manifest schema does not decode"
-    cases = [crafted] + ([({"schema": good, "last_field_id": 2}, r"field last_field_id is 2; expected an integer in \[4,")]
-                         if fmt == 2 else [])
+    cases = [crafted] + (
+        [({"schema": good, "last_field_id": 2}, r"field last_field_id is 2; expected an integer in \[4,")]
+        if fmt == 2
+        else []
+    )
     for change, message in cases:
         doc = latest_doc(t)
         doc.update(change)
@@ -288,8 +308,12 @@ def test_a_schema_that_does_not_decode_fails_every_read_that_uses_it_and_no_coun
         listed = sorted(info.key for info in t.store.list())
         assert cli_count(str(root)) == ROWS - DELETED
         assert [c.version for c in t.history(limit=2)] == [t.version, t.version - 1]
-        for read in (lambda: t.scan().to_arrow(), lambda: t.scan(where="id > 5").count(), lambda: t.schema,
-                     lambda: t.append(rows(range(20, 22)))):
+        for read in (
+            lambda: t.scan().to_arrow(),
+            lambda: t.scan(where="id > 5").count(),
+            lambda: t.schema,
+            lambda: t.append(rows(range(20, 22))),
+        ):
             for _ in range(2):  # the manifest is cached: a second use fails the same way
                 with pytest.raises(CorruptTableError, match=f"^{key}: {message}"):
                     read()
@@ -299,8 +323,9 @@ def test_a_schema_that_does_not_decode_fails_every_read_that_uses_it_and_no_coun
 # --- a data file listed twice in one version (format v2) ------------------------------------
 def _segmented(store: ObjectStore) -> Table:
     """Format v2, five files of ROWS rows: two segments of two, one in the root's tail."""
-    t = create_table("crafted", SCHEMA, store=store,
-                     properties={"tail_limit": 1, "segment_target_files": 2, "max_small_segments": 4})
+    t = create_table(
+        "crafted", SCHEMA, store=store, properties={"tail_limit": 1, "segment_target_files": 2, "max_small_segments": 4}
+    )
     for i in range(5):
         t.append(rows(range(i * ROWS, (i + 1) * ROWS)))
     assert [s.files for s in t.manifest().index.segments] == [2, 2] and len(t.manifest().tail) == 1
@@ -339,7 +364,9 @@ READS = {
     "listing": lambda t: t.manifest().files,
     "delete": lambda t: t.delete("id >= 0"),
     "compaction": lambda t: t.compact(),
-    "gc": lambda t: collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True, force=True),
+    "gc": lambda t: collect_garbage(
+        t, retain_versions=1, retain_for=None, grace=timedelta(0), dry_run=True, force=True
+    ),
 }
 
 

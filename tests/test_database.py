@@ -174,7 +174,7 @@ def test_a_damaged_database_version_is_corrupt_naming_the_field(db: mt.Database)
 
 # --- snapshots and time travel -------------------------------------------------------------
 def test_a_snapshot_reads_every_table_at_one_version_while_writers_commit(db: mt.Database) -> None:
-    a, b = db.create_table("a", SCHEMA), db.create_table("b", SCHEMA)
+    a, _ = db.create_table("a", SCHEMA), db.create_table("b", SCHEMA)
     with db.transaction() as tx:
         tx.table("a").append(rows((1, 1)))
         tx.table("b").append(rows((1, 1)))

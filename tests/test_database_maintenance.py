@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,7 +17,7 @@ from manifest_table.cli import main
 from manifest_table.maintenance.job import JobOptions, find_tables, run_job
 
 SCHEMA = pa.schema([("id", pa.int64())])
-LATER = datetime.now(timezone.utc) + timedelta(hours=1)
+LATER = datetime.now(UTC) + timedelta(hours=1)
 
 
 def files_of(db: mt.Database, table_id: str) -> set[str]:

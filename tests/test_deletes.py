@@ -7,9 +7,9 @@ import pytest
 from pyroaring import BitMap
 
 import manifest_table as mt
+from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import CommitConflictError, InvalidFilterError
 from manifest_table.storage import MemoryStore
-from manifest_table.data.tombstones import DeletionVectors
 from tests.stores import CountingStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("country", pa.string()), ("amount", pa.float64())])

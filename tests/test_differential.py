@@ -60,10 +60,10 @@ import pytest
 pytest.importorskip("duckdb")
 pytest.importorskip("polars")
 
-from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
-from tests.differential_history import FLAVORS  # noqa: E402
-from tests.differential_reads import Checker  # noqa: E402
-from tests.differential_types import KINDS, Shape  # noqa: E402
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases
+from tests.differential_history import FLAVORS
+from tests.differential_reads import Checker
+from tests.differential_types import KINDS, Shape
 
 CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
 DB_CASES = int(os.environ.get("MT_DIFF_DB_CASES", "6"))

@@ -132,7 +132,7 @@ def test_literal_kinds() -> None:
     assert value("TRUE") is True and value("false") is False
     assert value("DATE '2025-10-04'") == dt.date(2025, 10, 4)
     assert value("TIMESTAMP '2025-10-04 01:02:03.000004'") == dt.datetime(2025, 10, 4, 1, 2, 3, 4)
-    utc = dt.datetime(2025, 10, 4, 1, 2, 3, tzinfo=dt.timezone.utc)
+    utc = dt.datetime(2025, 10, 4, 1, 2, 3, tzinfo=dt.UTC)
     assert value("TIMESTAMP '2025-10-04T01:02:03Z'") == utc
     assert value("TIMESTAMP '2025-10-04 03:02:03+02:00'") == utc
 
@@ -400,7 +400,7 @@ def test_null_semantics_on_a_small_table() -> None:
 
 
 def test_timestamps_in_another_zone_than_the_column() -> None:
-    moment = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
+    moment = dt.datetime(2025, 1, 1, 12, tzinfo=dt.UTC)
     table = pa.table({"t": pa.array([moment, None], pa.timestamp("ns", tz="Europe/Berlin"))})
     assert parse("t = TIMESTAMP '2025-01-01 13:00:00+01:00'").evaluate(table).to_pylist() == [True, None]
     assert parse("t IN (TIMESTAMP '2025-01-01 12:00:00')").evaluate(table).to_pylist() == [True, None]
@@ -696,7 +696,7 @@ ANY_LITERAL = st.one_of(
     st.dates(),
     st.datetimes(
         timezones=st.sampled_from(
-            [None, dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)), dt.timezone(-dt.timedelta(hours=8))]
+            [None, dt.UTC, dt.timezone(dt.timedelta(hours=5, minutes=30)), dt.timezone(-dt.timedelta(hours=8))]
         )
     ),
 )
@@ -909,7 +909,7 @@ def test_zoned_timestamps_prune_as_instants_across_a_repeated_hour() -> None:
     from manifest_table.storage import MemoryStore
 
     zone = pa.timestamp("us", tz="Europe/Berlin")
-    first, second = (dt.datetime(2024, 10, 27, h, m, tzinfo=dt.timezone.utc) for h, m in [(0, 30), (1, 10)])
+    first, second = (dt.datetime(2024, 10, 27, h, m, tzinfo=dt.UTC) for h, m in [(0, 30), (1, 10)])
     table = mt.create_table("test://t", pa.schema([("t", zone)]), store=MemoryStore())
     table.append(pa.table({"t": pa.array([first, second], zone)}))
     stats = table.scan().plan_files()[0].stats["t"]

@@ -29,10 +29,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -40,9 +40,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
+from manifest_table.data.scan import _row_group_stats
 from manifest_table.expressions import parse
 from manifest_table.format.stats import leaf_columns
-from manifest_table.data.scan import _row_group_stats
 from tests.filter_generator import FilterColumn, Text, like_pattern, random_filter, same, string_literal
 
 duckdb = pytest.importorskip("duckdb")
@@ -51,7 +51,7 @@ FILTERS = int(os.environ.get("MT_FUZZ_FILTERS", "2000"))
 SEED = int(os.environ.get("MT_FUZZ_SEED", "20241027"))
 SCAN_EVERY = 25  # an end-to-end scan reads files (ten of them): every 25th filter
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SCHEMA = pa.schema([
     ("id", pa.int64()),
     ("i", pa.int64()),
@@ -143,7 +143,9 @@ LITERALS: dict[str, Callable[[random.Random], Text]] = {
                                       "1.5e0", "1.1e0", "1.11"])),
     "s": lambda rng: same(string_literal(rng.choice(VALUES["s"] + ["a\\%", "aa", "z", "äc", "it"]))),  # type: ignore[operator]
     "t": timestamp_literal,
-    "tn": lambda rng: same(f"TIMESTAMP '{rng.choice(VALUES['tn'] + [dt.datetime(2024, 1, 1, 0, 0, 0, 1500), dt.datetime(2300, 1, 1), dt.datetime(1, 1, 1)])}'"),  # type: ignore[operator]
+    "tn": lambda rng: same(  # type: ignore[operator]
+        f"TIMESTAMP '{rng.choice(VALUES['tn'] + [dt.datetime(2024, 1, 1, 0, 0, 0, 1500), dt.datetime(2300, 1, 1), dt.datetime(1, 1, 1)])}'"  # noqa: E501
+    ),
     "day": lambda rng: same(f"DATE '{rng.choice(VALUES['day'] + [dt.date(2024, 10, 24)])}'"),  # type: ignore[operator]
     "b": lambda rng: same(rng.choice(["TRUE", "FALSE"])),
 }
@@ -237,7 +239,8 @@ def test_filters_match_duckdb(written: tuple[mt.Table, pa.Table, list[Piece]], c
         for piece in found:
             if not bound.may_match(piece.stats):
                 pruned += 1
-                assert not piece.ids & matching, f"{piece.where} pruned for {text.ours!r} but holds {piece.ids & matching}"
+                held = piece.ids & matching
+                assert not held, f"{piece.where} pruned for {text.ours!r} but holds {held}"
         if n % SCAN_EVERY == 0:
             scanned = sorted(table.scan(columns=["id"], where=text.ours).to_arrow()["id"].to_pylist())
             assert scanned == expected, f"scan differs for {text.ours!r}"

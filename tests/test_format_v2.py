@@ -136,7 +136,7 @@ def test_concurrent_writers_while_segments_merge(tmp_path: Path):
                 base = w * 1000 + i * 10
                 t.append(rows(range(base, base + 10)))
                 t.delete(f"id = {base + 5}")
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]

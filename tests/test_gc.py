@@ -10,9 +10,9 @@ import multiprocessing
 import os
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 import pytest
@@ -63,7 +63,7 @@ def referenced(t: Table, versions: range) -> set[str]:
 
 
 def later(delta: timedelta) -> datetime:
-    return datetime.now(timezone.utc) + delta
+    return datetime.now(UTC) + delta
 
 
 # --- retention --------------------------------------------------------------------------
@@ -120,20 +120,26 @@ def test_dry_run_changes_nothing_and_predicts_the_real_run(table: Table) -> None
     assert objects(table.store) == before and table.scan(version=0).count() == 0
     assert "dry run" in str(dry) and "would delete" in str(dry)
     real = table.gc(retain_versions=1, retain_for=None, grace=ZERO, force=True)
-    assert (real.deleted, real.deleted_keys, real.versions_expired) == (dry.deleted, dry.deleted_keys,
-                                                                        dry.versions_expired)
+    assert (real.deleted, real.deleted_keys, real.versions_expired) == (
+        dry.deleted,
+        dry.deleted_keys,
+        dry.versions_expired,
+    )
     assert set(before) - set(objects(table.store)) == set(real.deleted_keys)
     text = str(real)
     assert f"  version {real.versions_retained[0]} retained," in text and "deleted" in text
     assert not table.gc(retain_versions=1, retain_for=None, grace=ZERO, force=True).deleted_keys
 
 
-@pytest.mark.parametrize("kwargs, forcible", [
-    (dict(retain_for=HOUR, grace=2 * HOUR), True),  # retention shorter than grace
-    (dict(retain_for=None), True),  # count-based retention alone: no time guarantee
-    (dict(retain_versions=0), False),
-    (dict(grace=-HOUR), False),
-])
+@pytest.mark.parametrize(
+    "kwargs, forcible",
+    [
+        (dict(retain_for=HOUR, grace=2 * HOUR), True),  # retention shorter than grace
+        (dict(retain_for=None), True),  # count-based retention alone: no time guarantee
+        (dict(retain_versions=0), False),
+        (dict(grace=-HOUR), False),
+    ],
+)
 def test_unsafe_or_nonsense_settings_are_refused(table: Table, kwargs: dict, forcible: bool) -> None:
     append(table, 0)
     with pytest.raises(InvalidArgumentError):
@@ -158,7 +164,11 @@ def test_aged_orphans_on_a_local_table_are_removed_after_the_grace_period(tmp_pa
     t = create_table(str(tmp_path / "t"), SCHEMA)
     append(t, 0)
     root = Path(t.store.root)
-    old, young, temp = root / "data" / f"{'0' * 32}.parquet", root / "data" / f"{'f' * 32}.parquet", root / "data" / ".tmp-x"
+    old, young, temp = (
+        root / "data" / f"{'0' * 32}.parquet",
+        root / "data" / f"{'f' * 32}.parquet",
+        root / "data" / ".tmp-x",
+    )
     notes = root / "data" / "notes.txt"  # not a shape our writers produce: never ours to delete
     for path in (old, young, temp, notes):
         path.write_bytes(b"partial")
@@ -210,10 +220,10 @@ def _compact(t: Table) -> None:
     t.compact(1 << 20)
 
 
-@pytest.mark.parametrize("operation, effect", [(_append_and_delete, _append_and_delete_effect),
-                                               (_compact, Counter)])
-def test_orphans_of_commits_killed_at_every_step(table: Table, operation: Callable[[Table], None],
-                                                 effect: Callable[[Counter[int]], Counter[int]]) -> None:
+@pytest.mark.parametrize("operation, effect", [(_append_and_delete, _append_and_delete_effect), (_compact, Counter)])
+def test_orphans_of_commits_killed_at_every_step(
+    table: Table, operation: Callable[[Table], None], effect: Callable[[Counter[int]], Counter[int]]
+) -> None:
     store = table.store
     for i in range(3):
         append(table, 10 * i)

@@ -19,8 +19,12 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("tags", pa.list_
 def build(uri: Path, **create) -> mt.Table:
     table = mt.create_table(uri, SCHEMA, **create)
     for start in range(0, 12, 3):
-        table.append(pa.table({"id": range(start, start + 3), "name": [f"n{start}", None, "z"],
-                               "tags": [["a"], [], None]}, schema=SCHEMA))
+        table.append(
+            pa.table(
+                {"id": range(start, start + 3), "name": [f"n{start}", None, "z"], "tags": [["a"], [], None]},
+                schema=SCHEMA,
+            )
+        )
     table.delete("id IN (0, 4)")
     return table
 
@@ -76,7 +80,15 @@ def test_cli_inspect(table: mt.Table, capsys: pytest.CaptureFixture[str], tmp_pa
     assert [r["stats"]["id"]["max"] for r in lines] == [2, 5, 8, 11]
     assert main(["inspect", table.uri, "files"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["path", "rows", "deleted_rows", "live_rows", "size", "deletes", "cluster_run"]
+    assert out.splitlines()[0].split() == [
+        "path",
+        "rows",
+        "deleted_rows",
+        "live_rows",
+        "size",
+        "deletes",
+        "cluster_run",
+    ]
     assert main(["inspect", table.uri, "history", "--output", str(tmp_path / "h.parquet")]) == 0
     assert pa.parquet.read_table(tmp_path / "h.parquet").num_rows == 6
     assert main(["inspect", table.uri, "segments", "--version", "2", "--format", "csv"]) == 0

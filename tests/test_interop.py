@@ -4,7 +4,7 @@ Parquet reader, deletes anti-joined) and ``Table.to_polars`` (an IO plugin)."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -33,7 +33,7 @@ def rows(start: int, stop: int) -> pa.Table:
         "score": [i / 4 for i in ids],
         "amount": [Decimal(i) / 100 for i in ids],
         "day": [date(2025, 1, 1 + i % 28) for i in ids],
-        "ts": [datetime(2025, 1, 1, tzinfo=timezone.utc).replace(second=i % 60) for i in ids],
+        "ts": [datetime(2025, 1, 1, tzinfo=UTC).replace(second=i % 60) for i in ids],
         "ok": [i % 2 == 0 for i in ids]}, schema=SCHEMA)
 
 

@@ -11,16 +11,23 @@ import pytest
 from pyroaring import BitMap
 
 from manifest_table import create_table
-from manifest_table.errors import CorruptTableError, InvalidArgumentError
-from manifest_table.format.keys import (DATA_PREFIX, PREFIXES, TOMBSTONE_PREFIX, caller_key,
-                                        is_database_writer_key, is_writer_key,
-                                        key_problem, stored_key)
-from manifest_table.format.manifest import manifest_key, version_of_key
-from manifest_table.storage import LocalStore, MemoryStore, store_for_uri
-from manifest_table.storage.s3 import S3Store
 from manifest_table.data.tombstones import write_tombstone
 from manifest_table.data.write import DATA_PREFIX as WRITE_DATA_PREFIX
 from manifest_table.data.write import new_data_key
+from manifest_table.errors import CorruptTableError, InvalidArgumentError
+from manifest_table.format.keys import (
+    DATA_PREFIX,
+    PREFIXES,
+    TOMBSTONE_PREFIX,
+    caller_key,
+    is_database_writer_key,
+    is_writer_key,
+    key_problem,
+    stored_key,
+)
+from manifest_table.format.manifest import manifest_key, version_of_key
+from manifest_table.storage import LocalStore, MemoryStore, store_for_uri
+from manifest_table.storage.s3 import S3Store
 from tests.crafted import SCHEMA
 
 HEX = "0123456789abcdef" * 2

@@ -48,7 +48,7 @@ def imported_units(path: Path) -> set[str]:
 
 def test_the_architecture_table_names_every_module_of_the_library() -> None:
     units = {unit_of(p) for p in PACKAGE.rglob("*.py")}
-    assert units == set(layers()), (units ^ set(layers()))
+    assert units == set(layers()), units ^ set(layers())
 
 
 def test_no_import_climbs_back_up_a_layer() -> None:
@@ -59,5 +59,7 @@ def test_no_import_climbs_back_up_a_layer() -> None:
         for target in imported_units(path) - {own}:
             target = "__init__" if target == "__version__" else target  # ``from .. import __version__``
             if layer[target] >= layer[own]:
-                climbing.append(f"{path.relative_to(ROOT)} (layer {layer[own]}) imports {target} (layer {layer[target]})")
+                climbing.append(
+                    f"{path.relative_to(ROOT)} (layer {layer[own]}) imports {target} (layer {layer[target]})"
+                )
     assert not climbing, "\n".join(climbing)

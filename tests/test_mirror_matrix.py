@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

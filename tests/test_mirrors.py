@@ -19,15 +19,19 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.cli import main
-from manifest_table.errors import (CorruptTableError, InvalidArgumentError, MirrorTypeError, SchemaEvolutionError,
-                                   UpgradeRequiredError)
-from manifest_table.format.keys import is_writer_key
 from manifest_table.cli.mirror import versions
-from manifest_table.operations.gc_report import GCReport
+from manifest_table.errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    MirrorTypeError,
+    SchemaEvolutionError,
+    UpgradeRequiredError,
+)
+from manifest_table.format.keys import is_writer_key
 from manifest_table.maintenance.job import JobOptions, maintain
+from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
-from tests.mirror_readers import (PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows,
-                                  run_history)
+from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
 
 STEPS = int(os.environ.get("MT_MIRROR_STEPS", "30"))
 BOTH = {"iceberg": {}, "delta": {"checkpoint_interval": 4}}
@@ -54,18 +58,24 @@ def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> N
     domain (a checkpoint included); histories that cluster read the same through both."""
     from pyiceberg.table import StaticTable
 
-    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={**PROPERTIES, "cluster_by": ["small", "id"],
-                                                                 "sort_by": ["id"]}, mirrors=BOTH)
+    t = mt.create_table(
+        str(tmp_path / "t"),
+        SCHEMA,
+        properties={**PROPERTIES, "cluster_by": ["small", "id"], "sort_by": ["id"]},
+        mirrors=BOTH,
+    )
     run_history(t, 5, 16, widen=False)
     t.compact(target_file_size=2_000)
     assert {"compact"} <= {c.operation for c in t.history()}
     for version in _retained(t)[:4]:
         check_version(t, version, ["iceberg", "delta"])
     order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
-    assert [(f.source_id, str(f.direction), str(f.null_order)) for f in order.fields] == [
-        (1, "ASC", "NULLS LAST")]
-    domains = [json.loads(line)["domainMetadata"] for line in (tmp_path / "t" / "_delta_log").joinpath(
-        f"{1:020d}.json").read_text().splitlines() if "domainMetadata" in line]
+    assert [(f.source_id, str(f.direction), str(f.null_order)) for f in order.fields] == [(1, "ASC", "NULLS LAST")]
+    domains = [
+        json.loads(line)["domainMetadata"]
+        for line in (tmp_path / "t" / "_delta_log").joinpath(f"{1:020d}.json").read_text().splitlines()
+        if "domainMetadata" in line
+    ]
     assert [json.loads(d["configuration"])["clusteringColumns"] for d in domains] in ([], [[["small"], ["id"]]])
     checkpoint = pq.read_table(next((tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet")))
     found = [d for d in checkpoint["domainMetadata"].to_pylist() if d]
@@ -90,8 +100,13 @@ def test_mirrors_on_s3(s3_uri: str, moto_endpoint: str) -> None:
     run_history(t, 5, max(12, STEPS // 2), widen=False)
     credentials = {"access-key-id": "testing", "secret-access-key": "testing", "region": "us-east-1"}
     iceberg = {"s3.endpoint": moto_endpoint, **{f"s3.{k}": v for k, v in credentials.items()}}
-    delta = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "testing",
-             "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+    delta = {
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }
     for version in _retained(t):
         check_version(t, version, ["iceberg", "delta"], iceberg=iceberg, delta=delta)
 
@@ -136,13 +151,20 @@ def test_a_mirror_kept_on_keeps_its_identity(tmp_path: Path) -> None:
     assert metadata["table-uuid"] == uuid
 
 
-@pytest.mark.parametrize("mirror, column", [
-    ("iceberg", pa.field("u", pa.uint64())), ("delta", pa.field("u", pa.uint32())),
-    ("iceberg", pa.field("l", pa.list_(pa.int64()))), ("delta", pa.field("t", pa.timestamp("ns"))),
-    ("iceberg", pa.field("t", pa.timestamp("ms"))), ("iceberg", pa.field("z", pa.timestamp("us", tz="Asia/Tokyo"))),
-])
-def test_a_type_a_mirror_cannot_represent_is_refused_naming_the_column(tmp_path: Path, mirror: str,
-                                                                         column: pa.Field) -> None:
+@pytest.mark.parametrize(
+    "mirror, column",
+    [
+        ("iceberg", pa.field("u", pa.uint64())),
+        ("delta", pa.field("u", pa.uint32())),
+        ("iceberg", pa.field("l", pa.list_(pa.int64()))),
+        ("delta", pa.field("t", pa.timestamp("ns"))),
+        ("iceberg", pa.field("t", pa.timestamp("ms"))),
+        ("iceberg", pa.field("z", pa.timestamp("us", tz="Asia/Tokyo"))),
+    ],
+)
+def test_a_type_a_mirror_cannot_represent_is_refused_naming_the_column(
+    tmp_path: Path, mirror: str, column: pa.Field
+) -> None:
     schema = pa.schema([("id", pa.int64()), column])
     with pytest.raises(MirrorTypeError, match=f"column '{column.name}'.*{mirror.capitalize()}"):
         mt.create_table(str(tmp_path / "a"), schema, mirrors=[mirror])
@@ -180,12 +202,19 @@ def test_bad_mirror_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "t").exists()
 
 
-@pytest.mark.parametrize("stored, field", [
-    ([], "mirrors"), ({"iceberg": "x"}, "mirrors.iceberg"), ({"iceberg": {"table_uuid": 5}}, "mirrors.iceberg.table_uuid"),
-    ({"delta": {"table_id": "not a uuid", "checkpoint_interval": 5}}, "mirrors.delta.table_id"),
-    ({"delta": {"table_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "checkpoint_interval": 0}},
-     "mirrors.delta.checkpoint_interval"),
-])
+@pytest.mark.parametrize(
+    "stored, field",
+    [
+        ([], "mirrors"),
+        ({"iceberg": "x"}, "mirrors.iceberg"),
+        ({"iceberg": {"table_uuid": 5}}, "mirrors.iceberg.table_uuid"),
+        ({"delta": {"table_id": "not a uuid", "checkpoint_interval": 5}}, "mirrors.delta.table_id"),
+        (
+            {"delta": {"table_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "checkpoint_interval": 0}},
+            "mirrors.delta.checkpoint_interval",
+        ),
+    ],
+)
 def test_a_stored_mirror_setting_is_validated(tmp_path: Path, stored: object, field: str) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     key = tmp_path / "t" / "manifest" / f"v{0:020d}.json"
@@ -216,8 +245,18 @@ def test_a_renamed_column_keeps_its_physical_name_in_new_files(tmp_path: Path) -
         s.rename_column("name", "label")
         s.drop_column("score")
         s.add_column("score", pa.float64())
-    t.append(pa.table({"id": [1], "label": ["a"], "score": [0.5], "amount": pa.array([None], pa.decimal128(9, 2)),
-                       "ts": pa.array([None], pa.timestamp("us", tz="UTC")), "small": pa.array([1], pa.int32())}))
+    t.append(
+        pa.table(
+            {
+                "id": [1],
+                "label": ["a"],
+                "score": [0.5],
+                "amount": pa.array([None], pa.decimal128(9, 2)),
+                "ts": pa.array([None], pa.timestamp("us", tz="UTC")),
+                "small": pa.array([1], pa.int32()),
+            }
+        )
+    )
     written = pq.read_schema(tmp_path / "t" / t.manifest().files[0].path).names
     assert written == ["id", "name", "amount", "ts", "small", "score_7"]
     assert delta_rows(t.uri) == rows(t.to_arrow())
@@ -282,9 +321,9 @@ def test_gc_expires_mirror_objects_with_our_versions(tmp_path: Path) -> None:
     after = {info.key for info in t.store.list()}
     oldest = min(_retained(t))
     assert report.deleted["mirrors"].count > 0
-    metadata = [int(k[len("metadata/v"):-len(".metadata.json")]) for k in after if k.endswith(".metadata.json")]
+    metadata = [int(k[len("metadata/v") : -len(".metadata.json")]) for k in after if k.endswith(".metadata.json")]
     assert min(metadata) == oldest
-    log = [int(k[len("_delta_log/"):][:20]) for k in after if k.startswith("_delta_log/0")]
+    log = [int(k[len("_delta_log/") :][:20]) for k in after if k.startswith("_delta_log/0")]
     assert min(log) == oldest  # GC wrote a checkpoint there: the log offers no expired version
     assert f"_delta_log/{oldest:020d}.checkpoint.parquet" in after
     assert {k for k in before - after if not is_writer_key(k)} == set()

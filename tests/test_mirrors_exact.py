@@ -50,8 +50,15 @@ def _protocol(uri: str, version: int | None = None) -> set[str]:
 def test_infinite_floats_leave_the_delta_log_strict_json(tmp_path: Path) -> None:
     schema = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("g", pa.float32())])
     t = mt.create_table(str(tmp_path / "t"), schema, mirrors=["iceberg", "delta"])
-    t.append(pa.table({"id": [1, 2, 3], "f": [float("inf"), 1.5, float("-inf")],
-                       "g": pa.array([float("nan"), float("-inf"), 2.0], pa.float32())}))
+    t.append(
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "f": [float("inf"), 1.5, float("-inf")],
+                "g": pa.array([float("nan"), float("-inf"), 2.0], pa.float32()),
+            }
+        )
+    )
     t.append(pa.table({"id": [4, 5], "f": [1.5, 2.5], "g": pa.array([float("inf"), 1.0], pa.float32())}))
     stats = [json.loads(a["add"]["stats"]) for a in _log(tmp_path / "t") if "add" in a]
     assert [(s["minValues"].get("f"), s["maxValues"].get("f")) for s in stats] == [(None, None), (1.5, 2.5)]
@@ -67,7 +74,7 @@ def test_infinite_floats_leave_the_delta_log_strict_json(tmp_path: Path) -> None
 @pytest.mark.parametrize("dtype", [pa.decimal128(38, 0), pa.decimal128(38, 10), pa.decimal128(30, 29)])
 def test_iceberg_decimal_bounds_are_exact_at_any_precision(tmp_path: Path, dtype: pa.Decimal128Type) -> None:
     digits = "12345678901234567890123456789012345678"[: dtype.precision]
-    text = f"{digits[:dtype.precision - dtype.scale]}.{digits[dtype.precision - dtype.scale:]}".rstrip(".")
+    text = f"{digits[: dtype.precision - dtype.scale]}.{digits[dtype.precision - dtype.scale :]}".rstrip(".")
     one = Decimal("1." + "0" * dtype.scale if dtype.scale else "1")
     values = [Decimal(text), Decimal("-" + text), one]  # (unary minus would round to 28 digits)
     t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("d", dtype)]), mirrors=["iceberg"])
@@ -126,7 +133,9 @@ def test_gc_leaves_no_expired_version_offered_by_either_mirror(tmp_path: Path) -
         listed = {int(s.summary["manifest-table.version"]): s.snapshot_id for s in table.metadata.snapshots}
         assert set(listed) <= retained, f"v{version}.metadata.json lists expired versions"
         for snapshot_version, snapshot_id in listed.items():
-            assert rows(table.scan(snapshot_id=snapshot_id).to_arrow()) == rows(t.scan(version=snapshot_version).to_arrow())
+            assert rows(table.scan(snapshot_id=snapshot_id).to_arrow()) == rows(
+                t.scan(version=snapshot_version).to_arrow()
+            )
     # Delta: every version the log offers is retained and reads.
     offered = sorted(int(p.name[:20]) for p in (tmp_path / "t" / "_delta_log").glob("*.json"))
     assert set(offered) == retained
@@ -147,9 +156,12 @@ def test_delta_commits_carry_our_commit_time(tmp_path: Path) -> None:
     t.append(pa.table({"id": [2]}))
     infos = {i.version: i for i in t.history()}
     first = json.loads((tmp_path / "t" / "_delta_log" / f"{started:020d}.json").read_text().splitlines()[0])
-    commits = {json.loads(p.read_text().splitlines()[0])["commitInfo"]["manifest_table"]["version"]:
-               json.loads(p.read_text().splitlines()[0])["commitInfo"]
-               for p in (tmp_path / "t" / "_delta_log").glob("*.json")}
+    commits = {
+        json.loads(p.read_text().splitlines()[0])["commitInfo"]["manifest_table"]["version"]: json.loads(
+            p.read_text().splitlines()[0]
+        )["commitInfo"]
+        for p in (tmp_path / "t" / "_delta_log").glob("*.json")
+    }
     assert first["commitInfo"]["inCommitTimestamp"] == int(infos[started].timestamp.timestamp() * 1000)
     for version, info in commits.items():
         assert info["inCommitTimestamp"] == int(infos[version].timestamp.timestamp() * 1000)
@@ -160,10 +172,17 @@ def test_delta_commits_carry_our_commit_time(tmp_path: Path) -> None:
 
 
 # --- 6. dropped columns Iceberg readers cannot read ---------------------------------------------------------
-@pytest.mark.parametrize("column", [pa.field("l", pa.list_(pa.int64())), pa.field("s", pa.struct([("a", pa.int64())])),
-                                    pa.field("d", pa.duration("us"))])
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.field("l", pa.list_(pa.int64())),
+        pa.field("s", pa.struct([("a", pa.int64())])),
+        pa.field("d", pa.duration("us")),
+    ],
+)
 def test_iceberg_is_refused_while_live_files_hold_a_dropped_column_it_cannot_represent(
-        tmp_path: Path, column: pa.Field) -> None:
+    tmp_path: Path, column: pa.Field
+) -> None:
     t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), column]))
     values = {"l": [[1], None], "s": [{"a": 1}, None], "d": [1, None]}[column.name]
     t.append(pa.table({"id": [1, 2], column.name: pa.array(values, column.type)}))
@@ -229,8 +248,10 @@ def test_max_snapshots_bounds_what_iceberg_metadata_lists(tmp_path: Path) -> Non
     table = StaticTable.from_metadata(t.uri)
     assert [int(s.summary["manifest-table.version"]) for s in table.metadata.snapshots] == [4, 5, 6]
     assert iceberg_rows(t.uri, 2) == rows(t.scan(version=2).to_arrow())  # older versions: by their own file
-    for bad, message in (({"iceberg": {"max_snapshots": 0}}, "max_snapshots must be an integer >= 1"),
-                         ({"iceberg": {"checkpoint_interval": 5}}, "unknown options")):
+    for bad, message in (
+        ({"iceberg": {"max_snapshots": 0}}, "max_snapshots must be an integer >= 1"),
+        ({"iceberg": {"checkpoint_interval": 5}}, "unknown options"),
+    ):
         with pytest.raises(InvalidArgumentError, match=message):
             mt.create_table(str(tmp_path / "bad"), pa.schema([("id", pa.int64())]), mirrors=bad)
     key = tmp_path / "t" / "manifest" / f"v{t.version:020d}.json"

@@ -16,8 +16,8 @@ upserts from before commits recorded their change feed pairs
 from __future__ import annotations
 
 import math
-from collections import Counter
 import shutil
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 

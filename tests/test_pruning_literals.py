@@ -30,7 +30,7 @@ from manifest_table.storage import MemoryStore
 
 EXAMPLES = int(os.environ.get("MT_PRUNING_EXAMPLES", "400"))
 """Random cases of the pre-filter property; set MT_PRUNING_EXAMPLES for a longer run."""
-UTC = dt.timezone.utc
+UTC = dt.UTC
 TYPES = [
     pa.int8(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64(),
     pa.timestamp("s"), pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("ns"),

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -26,12 +26,12 @@ import pytest
 import manifest_table as mt
 from manifest_table.cli import main
 from manifest_table.commit import CommitInfo
-from manifest_table.format.manifest import DataFile, Manifest
 from manifest_table.commit.changes import Rewrite
-from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
-from manifest_table.maintenance.job import JobOptions, run_job
 from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.data.write import WriteOptions
+from manifest_table.format.manifest import DataFile, Manifest
+from manifest_table.maintenance.job import JobOptions, run_job
+from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
 FILES, FILE_ROWS = 8, 400_000

@@ -13,8 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import (CommitConflictError, InvalidArgumentError, SchemaEvolutionError,
-                                   SchemaMismatchError, UpgradeRequiredError)
+from manifest_table.errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    SchemaEvolutionError,
+    SchemaMismatchError,
+    UpgradeRequiredError,
+)
 from manifest_table.format.field_ids import FIELD_ID
 from manifest_table.storage import LocalStore
 

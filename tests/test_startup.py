@@ -56,10 +56,18 @@ def test_the_count_command_imports_no_pyarrow(tmp_path: Path) -> None:
         table.delete("id = 2")
         as_of = table.manifest().timestamp.isoformat()
         before = str(table.version - 1)  # (the append's version)
-        calls = [["count", table.uri], ["count", table.uri, "--version", before], ["count", table.uri, "--as-of", as_of]]
+        calls = [
+            ["count", table.uri],
+            ["count", table.uri, "--version", before],
+            ["count", table.uri, "--as-of", as_of],
+        ]
         code = "from manifest_table.cli import main\n" + "".join(f"assert main({argv!r}) == 0\n" for argv in calls)
-        done = subprocess.run([sys.executable, "-c", f"{code}import sys; print(sorted(sys.modules))"],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", f"{code}import sys; print(sorted(sys.modules))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         *counts, modules = done.stdout.splitlines()
         assert counts == ["2", "3", "2"], (table.uri, counts)
         loaded = {name.split(".")[0] for name in json.loads(modules.replace("'", '"'))}
@@ -87,7 +95,9 @@ def test_the_command_table_names_every_command_its_module_registers() -> None:
     for name, (module, _, _) in app.COMMANDS.items():  # and each runs in the module named
         sub = app._parser(name)
         chosen = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
-        assert chosen.get_default("run") is None or chosen.get_default("run").__module__ == f"manifest_table.cli.{module}"
+        assert (
+            chosen.get_default("run") is None or chosen.get_default("run").__module__ == f"manifest_table.cli.{module}"
+        )
 
 
 def test_the_version_is_the_package_version() -> None:

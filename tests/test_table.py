@@ -10,8 +10,13 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import (InvalidArgumentError, SchemaMismatchError, TableExistsError,
-                                   TableNotFoundError, VersionNotFoundError)
+from manifest_table.errors import (
+    InvalidArgumentError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from manifest_table.storage import LocalStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
@@ -102,18 +107,18 @@ def test_pruning_skips_files_by_stats(table):
 def test_time_travel_by_version_and_timestamp(table):
     table.append(rows(0, 10))
     time.sleep(0.01)
-    middle = dt.datetime.now(dt.timezone.utc)
+    middle = dt.datetime.now(dt.UTC)
     time.sleep(0.01)
     table.append(rows(10, 20))
     assert table.scan(version=1).count() == 10
     assert table.scan(version=0).count() == 0
     assert table.scan(as_of=middle).count() == 10
     assert table.scan(as_of=middle.isoformat()).count() == 10
-    assert table.scan(as_of=dt.datetime.now(dt.timezone.utc)).count() == 20
+    assert table.scan(as_of=dt.datetime.now(dt.UTC)).count() == 20
     with pytest.raises(VersionNotFoundError):
         table.scan(version=3)
     with pytest.raises(VersionNotFoundError):
-        table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+        table.scan(as_of=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
 
 
 def test_history_newest_first(table):

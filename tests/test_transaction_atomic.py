@@ -5,23 +5,29 @@ conflicts; a replayed streaming batch leaves nothing behind."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from pyroaring import BitMap
 
 import manifest_table as mt
-from manifest_table.errors import (CommitConflictError, InvalidArgumentError, ManifestTableError, SchemaMismatchError,
-                                   CorruptTableError)
+from manifest_table.errors import (
+    CommitConflictError,
+    CorruptTableError,
+    InvalidArgumentError,
+    ManifestTableError,
+    SchemaMismatchError,
+)
 from manifest_table.storage import LocalStore, MemoryStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("d", pa.decimal128(10, 2)), ("day", pa.date32()),
                     ("ts", pa.timestamp("us", "UTC")), ("x", pa.float64())])
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def rows(start: int, stop: int, **fixed: Any) -> pa.Table:
@@ -189,7 +195,7 @@ def test_transaction_count_sees_its_staged_deletes(table: mt.Table, operation: C
     ("d BETWEEN 1.1 AND 1.2", {"d": Decimal("1.10")}),
     ("id = 5000.0", {"id": 5000}),
     ("day = DATE '2024-02-01'", {"day": date(2024, 2, 1)}),
-    ("ts = TIMESTAMP '2024-03-01 01:00:00+01:00'", {"ts": datetime(2024, 3, 1, tzinfo=timezone.utc)}),
+    ("ts = TIMESTAMP '2024-03-01 01:00:00+01:00'", {"ts": datetime(2024, 3, 1, tzinfo=UTC)}),
     ("x = 0.5e4", {"x": 5000.0}),
 ])
 def test_overwrite_conflicts_with_a_concurrent_append_its_condition_matches(

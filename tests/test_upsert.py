@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 
 import manifest_table as mt
 from manifest_table.errors import DuplicateKeyError, InvalidArgumentError, SchemaMismatchError
-from manifest_table.storage import MemoryStore
 from manifest_table.operations.upsert import IN_LIMIT
+from manifest_table.storage import MemoryStore
 from tests.stores import CountingStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("v", pa.float64()), ("note", pa.string())])

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
+from manifest_table.data.write import WriteOptions, write_data_files
 from manifest_table.errors import InvalidArgumentError, StoreError
 from manifest_table.format.manifest import Manifest, manifest_key
 from manifest_table.format.pointer import POINTER_KEY, encode_pointer
 from manifest_table.format.stored_schema import StoredSchema
 from manifest_table.storage import FileIO, LocalStore
-from manifest_table.data.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -8,8 +8,9 @@ import decimal
 import errno
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from manifest_table.data import write
+from manifest_table.data.write import WriteOptions, write_data_files
 from manifest_table.errors import StoreError
 from manifest_table.format.stats import FooterGaps, encode_stats, stats_from_parquet, table_stats
 from manifest_table.storage import FileIO, LocalStore, MemoryStore
-from manifest_table.data.write import WriteOptions, write_data_files
 from tests.catalog import object_listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -41,8 +42,13 @@ def read_back(store: LocalStore, files: list) -> pa.Table:
 def test_files_written_at_once_keep_the_input_order(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "t")
     data = pa.Table.from_batches(list(batches(50_000)))
-    files = write_data_files(FileIO(store), data.to_batches(), SCHEMA,
-                             WriteOptions(target_file_size=8_000, row_group_size=4_000), max_workers=3)
+    files = write_data_files(
+        FileIO(store),
+        data.to_batches(),
+        SCHEMA,
+        WriteOptions(target_file_size=8_000, row_group_size=4_000),
+        max_workers=3,
+    )
     assert len(files) >= 3
     assert read_back(store, files).equals(data)
     for f in files:
@@ -65,21 +71,21 @@ def test_one_file_worth_is_split_so_every_thread_encodes(tmp_path: Path, monkeyp
             second.set()
         second.wait(timeout=10)
         real(self, table, *args, **kwargs)
+
     monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
     store = LocalStore(tmp_path / "t")
     data = pa.Table.from_batches(list(batches(20_000)))
-    files = write_data_files(FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000),
-                             max_workers=2)
+    files = write_data_files(
+        FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000), max_workers=2
+    )
     assert len(files) == 2 and len(set(threads)) == 2 and second.is_set()
     assert files[0].rows > files[1].rows > 0
     assert read_back(store, files).equals(data)
-    one = write_data_files(FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000),
-                           max_workers=1)
+    one = write_data_files(FileIO(store), data.to_batches(), SCHEMA, WriteOptions(row_group_size=20_000), max_workers=1)
     assert len(one) == 1
 
 
-def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first file stays open until a second file's thread fails (the disk fills)."""
     monkeypatch.setattr(write, "MAX_FILE_ROWS", 1000)  # files cut by rows: no size estimate needed
     store = LocalStore(tmp_path / "t")
@@ -94,10 +100,10 @@ def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path,
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         assert failed.wait(timeout=60)
         real(self, table, *args, **kwargs)
+
     monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
     with pytest.raises(StoreError, match="No space left"):
-        write_data_files(FileIO(store), batches(50_000), SCHEMA, WriteOptions(row_group_size=10_000),
-                         max_workers=2)
+        write_data_files(FileIO(store), batches(50_000), SCHEMA, WriteOptions(row_group_size=10_000), max_workers=2)
     assert len(set(threads)) == 2
     assert object_listing(store) == {}
 
@@ -118,9 +124,14 @@ def test_files_cut_by_rows_hold_exactly_that_many_and_the_tail_is_never_split(tm
     store = LocalStore(tmp_path / "t")
     data = pa.Table.from_batches(list(batches(20_000)))
     for rows in (3_000, 20_000, 25_000):
-        files = write_data_files(FileIO(store), data.to_batches(), SCHEMA,
-                                 WriteOptions(target_file_size=1_000, row_group_size=2_000), max_workers=2,
-                                 file_rows=rows)
+        files = write_data_files(
+            FileIO(store),
+            data.to_batches(),
+            SCHEMA,
+            WriteOptions(target_file_size=1_000, row_group_size=2_000),
+            max_workers=2,
+            file_rows=rows,
+        )
         assert [f.rows for f in files] == [rows] * (20_000 // rows) + ([20_000 % rows] if 20_000 % rows else [])
         assert read_back(store, files).equals(data)
 
@@ -129,13 +140,19 @@ def test_files_cut_by_rows_hold_exactly_that_many_and_the_tail_is_never_split(tm
 def test_a_stream_failing_with_files_in_flight_removes_them_all(make_store: Any, tmp_path: Path) -> None:
     store = make_store() or LocalStore(tmp_path / "t")
     with pytest.raises(ConnectionError):
-        write_data_files(FileIO(store), batches(50_000, fail_at=40_000), SCHEMA,
-                         WriteOptions(target_file_size=20_000, row_group_size=10_000), max_workers=2)
+        write_data_files(
+            FileIO(store),
+            batches(50_000, fail_at=40_000),
+            SCHEMA,
+            WriteOptions(target_file_size=20_000, row_group_size=10_000),
+            max_workers=2,
+        )
     assert object_listing(store) == {}
 
 
-def test_the_input_is_read_at_most_a_buffer_ahead_of_the_writers(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_input_is_read_at_most_a_buffer_ahead_of_the_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What bounds the memory of a streamed append: batches cut from the input but not yet
     encoded stay under ``MAX_BUFFERED`` (plus the one row group being cut)."""
     monkeypatch.setattr(write, "MAX_BUFFERED", 200_000)
@@ -154,10 +171,12 @@ def test_the_input_is_read_at_most_a_buffer_ahead_of_the_writers(tmp_path: Path,
         real(self, table, *args, **kwargs)
         with lock:
             written[0] += table.nbytes
+
     monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
     store = LocalStore(tmp_path / "t")
-    files = write_data_files(FileIO(store), source(), SCHEMA,
-                             WriteOptions(target_file_size=50_000, row_group_size=30_000), max_workers=2)
+    files = write_data_files(
+        FileIO(store), source(), SCHEMA, WriteOptions(target_file_size=50_000, row_group_size=30_000), max_workers=2
+    )
     assert read_back(store, files).equals(pa.Table.from_batches(list(batches(200_000))))
     assert max(ahead) <= 200_000 + 2 * 30_000
 
@@ -170,38 +189,41 @@ def mixed_table(rows: int, seed: int) -> pa.Table:
 
     def arr(values: Any, type: pa.DataType) -> pa.Array:
         return pa.array(values, type, mask=nulls if not isinstance(values, pa.Array) else None)
+
     floats = rng.normal(size=rows)
     with_nan = np.where(rng.random(rows) < 0.01, np.nan, floats)
-    lengths = rng.choice([1, 10, 255, 256, 257, 300, 5000], size=rows, p=[.3, .3, .1, .1, .1, .05, .05])
+    lengths = rng.choice([1, 10, 255, 256, 257, 300, 5000], size=rows, p=[0.3, 0.3, 0.1, 0.1, 0.1, 0.05, 0.05])
     text = [chr(0x61 + int(rng.integers(0, 26))) * int(n) + ("é" if i % 7 == 0 else "") for i, n in enumerate(lengths)]
-    ints = rng.integers(-2**62, 2**62, rows)
-    return pa.table({
-        "i64": arr(ints, pa.int64()),
-        "i8": arr(ints % 100, pa.int8()),
-        "u64": arr(rng.integers(0, 2**63, rows).astype(np.uint64) * 2, pa.uint64()),
-        "f64": arr(floats, pa.float64()),
-        "f32_nan": arr(with_nan.astype(np.float32), pa.float32()),
-        "all_nan": pa.array(np.full(rows, np.nan)),
-        "bool": arr(rng.random(rows) < 0.5, pa.bool_()),
-        "short": arr([f"s{v}" for v in ints], pa.string()),
-        "long": arr(["m" * int(n) for n in lengths], pa.string()),
-        "accents": arr(text, pa.string()),
-        "large": arr(text, pa.large_string()),
-        "bin": arr([b"x" * int(n % 9) for n in ints], pa.binary()),
-        "ts_s_paris": arr(ints % 10**10, pa.timestamp("s", tz="Europe/Paris")),
-        "ts_ms": arr(ints % 10**13, pa.timestamp("ms")),
-        "ts_us_utc": arr(ints % 10**16, pa.timestamp("us", tz="UTC")),
-        "ts_ns_ny": arr(ints, pa.timestamp("ns", tz="America/New_York")),
-        "date32": arr((ints % 100_000).astype(np.int32), pa.date32()),
-        "date64": arr((ints % 100_000) * 86_400_000, pa.date64()),
-        "dec": arr([decimal.Decimal(int(v % 10**9)).scaleb(-3) for v in ints], pa.decimal128(18, 3)),
-        "dec_big": arr([decimal.Decimal(int(v)) for v in ints], pa.decimal128(38, 0)),
-        "nulls": pa.nulls(rows, pa.int32()),
-        "list": arr([[int(v), None] for v in ints], pa.list_(pa.int64())),
-        "struct": arr([{"a": int(v), "b": "x"} for v in ints], pa.struct([("a", pa.int64()), ("b", pa.string())])),
-        "dict": arr([f"d{v % 5}" for v in ints], pa.string()).dictionary_encode(),
-        "time": arr((ints % 86_400).astype(np.int32), pa.time32("s")),
-    })
+    ints = rng.integers(-(2**62), 2**62, rows)
+    return pa.table(
+        {
+            "i64": arr(ints, pa.int64()),
+            "i8": arr(ints % 100, pa.int8()),
+            "u64": arr(rng.integers(0, 2**63, rows).astype(np.uint64) * 2, pa.uint64()),
+            "f64": arr(floats, pa.float64()),
+            "f32_nan": arr(with_nan.astype(np.float32), pa.float32()),
+            "all_nan": pa.array(np.full(rows, np.nan)),
+            "bool": arr(rng.random(rows) < 0.5, pa.bool_()),
+            "short": arr([f"s{v}" for v in ints], pa.string()),
+            "long": arr(["m" * int(n) for n in lengths], pa.string()),
+            "accents": arr(text, pa.string()),
+            "large": arr(text, pa.large_string()),
+            "bin": arr([b"x" * int(n % 9) for n in ints], pa.binary()),
+            "ts_s_paris": arr(ints % 10**10, pa.timestamp("s", tz="Europe/Paris")),
+            "ts_ms": arr(ints % 10**13, pa.timestamp("ms")),
+            "ts_us_utc": arr(ints % 10**16, pa.timestamp("us", tz="UTC")),
+            "ts_ns_ny": arr(ints, pa.timestamp("ns", tz="America/New_York")),
+            "date32": arr((ints % 100_000).astype(np.int32), pa.date32()),
+            "date64": arr((ints % 100_000) * 86_400_000, pa.date64()),
+            "dec": arr([decimal.Decimal(int(v % 10**9)).scaleb(-3) for v in ints], pa.decimal128(18, 3)),
+            "dec_big": arr([decimal.Decimal(int(v)) for v in ints], pa.decimal128(38, 0)),
+            "nulls": pa.nulls(rows, pa.int32()),
+            "list": arr([[int(v), None] for v in ints], pa.list_(pa.int64())),
+            "struct": arr([{"a": int(v), "b": "x"} for v in ints], pa.struct([("a", pa.int64()), ("b", pa.string())])),
+            "dict": arr([f"d{v % 5}" for v in ints], pa.string()).dictionary_encode(),
+            "time": arr((ints % 86_400).astype(np.int32), pa.time32("s")),
+        }
+    )
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -226,9 +248,13 @@ def test_stats_from_the_footer_equal_stats_from_the_rows(seed: int) -> None:
 def test_stats_of_values_only_the_rows_can_judge() -> None:
     """Zero signs, infinities, a NaN after the first row group (the min of the numbers stands, no
     max), all-null row groups."""
-    table = pa.table({"f": pa.array([None, None, -0.0, 0.0, float("inf"), 1.0]),
-                      "g": pa.array([1.0, 2.0, 3.0, 4.0, None, float("nan")]),
-                      "s": pa.array([None, None, "b", "a", "é", None])})
+    table = pa.table(
+        {
+            "f": pa.array([None, None, -0.0, 0.0, float("inf"), 1.0]),
+            "g": pa.array([1.0, 2.0, 3.0, 4.0, None, float("nan")]),
+            "s": pa.array([None, None, "b", "a", "é", None]),
+        }
+    )
     sink, gaps = pa.BufferOutputStream(), FooterGaps(table.schema)
     with pq.ParquetWriter(sink, table.schema) as writer:
         for i in range(0, 6, 2):
@@ -236,7 +262,9 @@ def test_stats_of_values_only_the_rows_can_judge() -> None:
             gaps.add(table.slice(i, 2))
     footer = stats_from_parquet(writer.writer.metadata, table.schema, gaps)
     assert footer == table_stats(table)
-    assert footer["f"].max == float("inf") and (footer["g"].min, footer["g"].max) == (1.0, None) and footer["s"].max == "é"
+    assert (
+        footer["f"].max == float("inf") and (footer["g"].min, footer["g"].max) == (1.0, None) and footer["s"].max == "é"
+    )
 
 
 def test_timestamp_stats_keep_zone_and_nanoseconds() -> None:

@@ -35,17 +35,17 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
-import manifest_table as mt  # noqa: E402
-from manifest_table.format.column_types import rebuilt  # noqa: E402
-from manifest_table.spark import read, write  # noqa: E402
-from manifest_table.spark.schema import spark_schema  # noqa: E402
-from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
-from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
-from tests.differential_model import Oracle, State  # noqa: E402
-from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
-from tests.differential_types import KINDS, Shape  # noqa: E402
+import manifest_table as mt
+from manifest_table.format.column_types import rebuilt
+from manifest_table.spark import read, write
+from manifest_table.spark.schema import spark_schema
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases
+from tests.differential_history import STEPS, History, Step, step_required_column
+from tests.differential_model import Oracle, State
+from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf
+from tests.differential_types import KINDS, Shape
 
 pytest_plugins = ["tests.spark.fixtures"]
 
