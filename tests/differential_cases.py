@@ -1,6 +1,6 @@
 """One case of the differential read-path test: a table made from a seed, a random history
 on it, then every retained version read by a checker (tests/differential_reads.py, or the
-Spark sample's). Shared by tests/test_differential.py and tests/spark/test_differential_spark.py."""
+Spark sample's). Shared by tests/reads/test_differential.py and tests/spark/test_differential_spark.py."""
 
 from __future__ import annotations
 

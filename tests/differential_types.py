@@ -1,4 +1,4 @@
-"""The column types of the differential read-path test (tests/test_differential.py): how each
+"""The column types of the differential read-path test (tests/reads/test_differential.py): how each
 makes its Arrow type, the values rows draw from, and the filter literals that probe it.
 
 `KINDS` is the one list to extend: a new type is one `Kind` line (and, when filters can
@@ -11,7 +11,7 @@ the column's range (negative on unsigned, beyond int64, years outside nanosecond
 
 The list holds every type a table supports (docs/writing.md, "Column types"); the types
 refused when a column is made (float16, decimal256, views, dictionaries, `null`, unions, ...)
-are left out: tests/test_column_types.py checks that they are refused.
+are left out: tests/reads/test_column_types.py checks that they are refused.
 """
 
 from __future__ import annotations

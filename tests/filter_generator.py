@@ -1,5 +1,5 @@
 """Random filters as text in two dialects: ours and DuckDB's (the SQL oracle, docs/expressions.md
-"SQL semantics"). Shared by tests/test_filters_duckdb.py (fixed columns, hand-picked literals) and
+"SQL semantics"). Shared by tests/reads/test_filters_duckdb.py (fixed columns, hand-picked literals) and
 the differential read-path test (random schemas: tests/differential_types.py).
 
 A column says how each dialect names it and draws its literals; the generator builds

@@ -12,7 +12,7 @@ same content differently.
 - Tombstones: the same bytes (the portable roaring format is ours to keep).
 - Mirror objects (Iceberg metadata, Avro, Puffin, Delta log, deletion-vector files): present
   under the same keys. Avro files carry a random sync marker; the mirrors' contents are
-  checked by their own readers (tests/test_mirrors.py)."""
+  checked by their own readers (tests/mirrors/test_mirrors.py)."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ def test_not_null_column_refuses_null(tmp_path: Path):
 
 def test_integers_beyond_int64_are_stored_into_uint64_and_decimal_columns(tmp_path: Path):
     """Arrow infers int64 for a Python int and refused 2**64 - 1 ("has no Arrow type"), so a
-    uint64 column could not be set to its upper half (found by tests/test_differential.py)."""
+    uint64 column could not be set to its upper half (found by tests/reads/test_differential.py)."""
     schema = pa.schema([("id", pa.int64()), ("u", pa.uint64()), ("d", pa.decimal128(38, 0))])
     table = mt.create_table(tmp_path / "big", schema)
     table.append(pa.table({"id": [1, 2], "u": [0, 1], "d": [Decimal(0), Decimal(1)]}, schema=schema))

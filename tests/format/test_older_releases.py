@@ -25,7 +25,7 @@ import manifest_table as mt
 RELEASE_0_3_0 = "29bcc033f435ac3f57ddd98db9aeabf0cf738dc5"
 """The commit that made version 0.3.0."""
 SCHEMA = pa.schema([("id", pa.int64())])
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

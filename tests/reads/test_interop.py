@@ -282,7 +282,7 @@ def test_duckdb_reads_a_duration_column_added_by_a_schema_change(tmp_path: Path)
     """DuckDB reads a duration from Parquet as its BIGINT count (Parquet has no duration);
     the view cast the NULLs of older files to the INTERVAL of the Arrow type, and the union
     of the two failed ("Unimplemented type for cast (BIGINT -> INTERVAL)"), also nested in a
-    struct (found by tests/test_differential.py)."""
+    struct (found by tests/reads/test_differential.py)."""
     table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": [1]}))
     nested = pa.struct([("d", pa.duration("ms"))])
@@ -299,7 +299,7 @@ def test_polars_reads_a_fixed_size_list_column_added_by_a_schema_change(tmp_path
     """Older files read the new column as nulls, sliced into batches by row group; Polars
     cannot import a sliced fixed-size list with nulls ("validity mask length must be equal
     to the number of values divided by size"), also inside a struct (found by
-    tests/test_differential.py)."""
+    tests/reads/test_differential.py)."""
     table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]), row_group_size=512)
     table.append(pa.table({"id": list(range(200))}))
     pair = pa.list_(pa.int64(), 2)

@@ -840,7 +840,7 @@ def test_a_double_against_a_decimal_column_compares_as_doubles(text: str, expect
     """As DuckDB, Spark and PostgreSQL compare them (and as an integer column already was):
     99999999999999999.9 is the double 1e17. The literal used to become the decimal of its
     shortest repr, so ``d = 1e17`` matched nothing where DuckDB matches the row (found by
-    tests/test_differential.py). The doubles are the nearest ones. Pruning keeps every
+    tests/reads/test_differential.py). The doubles are the nearest ones. Pruning keeps every
     matching row."""
     from manifest_table.format.stats import table_stats
     table = pa.table({"d": pa.array([Decimal("99999999999999999.9"), Decimal("-0.3"), None], pa.decimal128(18, 1))})

@@ -30,7 +30,7 @@ import manifest_table as mt
 from manifest_table.expressions import parse
 from tests.cli_run import cli_count
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 WRITTEN = DATA / "table_written_by_0.1.0"
 EXPECTED = DATA / "table_written_by_0.1.0.expected"
 FILTERS = [

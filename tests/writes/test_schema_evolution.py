@@ -23,7 +23,7 @@ from manifest_table.errors import (
 from manifest_table.format.field_ids import FIELD_ID
 from manifest_table.storage import LocalStore
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float32()),
                     ("amount", pa.decimal128(5, 2)), ("tag", pa.string())])
 

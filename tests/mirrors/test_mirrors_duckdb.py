@@ -4,10 +4,10 @@ The extensions on PyPI (``duckdb-ext-iceberg``, ``-avro``, ``-delta``, ``-httpfs
 for DuckDB 1.4.4, and the suite's DuckDB is newer, so the readers run in a subprocess whose
 path starts with a directory holding ``duckdb==1.4.4`` and those packages, installed once
 (about 30 s) by tests/reader_envs.py. DuckDB 1.5.5 reads the random histories of
-tests/test_mirror_matrix.py; here, the smallest history that shows its one known misread.
+tests/mirrors/test_mirror_matrix.py; here, the smallest history that shows its one known misread.
 
 DuckDB 1.4.4's ``delta_scan`` reads the latest version only (it takes no version), so older
-versions are checked through ``iceberg_scan`` and the other readers (tests/test_mirrors.py)."""
+versions are checked through ``iceberg_scan`` and the other readers (tests/mirrors/test_mirrors.py)."""
 
 from __future__ import annotations
 

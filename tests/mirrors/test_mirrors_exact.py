@@ -146,7 +146,7 @@ def test_gc_leaves_no_expired_version_offered_by_either_mirror(tmp_path: Path) -
 # --- 5. Delta time travel by timestamp -------------------------------------------------------------------
 def test_delta_commits_carry_our_commit_time(tmp_path: Path) -> None:
     """Each Delta commit records our commit time as its in-commit timestamp (Spark's Delta
-    travels by it: tests/test_mirror_matrix.py), and a mirror started late has a JSON commit
+    travels by it: tests/mirrors/test_mirror_matrix.py), and a mirror started late has a JSON commit
     at its first version, so a reader finds that version's time (deltalake refused any time
     before the mirror's second commit)."""
     t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))

@@ -283,7 +283,7 @@ def test_files_written_before_field_ids_are_mirrored(tmp_path: Path) -> None:
 
 def test_a_0_2_0_table_gets_a_delta_mirror(tmp_path: Path) -> None:
     root = tmp_path / "old"
-    shutil.copytree(Path(__file__).parent / "data" / "table_written_by_0.2.0", root)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "table_written_by_0.2.0", root)
     t = mt.open_table(str(root))
     with pytest.raises(MirrorTypeError, match="'ts'.*Iceberg"):
         t.set_mirrors(["iceberg"])  # its zone is Europe/Berlin

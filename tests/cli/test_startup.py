@@ -47,7 +47,7 @@ def test_the_count_command_imports_no_pyarrow(tmp_path: Path) -> None:
     encoded (format/stored_schema.py): no pyarrow, numpy or pyroaring, whose import was most
     of the command's time (docs/benchmarks.md, "Start-up"). A table of either format and a
     database's table, at the latest version, at a version and as of a time; the counts are
-    checked against the scan's by tests/test_differential.py."""
+    checked against the scan's by tests/reads/test_differential.py."""
     v1 = mt.create_table(tmp_path / "v1", pa.schema([("id", pa.int64())]), format_version=1)
     mt.create_database(tmp_path / "db")
     tables = [v1, mt.create_table(tmp_path / "v2", v1.schema), mt.create_table(f"{tmp_path / 'db'}/t", v1.schema)]

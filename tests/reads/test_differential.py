@@ -78,7 +78,7 @@ def test_every_read_path_returns_the_model_rows(tmp_path: Path) -> None:
                         lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS),
                         changes=True, flavors=tuple(FLAVORS))
     replay = "MT_DIFF_SEED={seed} MT_DIFF_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
-             "tests/test_differential.py -k 'not database'"
+             "tests/reads/test_differential.py -k 'not database'"
     run_cases(SEED, CASES, SECONDS, run, tmp_path, replay, "differential")
 
 
@@ -89,5 +89,5 @@ def test_every_read_path_returns_the_model_rows_of_a_database_table(tmp_path: Pa
                         lambda uri, hive, oracle, writer, rng: Checker(uri, hive, oracle, writer, rng, FILTERS),
                         changes=True, flavors=("db",))
     replay = "MT_DIFF_SEED={seed} MT_DIFF_DB_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
-             "tests/test_differential.py -k database"
+             "tests/reads/test_differential.py -k database"
     run_cases(SEED, DB_CASES, SECONDS, run, tmp_path, replay, "differential, database tables")

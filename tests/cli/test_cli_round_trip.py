@@ -2,7 +2,7 @@
 appends back to equal rows, for random values at the edges of each type (NaN and infinities,
 quotes, commas and newlines in text, bytes that are not text, the extremes of every integer,
 decimal and time unit, nulls beside empty values), not only the few fixed ones of
-tests/test_cli.py. ``MT_ROUND_TRIP_EXAMPLES`` runs more examples (40 by default)."""
+tests/cli/test_cli.py. ``MT_ROUND_TRIP_EXAMPLES`` runs more examples (40 by default)."""
 
 from __future__ import annotations
 

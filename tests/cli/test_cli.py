@@ -804,7 +804,7 @@ def test_scheduled_job_takes_storage_options(s3_uri: str, moto_endpoint: str):
     table.append(rows(0, 3))
     table.append(rows(3, 5))
     env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
-    script = Path(__file__).resolve().parents[1] / "gc" / "maintain.py"
+    script = Path(__file__).resolve().parents[2] / "gc" / "maintain.py"
     done = subprocess.run(
         [
             sys.executable,

@@ -40,7 +40,7 @@ from typing import Any
 import boto3
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", ROOT / "gc" / "README.md", *(ROOT / "docs").glob("*.md"),
                 *(ROOT / "docs" / "design").glob("*.md")])
 LANGUAGES = {"python": "python", "py": "python", "sh": "sh", "bash": "sh", "shell": "sh"}

@@ -38,7 +38,7 @@ from tests.conftest import make_store
 from tests.stores import WrappedStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64())])
-OLD_TABLE = Path(__file__).parent / "data" / "table_written_by_0.2.0"
+OLD_TABLE = Path(__file__).parents[1] / "data" / "table_written_by_0.2.0"
 TARGET = 1 << 20  # every test file (~1 KiB) is small against it
 
 

@@ -1,7 +1,7 @@
 """Table.changes: the rows each commit changed, derived from the log (docs/changes.md). Every
 write kind, pairs through transactions, schema evolution, filters and projections, the
 cursor and its errors, DuckDB and Polars on the stream. The random histories checked against
-a model are in tests/test_differential.py (tests/differential_changes.py)."""
+a model are in tests/reads/test_differential.py (tests/differential_changes.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 from manifest_table import Table, create_table, open_table
 from manifest_table.errors import CommitConflictError
 
-SCRIPT = Path(__file__).resolve().parents[1] / "gc" / "maintain.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "gc" / "maintain.py"
 SCHEMA = pa.schema([("id", pa.int64())])
 AGGRESSIVE = ["--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"]
 
