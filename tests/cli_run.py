@@ -12,7 +12,7 @@ from manifest_table.cli import main
 
 def cli_count(uri: str, version: int | None = None, where: str | None = None) -> int:
     """``manifest-table count URI [--version V] [--where W]``: without ``--where`` it answers
-    from the manifest, without pyarrow (tests/test_startup.py)."""
+    from the manifest, without pyarrow (tests/cli/test_startup.py)."""
     argv = ["count", uri, *([] if version is None else ["--version", str(version)])]
     argv += [] if where is None else [f"--where={where}"]
     out, err = io.StringIO(), io.StringIO()

@@ -81,7 +81,7 @@ def check_changes(h: History, rng: random.Random) -> tuple[list[Failure], int]:
     return failures, feeds
 
 
-def _database(h: History, model: "_Model", start: int, end: int) -> list[Failure]:
+def _database(h: History, model: _Model, start: int, end: int) -> list[Failure]:
     """``Database.changes``: table t's rows as its own feed's, the other table's appends."""
     name = f"database changes({start}, {end})"
     last = h.versions[end]

@@ -19,9 +19,10 @@ the table is unchanged)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -168,7 +169,7 @@ class ThroughDatabase:
     def __init__(self, history: History, name: str, rng: random.Random) -> None:
         self.history, self.db, self.name, self.rng = history, history.database, name, rng
 
-    def transaction(self) -> "TableOfDatabaseTransaction":
+    def transaction(self) -> TableOfDatabaseTransaction:
         return TableOfDatabaseTransaction(self.history, self.name, self.rng)
 
     def _one(self, operation: str, *args: Any, **kwargs: Any) -> Any:

@@ -8,8 +8,9 @@ import datetime as dt
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ def canonical(value: Any, loose: bool = False) -> Any:
         return ("instant" if value.tzinfo else "wall", int(value.asm8.view("i8")) * per_unit)
     if isinstance(value, dt.datetime):
         aware = value.tzinfo is not None
-        wall = value.astimezone(dt.timezone.utc).replace(tzinfo=None) if aware else value
+        wall = value.astimezone(dt.UTC).replace(tzinfo=None) if aware else value
         return ("instant" if aware else "wall", (wall - EPOCH) // dt.timedelta(microseconds=1) * 1000)
     if isinstance(value, dict):
         return tuple((key, canonical(item, loose)) for key, item in value.items())

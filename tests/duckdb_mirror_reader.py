@@ -1,4 +1,4 @@
-"""Run by the mirror tests (tests/test_mirrors_duckdb.py, tests/test_mirror_matrix.py) in a
+"""Run by the mirror tests (tests/mirrors/test_mirrors_duckdb.py, tests/mirrors/test_mirror_matrix.py) in a
 subprocess whose ``sys.path`` starts with a directory holding one DuckDB release and its
 extensions from PyPI (tests/reader_envs.py): reads each query's rows and prints them,
 canonical (tests/mirror_canonical.py), as JSON; a query that fails gives ``"error: ..."``.

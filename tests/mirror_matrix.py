@@ -1,4 +1,4 @@
-"""The reader matrix (tests/test_mirror_matrix.py): random histories of the differential test
+"""The reader matrix (tests/mirrors/test_mirror_matrix.py): random histories of the differential test
 (tests/differential_history.py) on tables with both mirrors on, over the column types both
 mirrors hold, and what every reader must return for each retained version.
 
@@ -17,16 +17,17 @@ under which the reader is known to fail).
 Environment: ``MT_MIRROR_MATRIX_CASES`` (default 2), ``MT_MIRROR_MATRIX_STEPS`` (default 14),
 ``MT_MIRROR_MATRIX_SPARK`` (versions Spark reads in all, default 2; 0: every version of every
 case),
-``MT_DIFF_SEED`` (the first case's seed, as in tests/test_differential.py)."""
+``MT_DIFF_SEED`` (the first case's seed, as in tests/reads/test_differential.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import fastavro
 import pyarrow as pa

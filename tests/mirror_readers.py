@@ -6,7 +6,7 @@ DataFusion scan is used."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +35,7 @@ def rows(table: pa.Table) -> list[tuple]:
 
 def _comparable(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     return value if value == value else "NaN"
 
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_mirror_matrix.py in a subprocess whose ``sys.path`` starts with PySpark
+"""Run by tests/mirrors/test_mirror_matrix.py in a subprocess whose ``sys.path`` starts with PySpark
 4.1 (tests/reader_envs.py): the reference JVM readers, Spark with ``delta-spark`` and Spark
 with ``iceberg-spark-runtime``, their jars fetched from Maven Central by Spark itself
 (``spark.jars.packages``) into an Ivy cache the request names. Reads each query and prints
@@ -16,7 +16,6 @@ import sys
 import time
 
 from tests.mirror_canonical import of_arrow
-
 
 JVM_OPTIONS = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """The quick JIT only and one GC thread: a JVM that reads a few tiny tables spends its time

@@ -8,7 +8,7 @@ exception is a bug and keeps its traceback. See docs/cli.md.
 The command starts at once: only the module of the command being run is imported (with the
 library and pyarrow behind it), so ``--help``, ``--version`` and a usage error import none
 of them. ``COMMANDS`` names each command's module and summary for that;
-tests/test_startup.py checks it against what the modules register.
+tests/cli/test_startup.py checks it against what the modules register.
 """
 
 from __future__ import annotations

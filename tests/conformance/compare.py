@@ -4,14 +4,15 @@ same content differently.
 
 - Our JSON objects (the pointer, versions, table roots): equal as JSON once sizes are left
   out (a data file's ``size``, a segment's and the totals' ``bytes``, compaction's
-  ``bytes_*`` metrics, a target file size derived from them): pyarrow may write the same rows in a few more or fewer bytes.
+  ``bytes_*`` metrics, a target file size derived from them): pyarrow may write the same rows
+  in a few more or fewer bytes.
 - Parquet (data files, segments, expected rows): the same Arrow schema, field metadata
   (field ids) included, the same rows, and for data files the same row groups (deletes
   address rows by position); a segment's ``size`` column left out.
 - Tombstones: the same bytes (the portable roaring format is ours to keep).
 - Mirror objects (Iceberg metadata, Avro, Puffin, Delta log, deletion-vector files): present
   under the same keys. Avro files carry a random sync marker; the mirrors' contents are
-  checked by their own readers (tests/test_mirrors.py)."""
+  checked by their own readers (tests/mirrors/test_mirrors.py)."""
 
 from __future__ import annotations
 

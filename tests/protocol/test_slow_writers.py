@@ -23,8 +23,8 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 import manifest_table as mt
-from manifest_table.entry_points import create_from_rows
 from manifest_table.clock import Stamp, utc_now
+from manifest_table.entry_points import create_from_rows
 from manifest_table.errors import CommitFailedError, InvalidArgumentError
 from manifest_table.format.entries import DataFile
 from manifest_table.mirrors.source import Source
