@@ -188,7 +188,7 @@ CASES: list[Case] = [
         "compact-fraction-above-one",
         InvalidArgumentError,
         lambda t: t.compact(min_deleted_fraction=1.5),
-        r"min_deleted_fraction must be in \(0, 1\]",
+        r"min_deleted_fraction must be in \[0, 1\] \(0: any deleted row\)",
     ),
     (
         "compact-fraction-nan",
