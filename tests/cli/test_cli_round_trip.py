@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,8 @@ def scalars(dtype: pa.DataType) -> st.SearchStrategy[Any]:
         return st.floats(width=dtype.bit_width)
     if t.is_decimal(dtype):
         most = 10**dtype.precision - 1
-        return st.integers(-most, most).map(lambda units: Decimal(units).scaleb(-dtype.scale))
+        exact = Context(prec=dtype.precision + 1)  # (the default context rounds to 28 digits)
+        return st.integers(-most, most).map(lambda units: Decimal(units).scaleb(-dtype.scale, exact))
     if t.is_string(dtype) or t.is_large_string(dtype):
         return TEXT
     if t.is_fixed_size_binary(dtype):
