@@ -18,14 +18,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from ..format import parquet_pages as pp
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+else:  # (the scan imports this module: pyarrow.dataset imports pandas, 0.2 s, docs/benchmarks.md)
+    pafs = lazy("pyarrow.fs")
+    pq = lazy("pyarrow.parquet")
 
 LARGE_GROUP_ROWS = 40_000
 """Row groups at least this large take the two-step read: two pages of parquet-cpp's

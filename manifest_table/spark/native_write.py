@@ -93,6 +93,8 @@ def write(
         return None
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
+    if target.sort_by:  # the sort_by property: each task's rows sorted, as an append sorts its batch
+        frame = frame.sortWithinPartitions(*[quoted(name) for name in target.sort_by])
     files = [file for _, file in write_staged(frame, location, target.fields, options)]
     try:
         return target.commit(files)

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-import pyarrow as pa
-
 from ..errors import CorruptTableError, NotFound, StoreError
 from ..lazy import lazy
 from .base import ObjectStore
@@ -25,10 +23,12 @@ from .local import fsync_written
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 else:
+    pa = lazy("pyarrow")
     ds = lazy("pyarrow.dataset")
     pafs = lazy("pyarrow.fs")
     pq = lazy("pyarrow.parquet")

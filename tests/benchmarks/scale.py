@@ -36,8 +36,9 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import manifest_table as mt
 from manifest_table.expressions import ColumnStats
@@ -45,8 +46,25 @@ from manifest_table.format.manifest import DataFile
 from manifest_table.storage import LocalStore
 
 from . import _peers
-from ._common import (WIDE_SCHEMA, CountingStore, Timing, bytes_written, compare, describe, files_of, machine,
-                      make_wide_data, measure, parser, print_table, ratio, scratch, seconds, size, synthetic_files)
+from ._common import (
+    WIDE_SCHEMA,
+    CountingStore,
+    Timing,
+    bytes_written,
+    compare,
+    describe,
+    files_of,
+    machine,
+    make_wide_data,
+    measure,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+    synthetic_files,
+)
 
 REAL_FILES, REAL_ROWS = 3, 1_000
 SYNTHETIC_ROWS, FIRST_SYNTHETIC_ID = 1_000, 10**9
@@ -64,7 +82,7 @@ class Median:
     cpu: float
 
     @classmethod
-    def of(cls, timing: Timing) -> "Median":
+    def of(cls, timing: Timing) -> Median:
         return cls(timing.median, timing.cpu_median)
 
 

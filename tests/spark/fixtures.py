@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession
 
-from manifest_table.spark import register  # noqa: E402
-
+from manifest_table.spark import register
 
 GCS_CONNECTOR_ON_HADOOP_3_5 = {
     "spark.hadoop.fs.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",

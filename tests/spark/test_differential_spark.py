@@ -1,7 +1,7 @@
-"""The Spark sample of the differential read-path test (tests/test_differential.py).
+"""The Spark sample of the differential read-path test (tests/reads/test_differential.py).
 
 A few cases over the types Spark can read (``Kind.spark``), whose histories (without the
-NOT NULL race, whose nulls fail every Spark job slowly: tests/test_differential.py has it) also append
+NOT NULL race, whose nulls fail every Spark job slowly: tests/reads/test_differential.py has it) also append
 through Spark's native writer a DataFrame with a column Spark's optimizer knows is never null
 (a literal: issue 18 item 8). The latest version and two others are then read through Spark's native path
 (``manifest_table.spark.read``: Spark's own Parquet reader, deleted rows dropped by the JVM
@@ -17,7 +17,7 @@ micro-batch, each commit's rows the model's difference of its versions). Spark h
 the table's types, and the model's nanoseconds are cut to microseconds first.
 
 Environment: ``MT_DIFF_SPARK_CASES`` (default 3) and ``MT_DIFF_SPARK_STEPS`` (default 8);
-``MT_DIFF_SEED``, ``MT_DIFF_SECONDS`` and ``MT_DIFF_SKIP_KINDS`` as in tests/test_differential.py.
+``MT_DIFF_SEED``, ``MT_DIFF_SECONDS`` and ``MT_DIFF_SKIP_KINDS`` as in tests/reads/test_differential.py.
 """
 
 from __future__ import annotations
@@ -35,17 +35,17 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
-import manifest_table as mt  # noqa: E402
-from manifest_table.format.column_types import rebuilt  # noqa: E402
-from manifest_table.spark import read, write  # noqa: E402
-from manifest_table.spark.schema import spark_schema  # noqa: E402
-from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
-from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
-from tests.differential_model import Oracle, State  # noqa: E402
-from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
-from tests.differential_types import KINDS, Shape  # noqa: E402
+import manifest_table as mt
+from manifest_table.format.column_types import rebuilt
+from manifest_table.spark import read, write
+from manifest_table.spark.schema import spark_schema
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases
+from tests.differential_history import STEPS, History, Step, step_required_column
+from tests.differential_model import Oracle, State
+from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf
+from tests.differential_types import KINDS, Shape
 
 pytest_plugins = ["tests.spark.fixtures"]
 
@@ -78,10 +78,19 @@ def spark_column(name: str) -> Any:
 
 
 def spark_predicate(leaf: SimpleLeaf) -> Any:
-    column = spark_column(leaf.column)
-    return {"=": lambda: column == leaf.value, "!=": lambda: column != leaf.value, "<": lambda: column < leaf.value,
-            ">=": lambda: column >= leaf.value, "IS NULL": column.isNull,
-            "IN": lambda: column.isin([leaf.value])}[leaf.op]()
+    column, value = spark_column(leaf.column), spark_literal(leaf.value)
+    return {"=": lambda: column == value, "!=": lambda: column != value, "<": lambda: column < value,
+            ">=": lambda: column >= value, "IS NULL": column.isNull,
+            "IN": lambda: column.isin([value])}[leaf.op]()
+
+
+def spark_literal(value: Any) -> Any:
+    """``value``, or a date before year 1000 as a typed SQL literal: PySpark sends a Python date
+    through ``java.sql.Date.valueOf(strftime("%Y-%m-%d"))``, whose unpadded year ``1-01-01``
+    Java refuses (IllegalArgumentException)."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime) and value.year < 1000:
+        return F.expr(f"DATE '{value.isoformat()}'")
+    return value
 
 
 class SparkChecker:
@@ -96,11 +105,11 @@ class SparkChecker:
         self.sample = {latest} | set(rng.sample(range(latest), min(latest, versions - 1)))
         self.states: dict[int, State] = {}
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None:
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None:
         if state is not None:
             self.states[version] = state
         if state is None or version not in self.sample:
-            return  # expired versions: tests/test_differential.py checks the error
+            return  # expired or damaged versions: tests/reads/test_differential.py checks the error
         source = self.spark.read.format("manifest_table").option("version", version).load(self.uri)
         leaf = simple_leaf(self.rng, state)
         checks = [("manifest_table.spark.read", lambda: read(self.spark, self.uri, version=version), None),
@@ -263,7 +272,7 @@ def test_spark_reads_return_the_model_rows(spark: Any, tmp_path: Path) -> None:
     nullable id, so that ``write`` takes the native path with a folded date literal (issue 18
     item 8); odd seeds: every type Spark reads, except unsigned integers, which Spark's reader
     refuses inside a list or struct ("Spark cannot represent"; top-level ones are read by
-    tests/test_spark_source.py)."""
+    tests/spark/test_spark_source.py)."""
     readable = [k for k in KINDS if k.spark and not k.label.startswith("uint")]
     native = Shape([k for k in readable if k.label in NATIVE_WRITABLE], ("date32",), nullable_id=True, collisions=False)
     choices = [s for s in STEPS if s[0] is not step_required_column] + [spark_write_step(spark)]
@@ -272,5 +281,5 @@ def test_spark_reads_return_the_model_rows(spark: Any, tmp_path: Path) -> None:
         return run_case(seed, directory, native if seed % 2 == 0 else Shape(readable), SPARK_STEPS,
                         lambda uri, hive, oracle, writer, rng: SparkChecker(spark, uri, oracle, rng), choices)
     replay = "MT_DIFF_SEED={seed} MT_DIFF_SPARK_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
-             "tests/test_differential_spark.py"
+             "tests/spark/test_differential_spark.py"
     run_cases(SEED, SPARK_CASES, SECONDS, run, tmp_path, replay, "differential (Spark)")

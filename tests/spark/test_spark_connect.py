@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-import manifest_table as mt  # noqa: E402
+import manifest_table as mt
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
@@ -37,7 +37,7 @@ def rows(start: int, stop: int) -> pa.Table:
         "id": list(ids),
         "name": [None if i % 7 == 0 else f"n{i}" for i in ids],
         "x": [i / 3 for i in ids],
-        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i) for i in ids],
+        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i) for i in ids],
     }, schema=SCHEMA)
 
 
@@ -139,7 +139,7 @@ def _child(uri: str) -> None:
     spark = _connect_session()
     assert isinstance(spark, ConnectSession)
     try:
-        spark.sparkContext  # noqa: B018
+        spark.sparkContext
         raise AssertionError("a Spark Connect session has no SparkContext")
     except PySparkException:
         pass

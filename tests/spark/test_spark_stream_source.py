@@ -127,7 +127,7 @@ def test_a_start_version_garbage_collection_removed_fails_the_query(spark, tmp_p
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     for k in range(3):
         t.append(rows(10 * k, 10 * k + 10))
-    t.gc(retain_versions=1, retain_for=None, grace=timedelta(0))
+    t.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
     with pytest.raises(Exception, match="VersionExpiredError: the streaming read .* needs version 1"):
         collect_batches(spark, t.uri, tmp_path / "c", startingVersion="1")
 

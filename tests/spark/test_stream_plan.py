@@ -182,7 +182,7 @@ def test_a_version_garbage_collection_removed_fails_with_what_to_do(tmp_path: Pa
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     for k in range(4):
         t.append(rows(10 * k, 10 * k + 10))
-    t.gc(retain_versions=2, retain_for=None, grace=timedelta(0))  # versions 3 and 4 remain
+    t.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)  # versions 3 and 4 remain
     with pytest.raises(VersionExpiredError, match="needs version 3.*startingVersion at a retained version"):
         planner(t).initial(3, None)  # version 3's changes need version 2
     assert planner(t).initial(4, None) == Position(4)

@@ -1,6 +1,6 @@
 """gs:// and az:// wherever a location is accepted: the CLI (with ``--storage-option``), DuckDB
 and Polars (through Arrow and our scan), and Spark's data source. The Python API:
-test_cloud_tables.py; the maintenance job: tests/test_maintenance_job.py; Spark's native path:
+test_cloud_tables.py; the maintenance job: tests/maintenance/test_maintenance_job.py; Spark's native path:
 tests/spark/test_spark_cloud.py."""
 
 from __future__ import annotations
