@@ -70,6 +70,9 @@ def native_readable_snapshot(spark: Any, location: TableLocation, snapshot: Snap
     if unreadable:
         report_fallback(location, "types", f"Spark's Parquet reader cannot read columns {unreadable}")
         return False
+    if any(f.name.lower() == "_metadata" for f in snapshot.schema):
+        report_fallback(location, "metadata", "a column named _metadata hides the file metadata Spark's reader gives")
+        return False
     names = [file_name(f) for f in snapshot.files]
     if len(set(names)) != len(names) or not all(_SAFE_NAME.fullmatch(n) for n in names):
         report_fallback(location, "names", "data file names are not unique plain names")

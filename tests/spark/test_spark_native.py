@@ -520,6 +520,17 @@ def test_fallback_to_the_data_source_is_logged_once(spark, tmp_path: Path, caplo
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
 
 
+def test_a_column_named_metadata_goes_through_the_data_source(spark, tmp_path: Path):
+    """Spark's ``_metadata`` (the file and row position a native read with deletes needs) is
+    hidden by a column of that name: such a table is read by the data source."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("_METADATA", pa.string())]))
+    t.append(pa.table({"id": [1, 2, 3], "_METADATA": ["a", "b", "c"]}))
+    t.delete("id = 2")
+    df = read(spark, t.uri)
+    assert "BatchScan manifest_table" in df._jdf.queryExecution().executedPlan().toString()
+    assert sorted_rows(df) == sorted_rows(t.to_arrow())
+
+
 def test_s3_without_s3a_falls_back(spark, s3_uri: str, moto_endpoint: str):
     options = {
         "endpoint_url": moto_endpoint,
