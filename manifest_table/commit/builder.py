@@ -228,14 +228,15 @@ class ManifestBuilder:
 
     def _flush_plan(self, prev: Version, deletes: dict[str, DeletionVector]) -> list[str]:
         """Segments to rewrite so that the map falls to half its limit: those holding the most
-        of its entries first."""
-        holders: dict[str, int] = {}
+        of its entries first, ties in table order (not in the order of the random paths, so the
+        same commits lay a table out the same way)."""
+        holders: dict[str, int] = {s.path: 0 for s in prev.index.segments} if prev.index else {}
         for _, segment in locate(prev, deletes).values():
             if segment is not None:
-                holders[segment] = holders.get(segment, 0) + 1
+                holders[segment] += 1
         keep = prev.properties[DELETES_LIMIT] // 2
         plan, remaining = [], len(deletes)
-        for key, count in sorted(holders.items(), key=lambda kv: -kv[1]):
+        for key, count in sorted(((k, n) for k, n in holders.items() if n), key=lambda kv: -kv[1]):
             if remaining <= keep:
                 break
             plan.append(key)

@@ -43,7 +43,12 @@ def multiset(table: pa.Table) -> Counter:
 
 class TableModel(RuleBasedStateMachine):
     """Over a format-v1 table that the ``upgrade`` rule may move to v2 mid-history, so time
-    travel crosses the boundary."""
+    travel crosses the boundary.
+
+    What a rule draws, and whether it may run, depends only on the rules before it, never on
+    the table's layout: how a write cuts its files follows its encoding threads' timing
+    (data/write.py), so the files, and whether a compaction commits, differ between replays
+    of one example (Hypothesis calls such a test flaky)."""
 
     create: dict = {"format_version": 1}
 
@@ -198,13 +203,14 @@ class TableModel(RuleBasedStateMachine):
         self.committed(info, keep)
         assert not [f.path for f in self.table.manifest().files if f.deleted_rows]
 
-    @precondition(lambda self: self.table.manifest().totals.files > 0)
-    @rule(data=st.data())
-    def lose_a_file_and_repair(self, data):
+    @rule(choice=st.integers(0, 10**6))
+    def lose_a_file_and_repair(self, choice):
         """A data file deleted by hand, then ``repair``: its live rows are gone, and every
         version listing it reads as ``CorruptTableError`` naming it."""
-        files = [f.path for f in self.table.manifest().files]  # in table order: the same in every replay
-        victim = files[data.draw(st.integers(0, 10**6)) % len(files)]
+        files = [f.path for f in self.table.manifest().files]
+        if not files:
+            return
+        victim = files[choice % len(files)]
         lost = Counter()
         for f, rows in self.table.scan().matching_rows():
             if f.path == victim:
@@ -221,10 +227,9 @@ class TableModel(RuleBasedStateMachine):
         assert [(f.path, f.rows) for f in report.lost] == [(victim, sum(lost.values()))]
         self.committed(report.commit, list((Counter(self.rows) - lost).elements()))
 
-    @precondition(lambda self: len(self.versions) > 1)
-    @rule(data=st.data())
-    def time_travel(self, data):
-        version = data.draw(st.integers(0, len(self.versions) - 1))
+    @rule(choice=st.integers(0, 10**6))
+    def time_travel(self, choice):
+        version = choice % len(self.versions)
         if version in self.damaged:
             with pytest.raises(mt.errors.CorruptTableError, match=f"version {version} of"):
                 self.table.scan(version=version).to_arrow()
