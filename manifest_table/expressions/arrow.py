@@ -162,6 +162,14 @@ def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     return plan.to_table(use_threads=False)  # one thread keeps row order
 
 
+def matching_rows(table: pa.Table, where: pc.Expression) -> np.ndarray:
+    """The indexes of the rows of ``table`` where ``where`` is true (not false, not null), in
+    order. On one thread: ``Table.filter`` hands the plan to a thread pool, and under load
+    that hand-off cost a point read more than the filter itself."""
+    mask = project(table, {"m": where}).column(0)
+    return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+
+
 def _grouped(
     items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]
 ) -> pc.Expression:

@@ -17,7 +17,7 @@ from ..errors import InvalidArgumentError
 from .field_ids import FIELD_ID
 from .json_fields import MAX_INT64, MISSING, corrupt, integer, of_type
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, stored_key
-from .segment import SegmentSummary
+from .segment import SegmentSummary, shape
 from .stats import ColumnStats, encode_stats
 
 
@@ -136,12 +136,22 @@ def encode_index(index: FileIndex, schema: pa.Schema) -> dict[str, Any]:
                 "rows": s.rows,
                 "deleted": s.deleted,
                 "bytes": s.bytes,
-                "stats": index.stats_by_id(s.stats, schema),
+                "stats": _stored_stats(index, s, schema),
             }
             for s in index.segments
         ],
         "deletes": {path: vars(ref) for path, ref in index.deletes.items()},
     }
+
+
+def _stored_stats(index: FileIndex, summary: SegmentSummary, schema: pa.Schema) -> dict[str, Any]:
+    """A summary's stats as the root stores them: as decoded or first encoded under this
+    schema (``SegmentSummary.stored``), else encoded now."""
+    key = shape(schema, index.field_ids)
+    found = summary.stored.get(key)
+    if found is None:
+        found = summary.stored[key] = index.stats_by_id(summary.stats, schema)
+    return found
 
 
 def decode_index(
@@ -168,6 +178,7 @@ def decode_index(
             raise corrupt(key, at, raw, "a JSON object")
         rows = integer(raw, "rows", key, 0, MAX_INT64, at)
         stats = ids_to_names(of_type(raw, "stats", key, dict, at), schema, field_ids)
+        stored = {shape(schema, field_ids): names_to_ids(stats, schema, field_ids)}
         segments.append(
             SegmentSummary(
                 path=stored_key(raw.get("path", MISSING), SEGMENT_PREFIX, key, f"{at}.path"),
@@ -176,6 +187,7 @@ def decode_index(
                 deleted=integer(raw, "deleted", key, 0, rows + 1, at),
                 bytes=integer(raw, "bytes", key, 0, MAX_INT64, at),
                 stats=decode_stats(stats, rows, f"{at}.stats"),
+                stored=stored,
             )
         )
     if len({s.path for s in segments}) != len(segments):
