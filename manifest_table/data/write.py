@@ -23,7 +23,7 @@ from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
 from ..format.root import with_field_ids
 from ..format.schema import check_schema
-from ..format.stats import FooterGaps, stats_from_parquet
+from ..format.stats import FooterGaps, encode_stats, stats_from_parquet
 from ..lazy import lazy
 from ..storage import FileIO
 
@@ -101,6 +101,7 @@ def write_data_files(
     under (``FieldIds.physical_names``) where they differ from the schema's; the entries'
     stats keep the schema's names."""
     check_schema(schema, appending=True)
+    table_schema = schema
     keys: list[str] = []
     source = _Source(batches)
     table_names = schema.names
@@ -120,7 +121,9 @@ def write_data_files(
     if names != table_names:
         table_name = dict(zip(names, table_names))
         files = [replace(f, stats={table_name[n]: s for n, s in f.stats.items()}) for f in files]
-    return files
+    # Encoded once, as a manifest stores them: a file stays in the root's tail for up to
+    # ``tail_limit`` commits, each of which writes its entry again.
+    return [replace(f, encoded_stats=encode_stats(f.stats, table_schema)) for f in files]
 
 
 class _Source:

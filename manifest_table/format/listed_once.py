@@ -43,6 +43,22 @@ class ListedPaths:
         paths = pa.array(paths, pa.string()) if not isinstance(paths, pa.Array) else paths.cast(pa.string())
         return cls(where, paths, np.sort(_fingerprints(paths)))
 
+    def twice(self) -> str | None:
+        """A path listed more than once within this part, if any (equal fingerprints are
+        compared as strings): what ``pc.unique`` over the strings told at several times the
+        cost."""
+        prints = self.prints
+        repeated = prints[1:][prints[1:] == prints[:-1]]
+        if not len(repeated):
+            return None
+        seen: set[str] = set()
+        for i in np.flatnonzero(np.isin(_fingerprints(self.paths), repeated)):
+            path = self.paths[int(i)].as_py()
+            if path in seen:
+                return path
+            seen.add(path)
+        return None
+
 
 def check_listed_once(root: str, parts: Sequence[ListedPaths]) -> None:
     """``CorruptTableError`` naming ``root``, the file and both places if a path is in two of
