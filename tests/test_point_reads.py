@@ -1,10 +1,13 @@
-"""Point reads page by page (data/point_reads.py, format/parquet_pages.py): a filtered read of
-large row groups decodes the filter's columns, then the other columns only in the pages that
-hold matching rows. Checked against pyarrow's whole reads on row groups of many pages, with
-deleted rows, for every column type pyarrow writes (nested and unusual ones fall back to the
-whole chunk), on files of other writers' layouts (v2 data pages, page-header statistics, no
-dictionary, snappy), and for the positions a delete by key records. The differential test
-reads odd seeds' filtered scans this way too (tests/differential_cases.py)."""
+"""Point reads page by page (data/point_reads.py, format/parquet_pages.py, format/page_index.py):
+a filtered read of large row groups decodes the filter's columns only in the pages whose
+bounds may match, then the other columns only in the pages that hold matching rows. Checked
+against pyarrow's whole reads on row groups of many pages, with deleted rows, for every column
+type pyarrow writes (nested and unusual ones fall back to the whole chunk), on files of other
+writers' layouts (v2 data pages, page-header statistics, no dictionary, snappy), for the page
+index found in the footer (false matches refused, bounds equal to each page's values), and for
+the positions a delete by key records. The differential test reads odd seeds' filtered scans
+this way too (tests/differential_cases.py); tests/test_filters_duckdb.py checks the pruning by
+page bounds against DuckDB's rows."""
 
 from __future__ import annotations
 

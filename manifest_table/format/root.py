@@ -172,13 +172,14 @@ def decode_index(
     if totals.deleted > totals.rows:
         raise corrupt(key, "totals.deleted", totals.deleted, f"at most totals.rows ({totals.rows})")
     segments = []
+    layout = shape(schema, field_ids)
     for i, raw in enumerate(of_type(doc, "segments", key, list)):
         at = f"segments[{i}]"
         if type(raw) is not dict:
             raise corrupt(key, at, raw, "a JSON object")
         rows = integer(raw, "rows", key, 0, MAX_INT64, at)
         stats = ids_to_names(of_type(raw, "stats", key, dict, at), schema, field_ids)
-        stored = {shape(schema, field_ids): names_to_ids(stats, schema, field_ids)}
+        stored = {layout: names_to_ids(stats, schema, field_ids)}
         segments.append(
             SegmentSummary(
                 path=stored_key(raw.get("path", MISSING), SEGMENT_PREFIX, key, f"{at}.path"),

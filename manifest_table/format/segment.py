@@ -387,10 +387,11 @@ def _check_entries(table: pa.Table, key: str, listed: ListedPaths) -> None:
     shaped = pc.match_substring_regex(dv[0], _TOMBSTONE)
     for i in np.flatnonzero(pc.invert(shaped).fill_null(False).to_numpy(zero_copy_only=False)):
         stored_key(dv[0][int(i)].as_py(), TOMBSTONE_PREFIX, key, "dv_path")
+    rows = table.column("rows").to_numpy()
     for name in table.schema.names:
-        if name.startswith("nulls_"):
-            column = table.column(name)
-            if pc.any(pc.or_(pc.less(column, 0), pc.greater(column, table.column("rows")))).as_py():
+        if name.startswith("nulls_"):  # (in numpy: a compute kernel per comparison cost 4x)
+            counts = table.column(name).fill_null(0).to_numpy()
+            if ((counts < 0) | (counts > rows)).any():
                 raise fail(name, "a null count between 0 and the file's rows")
 
 
