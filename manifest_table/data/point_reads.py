@@ -77,7 +77,9 @@ class ChunkPages:
     def holding(self, rows: np.ndarray) -> list[pp.Page]:
         """The data pages holding ``rows`` (ascending), in order."""
         index = np.searchsorted(np.asarray(self.firsts), rows, side="right") - 1
-        return [self.data[i] for i in index[np.r_[True, index[1:] != index[:-1]]].tolist()]
+        first = np.ones(len(index), dtype=bool)
+        first[1:] = index[1:] != index[:-1]
+        return [self.data[i] for i in index[first].tolist()]
 
     def stats(self, lo: int, hi: int) -> ColumnStats | None:
         """Bounds of rows ``[lo, hi)`` of the row group, which lie in one data page."""
