@@ -26,15 +26,21 @@ import bisect
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..format import page_index
 from ..format import parquet_pages as pp
 from ..format.stats import ColumnStats
+from ..lazy import lazy
 from ..storage.fileio import ParquetSource
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:  # (the scan imports this module; a count reads no Parquet)
+    pq = lazy("pyarrow.parquet")
 
 LARGE_GROUP_ROWS = 40_000
 """Row groups at least this large are read page by page: two pages of parquet-cpp's default

@@ -17,7 +17,7 @@ from ..errors import InvalidArgumentError
 from .field_ids import FIELD_ID
 from .json_fields import MAX_INT64, MISSING, corrupt, integer, of_type
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, stored_key
-from .segment import SegmentSummary, shape
+from .segment import SegmentSummary
 from .stats import ColumnStats, encode_stats
 
 
@@ -147,7 +147,7 @@ def encode_index(index: FileIndex, schema: pa.Schema) -> dict[str, Any]:
 def _stored_stats(index: FileIndex, summary: SegmentSummary, schema: pa.Schema) -> dict[str, Any]:
     """A summary's stats as the root stores them: as decoded or first encoded under this
     schema (``SegmentSummary.stored``), else encoded now."""
-    key = shape(schema, index.field_ids)
+    key = (tuple(index.field_ids), schema)
     found = summary.stored.get(key)
     if found is None:
         found = summary.stored[key] = index.stats_by_id(summary.stats, schema)
@@ -172,7 +172,7 @@ def decode_index(
     if totals.deleted > totals.rows:
         raise corrupt(key, "totals.deleted", totals.deleted, f"at most totals.rows ({totals.rows})")
     segments = []
-    layout = shape(schema, field_ids)
+    layout = (tuple(field_ids), schema)
     for i, raw in enumerate(of_type(doc, "segments", key, list)):
         at = f"segments[{i}]"
         if type(raw) is not dict:

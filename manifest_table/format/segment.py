@@ -81,12 +81,13 @@ class SegmentSummary:
     deleted: int
     bytes: int
     stats: Mapping[str, ColumnStats]
-    stored: dict[tuple[tuple[int, str, str], ...], dict[str, Any]] = field(
+    stored: dict[tuple[tuple[int, ...], pa.Schema], dict[str, Any]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    """``stats`` as a root stores them (keyed by field id), per ``shape`` of the schema they
-    were encoded under: each commit's root writes every summary again, and encoding 31 of
-    them anew cost a 1-row append at 1M files 3 ms (format/root.py, ``encode_index``)."""
+    """``stats`` as a root stores them (keyed by field id), per (field ids, schema) they were
+    encoded under (a rename or a widening is another key: ``pa.Schema`` equality compares
+    names and types): each commit's root writes every summary again, and encoding 31 of them
+    anew cost a 1-row append at 1M files 3 ms (format/root.py, ``encode_index``)."""
 
 
 _FEW_ENTRIES = 64
