@@ -78,6 +78,17 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
 
 
+def format_duration(value: timedelta) -> str:
+    """``value`` as ``parse_duration`` reads it, in the largest unit that holds it exactly
+    (``6h``, ``90m``, ``2.5s``; days from two on: ``24h``, ``7d``): how durations are stored
+    and shown."""
+    seconds = value.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size * (2 if unit == "d" else 1) and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:.6f}".rstrip("0").rstrip(".") + "s" if seconds else "0"
+
+
 def parse_size(text: str) -> int:
     """Bytes: ``134217728``, ``128MiB``, ``64MB``, ``1GiB``: the one parser of sizes."""
     match = _SIZE.fullmatch(text.strip())

@@ -11,17 +11,20 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Never
 
-import pyarrow as pa
-
 from .arguments import Seconds, Size, check_choice, check_schema_mode
 from .database.database import database_above
 from .errors import SchemaMismatchError, StoreError, TableExistsError, TableNotFoundError
-from .format.manifest import DATABASE_HINT, FORMAT_VERSION, Manifest
+from .format.manifest import DATABASE_HINT, NEW_TABLE_FORMAT_VERSION, Manifest
+from .lazy import lazy
 from .storage import ObjectStore
 from .table import Table, options_of, table_at
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .commit import CommitInfo
+else:
+    pa = lazy("pyarrow")
 
 
 def create_table(
@@ -30,8 +33,8 @@ def create_table(
     *,
     store: ObjectStore | None = None,
     storage_options: dict[str, str] | None = None,
-    format_version: int = FORMAT_VERSION,
-    properties: dict[str, int] | None = None,
+    format_version: int = NEW_TABLE_FORMAT_VERSION,
+    properties: dict[str, Any] | None = None,
     mirrors: Sequence[str] | None = None,
     target_file_size: Size | None = None,
     row_group_size: Size | None = None,
@@ -45,7 +48,8 @@ def create_table(
     **unknown: Never,
 ) -> Table:
     """Create an empty table (version 0). Raises ``TableExistsError`` if one is there.
-    ``properties`` tune format v2's metadata layout (``format.root.Properties``);
+    ``properties`` (docs/format.md, "Properties"): ``gc_grace`` (``"24h"``) and format v2's
+    layout limits; one that release 0.3.0 does not know makes it format version 3.
     ``format_version=1`` makes a table that older releases can read. ``mirrors``
     (``["iceberg", "delta"]``) also describes every version in those formats (docs/mirrors.md).
     The other keywords are the handle's options, as for ``open_table``. ``DB_URI/TABLE``
@@ -188,8 +192,8 @@ def create_from_rows(
 
 def _first(
     schema: pa.Schema,
-    format_version: int = FORMAT_VERSION,
-    properties: dict[str, int] | None = None,
+    format_version: int = NEW_TABLE_FORMAT_VERSION,
+    properties: dict[str, Any] | None = None,
     mirrors: Sequence[str] | None = None,
 ) -> Manifest:
     from .operations.create import first_version
@@ -204,13 +208,18 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     that does not fit, a stream that fails midway) leaves no table behind, only removed files,
     as Spark's writes do (spark/job_commit.py). A table created meanwhile by another writer
     takes the files if it has the same columns (``replace``: in place of its rows), else
-    ``SchemaMismatchError`` and nothing is written."""
+    ``SchemaMismatchError`` and nothing is written. The commit's deadline counts from before
+    the rows were written (a table created meanwhile may run GC on them: deadline.py)."""
+    from .clock import utc_now
+    from .format.properties import SORT_BY
     from .log.version import Version
     from .operations.append import write_rows
     from .operations.create import create
 
     fields = Version.of(empty, table.log.segments).fields
-    files = write_rows(table.io, data, fields, table.write_options)
+    sort_by: tuple[str, ...] = empty.properties[SORT_BY]
+    began = utc_now()
+    files = write_rows(table.io, data, fields, table.write_options, sort_by)
     try:
         try:
             create(table, empty)
@@ -222,7 +231,7 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
         with table.transaction() as tx:
             if replace:
                 tx.overwrite(empty.schema.empty_table())
-            tx.add_files(files)
+            tx.add_files(files, written_since=began)
             return tx.commit()
     except BaseException:
         table.store.delete_unreferenced(f.path for f in files)

@@ -53,12 +53,22 @@ class CorruptTableError(ManifestTableError):
     """An object of the table does not parse or breaks an invariant of the format."""
 
 
+class UnsupportedTableError(ManifestTableError):
+    """The table (or database) uses something this release cannot write, set by a newer
+    release: upgrade manifest_table. Nothing was written."""
+
+
 class VersionNotFoundError(ManifestTableError):
     """The requested version (or timestamp) is not in the table's history."""
 
 
 class VersionExpiredError(VersionNotFoundError):
     """The requested version existed but garbage collection has removed it."""
+
+
+class ChangeCommitError(ManifestTableError):
+    """A streaming read of appended rows met a commit that deleted or updated rows (the
+    ``skipChangeCommits`` option skips such commits instead: docs/spark.md)."""
 
 
 class SchemaMismatchError(ManifestTableError):
@@ -102,7 +112,8 @@ class SchemaEvolutionError(ManifestTableError, ValueError):
 
 
 class UpgradeRequiredError(SchemaEvolutionError):
-    """The change needs format version 2 (field ids): run ``Table.upgrade()`` first."""
+    """The change (a schema change, mirrors, properties) needs format version 2: run
+    ``Table.upgrade()`` first."""
 
 
 class MirrorTypeError(InvalidArgumentError, SchemaEvolutionError):

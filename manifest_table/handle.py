@@ -9,6 +9,7 @@ from __future__ import annotations
 from .commit import CommitOptions
 from .data.write import WriteOptions
 from .format.keys import DATA_PREFIX, ROOT_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX
+from .format.properties import TABLE
 from .log.version_log import VersionLog
 from .storage import FileIO, ObjectStore
 from .storage.retry import RetryingStore
@@ -26,6 +27,9 @@ def retrying(store: ObjectStore) -> RetryingStore:
 class TableHandle:
     """What an operation needs of a table, and nothing of the facade. It holds no snapshot:
     an operation reads the version it works on from ``log``."""
+
+    property_scope = TABLE
+    """Which properties the table takes (format/properties.py): a database's table fewer."""
 
     def __init__(
         self,

@@ -47,10 +47,12 @@ FILE_COLUMNS = pa.schema(
         ("live_rows", pa.int64()),
         ("size", pa.int64()),
         ("deletes", pa.string()),
+        ("cluster_run", pa.int64()),
     ]
 )
 """The columns of ``files()`` before ``stats``; ``deletes`` is the tombstone object holding
-the file's deletion bitmap (null: no deleted row)."""
+the file's deletion bitmap (null: no deleted row); ``cluster_run`` the clustering run the
+file belongs to (null: none; docs/operations.md, "Clustering")."""
 
 SEGMENTS_SCHEMA = pa.schema(
     [
@@ -107,6 +109,7 @@ class Inspector:
             [f.live_rows for f in files],
             [f.size for f in files],
             [f.deletes.path if f.deletes else None for f in files],
+            [f.cluster_run for f in files],
         ]
         if not columns:  # no column keeps statistics (all nested): an empty struct has no Parquet form
             return pa.table(core, schema=FILE_COLUMNS)

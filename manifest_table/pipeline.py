@@ -6,7 +6,7 @@ It generates a CSV data set of user events, ingests it through Spark into a tabl
 appends, one per day of data, written by Spark's own Parquet writer), erases one user
 GDPR-style with the Spark delete, reads the table back through Spark's own Parquet reader,
 through the Python data source (timing both) and through the Python API, time-travels to
-before the erase, then runs maintenance: a Spark compaction that rewrites the files holding
+before the erase, then runs maintenance: a Spark purge that rewrites the files holding
 erased rows, and a garbage collection that physically removes the old files, after which the
 erased rows exist in no data file. It prints what happened at each step. Without ``--table`` everything lives
 in a temporary directory that is removed at the end."""
@@ -116,7 +116,7 @@ class Report:
 
 
 def run(spark: Any, work: Path, table_uri: str, rows: int, users: int) -> None:
-    from manifest_table.spark import compact, delete, read, register, write
+    from manifest_table.spark import delete, purge, read, register, write
 
     register(spark)
     report = Report()
@@ -173,13 +173,13 @@ def run(spark: Any, work: Path, table_uri: str, rows: int, users: int) -> None:
         "time travel", f"version {before_erase} (before the erase) still has {old_victim} rows of user {victim}"
     )
 
-    # Erasing for good: rewrite every file holding erased rows, then drop the old versions.
-    compacted = compact(spark, table_uri, min_deleted_fraction=1e-9)
+    # Erasing for good (docs/operations.md, "Erasing data physically"): rewrite every file
+    # holding erased rows, then drop the old versions.
+    purged = purge(spark, table_uri)
     report.step(
-        "compaction",
-        f"version {compacted.version}: {compacted.metrics['files_removed']} files -> "
-        f"{compacted.metrics['files_added']}, {compacted.metrics['rows_dropped']} "
-        "deleted rows dropped",
+        "purge",
+        f"version {purged.version}: {purged.metrics['files_removed']} files rewritten on Spark, "
+        f"{purged.metrics['rows_dropped']} deleted rows dropped",
     )
     gc = table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
     left = sum(

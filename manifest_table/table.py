@@ -1,16 +1,16 @@
 """The table facade: create or open a table, write to it, read it, inspect its history.
 
 Each operation's module is imported by the method that runs it, so that opening a table and
-reading it (``manifest-table count``) loads no writer, maintenance or mirror code."""
+reading it loads no writer, maintenance or mirror code, and opening it and reading its
+manifest (``manifest-table count``) no pyarrow either (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
 
 from .arguments import (
     Duration,
@@ -22,22 +22,23 @@ from .arguments import (
     did_you_mean,
 )
 from .commit.loop import CommitOptions
-from .data.file_sets import VersionFiles
-from .data.scan import Scan, Snapshot
-from .data.tombstones import DeletionVectors
 from .data.write import WriteOptions
 from .errors import InvalidArgumentError
-from .expressions import Expr, to_expr
-from .feed import ChangeFeed, change_range
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .storage import ObjectStore, store_for_uri
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .commit import CommitInfo
+    from .data.scan import Scan
+    from .expressions import Expr
+    from .feed import ChangeFeed
     from .log.version import Version
     from .metadata_tables import Inspector
-    from .operations.garbage_collection import GCReport
+    from .operations.gc_report import GCReport
+    from .operations.repair import RepairReport
     from .operations.schema_change import SchemaUpdate
     from .transaction import Transaction
 
@@ -61,9 +62,17 @@ class Table(TableHandle):
     def schema(self) -> pa.Schema:
         return self._latest().schema
 
-    def manifest(self, version: int | None = None) -> Version:
-        """The manifest of ``version`` (default: the latest)."""
-        return self._latest() if version is None else self.log.manifest(check_version(version))
+    def manifest(self, version: int | None = None, as_of: datetime | str | None = None) -> Version:
+        """The manifest of the latest version, or of ``version``, or of the version current at
+        ``as_of``: what a read of them sees (``scan``), its counts included (``live_rows``,
+        ``totals``) without pyarrow."""
+        if version is not None and as_of is not None:
+            raise InvalidArgumentError("pass version or as_of, not both")
+        if version is not None:
+            return self.log.manifest(check_version(version))
+        if as_of is not None:
+            return self.log.as_of(check_time(as_of))
+        return self._latest()
 
     def _latest(self) -> Version:
         return self.log.manifest(self.log.read_pointer().version)
@@ -94,16 +103,12 @@ class Table(TableHandle):
         as_of: datetime | str | None = None,
     ) -> Scan:
         """Read the latest version, or ``version``, or the version current at ``as_of``."""
-        if version is not None and as_of is not None:
-            raise InvalidArgumentError("pass version or as_of, not both")
-        if version is not None:
-            manifest = self.log.manifest(check_version(version))
-        elif as_of is not None:
-            manifest = self.log.as_of(check_time(as_of))
-        else:
-            manifest = self._latest()
-        dvs = DeletionVectors(self.store)
-        snapshot = Snapshot(manifest.version, manifest.schema, VersionFiles(manifest), dvs.of, fields=manifest.fields)
+        from .data.scan import Scan, Snapshot
+        from .expressions import to_expr
+
+        manifest = self.manifest(version, as_of)
+        missing = functools.partial(self.log.object_missing, manifest.version)
+        snapshot = Snapshot.of(manifest, self.store, missing=missing)
         return Scan(snapshot, self.io, columns, to_expr(where))
 
     def to_arrow(self) -> pa.Table:
@@ -126,6 +131,8 @@ class Table(TableHandle):
         log, nothing extra written by writers. The version is the cursor: next time, start
         at ``end_version``. A start that GC removed is ``VersionExpiredError``. See
         docs/changes.md."""
+        from .feed import ChangeFeed, change_range
+
         start, end = change_range(self.log, start_version, end_version, start_as_of, end_as_of)
         return ChangeFeed(self.log, self.io, self.store, start, end, columns, where)
 
@@ -265,34 +272,71 @@ class Table(TableHandle):
 
         return sync(self.log, self._latest())
 
+    # --- properties ---------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Every property of the table at the latest version, set or default, as stored
+        (``{"gc_grace": "24h", "tail_limit": 32, ...}``; docs/format.md, "Properties")."""
+        return self._latest().properties.shown(self.property_scope)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set table properties in one commit (``{"gc_grace": "6h"}``; a value None restores
+        the default). An unknown name or a bad value is an ``InvalidArgumentError``; a
+        format-v1 table raises ``UpgradeRequiredError`` (run ``upgrade()`` first)."""
+        from .operations.set_properties import set_properties
+
+        return set_properties(self, properties)
+
     # --- maintenance --------------------------------------------------------------------
-    def upgrade(self, properties: dict[str, int] | None = None) -> CommitInfo:
+    def upgrade(self, properties: dict[str, Any] | None = None) -> CommitInfo:
         """Move a format-v1 table to format v2 (docs/format.md) in one commit that lists the
         same files; versions before it stay readable. A v2 table is left as it is."""
         from .operations.upgrade import upgrade
 
         return upgrade(self, properties)
 
+    def repair(self, dry_run: bool = False) -> RepairReport:
+        """Commit a version without the objects the latest version references that are gone
+        (a table that reads as ``CorruptTableError`` "references ..., which is missing"), after
+        confirming each one missing; the report names every lost file and its rows. A table
+        with nothing missing is left as it is. See docs/operations.md, "Repair"."""
+        from .operations.repair import repair
+
+        return repair(self, dry_run)
+
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> CommitInfo:
         """Merge small files and rewrite files with at least ``min_deleted_fraction`` of their
-        rows deleted, in one commit that reads the same rows (see docs/operations.md).
-        ``target_file_size`` (bytes, or ``"128MiB"``) defaults to the table's. Nothing to do
-        commits nothing."""
+        rows deleted (0: any deleted row), in one commit that reads the same rows; on a table
+        with the ``cluster_by`` property, cluster new data into the table's layout instead of
+        merging small files (see docs/operations.md). ``target_file_size`` (bytes, or
+        ``"128MiB"``) defaults to the table's. Nothing to do commits nothing."""
         from .operations.compaction import compact
 
         return compact(self, target_file_size, min_deleted_fraction)
+
+    def purge(self, where: str | Expr | None = None) -> CommitInfo:
+        """Delete the rows matching ``where`` (if given) and rewrite every live file that holds
+        a deleted row, in one commit (operation ``purge``), so that no live file of the new
+        version holds a deleted row; ``gc`` then removes the old files once no retained
+        version needs them (docs/operations.md, "Erasing data physically"). The condition is
+        not recorded in the table's history. Nothing to do commits nothing."""
+        from .operations.purge import purge
+
+        return purge(self, where)
 
     def gc(
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
     ) -> GCReport:
         """Expire old versions and delete objects no retained version needs and older than
-        ``grace`` (see docs/operations.md); durations are timedeltas or strings such as
-        ``"7d"``, ``"36h"``. ``dry_run`` only reports what would go."""
+        the grace period: the table's ``gc_grace`` property (``"24h"``), or a longer
+        ``grace``; a shorter one needs ``force`` (see docs/operations.md). Durations are
+        timedeltas or strings such as ``"7d"``, ``"36h"``; ages are measured on the store's
+        clock. ``dry_run`` only reports what would go."""
         from .operations.garbage_collection import collect_garbage
 
         return collect_garbage(self, retain_versions, retain_for, grace, dry_run, force)

@@ -27,6 +27,11 @@ per (k, fault) on a fresh copy of the table, and check what is left::
             pass
         check_invariants(store.inner)
 
+For long runs (a history checker), ``FaultStorm`` fails calls at random, in bursts, with a
+third kind of fault, ``CONFLICT``: a conditional write refused unapplied (S3's 412, or 409
+ConditionalRequestConflict). ``skewed_clock`` runs the library with its host's clock off by
+some seconds (garbage collection must still delete nothing a writer staged within the grace).
+
 Call kinds of the store: ``get``, ``head``, ``put_if_absent``, ``put_if_match``, ``list``,
 ``delete``; of the data-file filesystem: ``fs_open_input``, ``fs_open_output``, ``fs_info``,
 ``fs_create_dir``, ``fs_delete``, ``fs_move``, ``fs_copy``. A failing output stream
@@ -36,15 +41,21 @@ whole file was written, for ``TIMEOUT``/``CRASH_AFTER``.
 
 from __future__ import annotations
 
+import random
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .errors import StoreError
+from . import clock
+from .errors import PreconditionFailed, StoreError
+from .format.keys import MANIFEST_PREFIX
+from .format.pointer import POINTER_KEY
 from .storage.base import ObjectInfo, ObjectStore
 
 TRANSIENT = "transient"
@@ -52,6 +63,10 @@ TIMEOUT = "timeout"
 CRASH_BEFORE = "crash_before"
 CRASH_AFTER = "crash_after"
 FAULTS = (TRANSIENT, TIMEOUT, CRASH_BEFORE, CRASH_AFTER)
+CONFLICT = "conflict"
+"""A conditional write refused unapplied (412/409): injected by ``FaultStorm`` (or a plan
+asking for it), not one of the ``FAULTS`` a fault matrix walks, since any other call cannot fail so."""
+CONDITIONAL_WRITES = frozenset({"put_if_absent", "put_if_match"})
 
 STORE_CALLS = ("get", "head", "put_if_absent", "put_if_match", "list", "delete")
 FS_CALLS = ("fs_open_input", "fs_open_output", "fs_info", "fs_create_dir", "fs_delete", "fs_move", "fs_copy")
@@ -88,8 +103,8 @@ class FaultPlan:
         kinds: Iterable[str] | None = None,
         keys: Callable[[str], bool] | None = None,
     ) -> None:
-        if fault not in FAULTS:
-            raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
+        if fault not in (*FAULTS, CONFLICT):
+            raise ValueError(f"fault must be one of {(*FAULTS, CONFLICT)}, not {fault!r}")
         if at is not None and at < 1:
             raise ValueError(f"at counts calls from 1, not {at}")
         self.at, self.fault = at, fault
@@ -108,6 +123,8 @@ class FaultPlan:
     def run(self, kind: str, key: str, apply: Callable[[], T]) -> T:
         """Record the call, and apply it (or not) as the plan says."""
         fault = self.enter(kind, key)
+        if fault == CONFLICT:
+            raise PreconditionFailed(f"injected conflict: {kind} {key} (not applied)")
         if fault == TRANSIENT:
             raise InjectedStoreError(f"injected transient error: {kind} {key} (not applied)")
         if fault == CRASH_BEFORE:
@@ -143,6 +160,82 @@ class FaultPlan:
             with self._lock:
                 self.crashed = True
             raise WriterCrashed(f"injected crash after {kind} {key}")
+
+
+class FaultStorm(FaultPlan):
+    """Random faults for long runs: a call of ``kinds`` (all when None) makes a burst due with
+    probability ``rate``. Bursts take the faults of ``faults`` in turn (from a random one, so a
+    run of a few bursts meets each kind), each at the next call it applies to: ``TRANSIENT`` (a
+    503, nothing applied) at any call; ``TIMEOUT`` (applied, the response lost) at a
+    conditional write; ``CONFLICT`` (a 412 or 409, nothing applied) at a conditional write of a
+    key writers race for, the pointer or a version's manifest (a uniquely named object meets
+    one only after its own retry landed, which the store's retries resolve). A burst fails its
+    call and the next ``burst - 1`` calls of that kind it applies to. ``first``: a burst of
+    that fault is due from the start (so that a short run meets it), then the others in turn.
+    Calls are not recorded; ``counts`` counts the faults injected, by kind."""
+
+    def __init__(
+        self,
+        rate: float,
+        faults: Iterable[str] = (TRANSIENT, TIMEOUT, CONFLICT),
+        burst: int = 3,
+        seed: int | None = None,
+        kinds: Iterable[str] | None = None,
+        first: str | None = None,
+    ) -> None:
+        super().__init__(kinds=kinds)
+        self.faults = tuple(faults)
+        if not self.faults or not set(self.faults) <= {TRANSIENT, TIMEOUT, CONFLICT}:
+            raise ValueError(f"a storm injects {TRANSIENT}, {TIMEOUT} or {CONFLICT}, not {self.faults}")
+        if first is not None and first not in self.faults:
+            raise ValueError(f"first must be one of {self.faults}, not {first!r}")
+        self.rate, self.burst = rate, burst
+        self.counts: Counter[str] = Counter()
+        self._random = random.Random(seed)
+        self._turn = self._random.randrange(len(self.faults)) if first is None else self.faults.index(first) + 1
+        self._due: str | None = first
+        self._bursts: dict[str, tuple[str, int]] = {}
+
+    def enter(self, kind: str, key: str) -> str | None:
+        if self.kinds is not None and kind not in self.kinds:
+            return None
+        with self._lock:
+            fault, left = self._bursts.get(kind, (None, 0))
+            starts = fault is None
+            if starts:
+                if self._due is None and self._random.random() < self.rate:
+                    self._due, self._turn = self.faults[self._turn % len(self.faults)], self._turn + 1
+                fault, left = self._due, self.burst
+            if fault is None or not _applies(fault, kind, key):
+                return None
+            if starts:
+                self._due = None
+            if left > 1:
+                self._bursts[kind] = (fault, left - 1)
+            else:
+                self._bursts.pop(kind, None)
+            self.counts[fault] += 1
+            return fault
+
+
+def _applies(fault: str, kind: str, key: str) -> bool:
+    """Whether a storm's ``fault`` can strike a call (see ``FaultStorm``)."""
+    if fault == TRANSIENT:
+        return True
+    contended = key == POINTER_KEY or key.startswith(MANIFEST_PREFIX)
+    return kind in CONDITIONAL_WRITES and (fault == TIMEOUT or contended)
+
+
+@contextmanager
+def skewed_clock(seconds: float) -> Iterator[None]:
+    """Run the library as on a host whose clock is ``seconds`` ahead (negative: behind): every
+    wall-clock reading it makes (``manifest_table.clock``) is shifted; the store's clock is not."""
+    before = clock._skew
+    clock._skew = seconds
+    try:
+        yield
+    finally:
+        clock._skew = before
 
 
 class FaultyStore(ObjectStore):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -158,10 +159,13 @@ class Transaction(CommitsOnExit):
         return upsert.upsert(self.staging, data, rules, schema_mode)
 
     @_all_or_nothing
-    def add_files(self, files: Sequence[DataFile]) -> None:
+    def add_files(self, files: Sequence[DataFile], *, written_since: datetime | None = None) -> None:
         """Stage data files already written into the table's ``data/`` by someone else (Spark
-        tasks). Only files named here are committed: a retried task's extra files are not."""
-        append.add_files(self.staging, files)
+        tasks). Only files named here are committed: a retried task's extra files are not.
+        ``written_since`` (an aware datetime): when the first of them was written, if before
+        this transaction began; the commit gives up once they may be older than the table's
+        ``gc_grace`` less a margin, as GC may have deleted them (docs/protocol.md, "Time")."""
+        append.add_files(self.staging, files, written_since)
 
     @_all_or_nothing
     def delete_positions(self, positions: dict[str, BitMap]) -> int:

@@ -1,7 +1,7 @@
 """The bad-input catalog's one assertion: a user mistake raises a typed error from
 ``manifest_table.errors`` and leaves every byte of the table as it was.
 
-Catalog tests live in ``tests/test_bad_input_*.py``; each case is one call of
+Catalog tests live in ``tests/inputs/test_bad_input_*.py``; each case is one call of
 ``assert_rejected``. "Every byte" means every object the store lists with its content and,
 for a local directory, every file under the root including hidden temp files, so a failed
 operation that leaves a half-written temp file behind is caught too.
@@ -10,7 +10,8 @@ operation that leaves a half-written temp file behind is caught too.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

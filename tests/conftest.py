@@ -4,8 +4,8 @@ starts once per session, and only when a test asks for it."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import boto3
 import pytest
@@ -14,7 +14,6 @@ from manifest_table.storage import store_for_uri
 from manifest_table.storage.base import ObjectStore
 from manifest_table.storage.local import LocalStore
 from manifest_table.storage.memory import MemoryStore
-from manifest_table.storage.s3 import S3Store
 from tests import azurite_server, seaweedfs_server
 from tests.gcs_server import start_gcs_server
 from tests.s3_server import start_moto_server

@@ -1,4 +1,4 @@
-"""The pure-Python model of a database that tests/test_database_model.py checks the library
+"""The pure-Python model of a database that tests/databases/test_database_model.py checks the library
 against: the catalog and every table's rows at every version, what each commit did, and a
 database transaction staged step by step with the errors each step must raise.
 

@@ -1,6 +1,6 @@
 """One case of the differential read-path test: a table made from a seed, a random history
 on it, then every retained version read by a checker (tests/differential_reads.py, or the
-Spark sample's). Shared by tests/test_differential.py and tests/spark/test_differential_spark.py."""
+Spark sample's). Shared by tests/reads/test_differential.py and tests/spark/test_differential_spark.py."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import os
 import random
 import time
 import traceback
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pytest
@@ -22,7 +23,6 @@ from tests.differential_history import FLAVORS, OTHER, STEPS, History, Step, run
 from tests.differential_model import BEFORE, Oracle, State
 from tests.differential_reads import Failure, shorter
 from tests.differential_types import SKIPPED, Column, Shape, random_columns
-
 
 TABLE_FLAVORS = ("v1", "v2-tiny", "v2")
 """The flavors of a table of its own (``FLAVORS`` adds "db", a database's table)."""
@@ -95,7 +95,7 @@ class Checker(Protocol):
     failures: list[Failure]
     reads: int
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None: ...
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None: ...
 
     def close(self) -> None: ...
 
@@ -104,9 +104,16 @@ CheckerFactory = Callable[[str, str, Oracle, Any, random.Random], Checker]
 """(uri, uri under an id=7/ directory, oracle, the writer's handle, rng) -> a checker."""
 
 
-def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
-             choices: Iterable[Step] = STEPS, changes: bool = False,
-             flavors: Sequence[str] = TABLE_FLAVORS) -> Outcome:
+def run_case(
+    seed: int,
+    directory: Path,
+    shape: Shape,
+    steps: int,
+    checker: CheckerFactory,
+    choices: Iterable[Step] = STEPS,
+    changes: bool = False,
+    flavors: Sequence[str] = TABLE_FLAVORS,
+) -> Outcome:
     """Make the case of ``seed``, run ``steps`` history steps of ``choices``, then check every
     version (and, with ``changes``, the change feed between them: tests/differential_changes.py)."""
     rng = random.Random(seed)
@@ -117,8 +124,16 @@ def run_case(seed: int, directory: Path, shape: Shape, steps: int, checker: Chec
         return _run_case(case, rng, directory, shape, steps, checker, choices, changes)
 
 
-def _run_case(case: Case, rng: random.Random, directory: Path, shape: Shape, steps: int, checker: CheckerFactory,
-              choices: Iterable[Step], changes: bool) -> Outcome:
+def _run_case(
+    case: Case,
+    rng: random.Random,
+    directory: Path,
+    shape: Shape,
+    steps: int,
+    checker: CheckerFactory,
+    choices: Iterable[Step],
+    changes: bool,
+) -> Outcome:
     root = directory / "tables" / "t"
     hive = directory / "id=7" / "t"  # DuckDB must not read id=7 from the path (issue 18 item 3)
     hive.parent.mkdir(parents=True)
@@ -135,13 +150,13 @@ def _run_case(case: Case, rng: random.Random, directory: Path, shape: Shape, ste
     except Exception as error:  # the step's error or failed check ends the history; reads still run
         failures.append(Failure(f"step {history.steps[-1] if history.steps else '?'}", raised(error)))
     failures += [Failure("history", problem) for problem in history.problems]
-    hive_uri = str(hive) + history.uri[len(str(root)):]  # (a database's table: <root>/t)
+    hive_uri = str(hive) + history.uri[len(str(root)) :]  # (a database's table: <root>/t)
     reader = checker(history.uri, hive_uri, oracle, history.table, rng)
     feeds = 0
     try:
         committed = {info.version: info.timestamp for info in history.table.history()}
         for version, state in enumerate(history.versions):  # (a database's version 0: BEFORE the table)
-            reader.version(version, state, _as_of(committed, history.versions, version))
+            reader.version(version, state, _as_of(committed, history.versions, version), version in history.damaged)
     except Exception as error:
         failures.append(Failure("reading the history", raised(error)))
     try:
@@ -187,8 +202,15 @@ def _as_of(committed: dict, versions: list[State | None], version: int) -> tuple
     return (moment, current) if current < len(versions) and versions[current] not in (None, BEFORE) else None
 
 
-def run_cases(first_seed: int, cases: int, seconds: float, run: Callable[[int, Path], Outcome], directory: Path,
-              replay: str, name: str) -> None:
+def run_cases(
+    first_seed: int,
+    cases: int,
+    seconds: float,
+    run: Callable[[int, Path], Outcome],
+    directory: Path,
+    replay: str,
+    name: str,
+) -> None:
     """Cases ``first_seed``, ``first_seed + 1``, ... until ``cases`` ran and ``seconds`` have
     passed; print the size and time of the run and fail with every failing case's report."""
     started = time.process_time(), time.monotonic()
@@ -196,10 +218,13 @@ def run_cases(first_seed: int, cases: int, seconds: float, run: Callable[[int, P
     while len(outcomes) < cases or time.monotonic() - started[1] < seconds:
         outcomes.append(run(first_seed + len(outcomes), directory / f"case{len(outcomes)}"))
     failed = [o for o in outcomes if o.failures]
-    summary = (f"{name}: seeds {first_seed}..{first_seed + len(outcomes) - 1}, {len(outcomes)} cases "
-               f"({sum(o.case.flavor == 'v1' for o in outcomes)} v1, {sum(o.case.flavor == 'db' for o in outcomes)} db), {sum(o.versions for o in outcomes)} versions, "
-               f"{sum(o.reads for o in outcomes)} reads, {sum(o.feeds for o in outcomes)} change feeds, "
-               f"{len(failed)} cases failed, "
-               f"{time.process_time() - started[0]:.0f} s CPU, {time.monotonic() - started[1]:.0f} s")
+    summary = (
+        f"{name}: seeds {first_seed}..{first_seed + len(outcomes) - 1}, {len(outcomes)} cases "
+        f"({sum(o.case.flavor == 'v1' for o in outcomes)} v1, {sum(o.case.flavor == 'db' for o in outcomes)} db), "
+        f"{sum(o.versions for o in outcomes)} versions, "
+        f"{sum(o.reads for o in outcomes)} reads, {sum(o.feeds for o in outcomes)} change feeds, "
+        f"{len(failed)} cases failed, "
+        f"{time.process_time() - started[0]:.0f} s CPU, {time.monotonic() - started[1]:.0f} s"
+    )
     print(summary)
     assert not failed, summary + "\n\n" + "\n\n".join(o.report(replay) for o in failed)

@@ -42,7 +42,8 @@ def check_changes(h: History, rng: random.Random) -> tuple[list[Failure], int]:
     """Every failure of the feed of the history's table (and of its database's feed), and how
     many feeds were read."""
     versions = h.versions
-    retained = [v for v, s in enumerate(versions) if s is not None and v >= h.first]
+    # From the last repair on: the lost file's rows are gone, so no feed reads across it.
+    retained = [v for v, s in enumerate(versions) if s is not None and v >= max(h.first, h.repaired)]
     if not retained:
         return [], 0
     model = _Model(versions, h.replaced_by, h.oracle)
@@ -72,14 +73,15 @@ def check_changes(h: History, rng: random.Random) -> tuple[list[Failure], int]:
     if h.database is not None:
         failures += _database(h, model, retained[0], latest)
         feeds += 1
-    expired = [v for v, s in enumerate(versions) if s is None and v >= h.first]
+    expired = [v for v, s in enumerate(versions) if s is None and v >= h.first and v not in h.damaged]
     if expired:
-        failures += _expired(table, rng.choice(expired), retained[0])
+        oldest = min(v for v, s in enumerate(versions) if (s is not None or v in h.damaged) and v >= h.first)
+        failures += _expired(table, rng.choice(expired), oldest)
         feeds += 1
     return failures, feeds
 
 
-def _database(h: History, model: "_Model", start: int, end: int) -> list[Failure]:
+def _database(h: History, model: _Model, start: int, end: int) -> list[Failure]:
     """``Database.changes``: table t's rows as its own feed's, the other table's appends."""
     name = f"database changes({start}, {end})"
     last = h.versions[end]

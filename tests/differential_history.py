@@ -5,8 +5,11 @@ deleted, updated, inserted) against the model.
 Steps: append, delete, update, upsert (also of keys alone, deleting matches) and overwrite
 (with and without a condition), the same inside transactions (whose own scans are checked)
 and racing a second handle, ``write_table`` appending or overwriting, compaction with small
-targets (files merge and split), schema changes (add, rename, drop, widen, append with
-``schema_mode="merge"``), upgrade from format v1, garbage collection, and adding a NOT NULL
+targets (files merge and split; clustering once ``cluster_by`` is set, also racing a delete
+both ways), purge (with and without a condition), the layout properties ``cluster_by`` and
+``sort_by``, schema changes (add, rename, drop, widen, append with
+``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
+table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
 the writer's handle or a fresh one. A table of a database (issue 28) is also written through
 ``db.table``, ``mt.open_table("DB/T")`` and database transactions that write a second table
@@ -16,18 +19,23 @@ the table is unchanged)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import manifest_table as mt
+from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
-from tests.differential_model import Oracle, State, new_values
+from manifest_table.format.stats import has_stats
+from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
+from tests.differential_model import BEFORE, Oracle, State, new_values
 from tests.differential_reads import compare_count, compare_own, shrink
 from tests.differential_types import AWKWARD_NAMES, Column, Kind, random_rows
 from tests.filter_generator import Text, random_filter
@@ -67,6 +75,10 @@ class History:
     steps: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Wrong outcomes the history could carry on after (the model follows what happened)."""
+    damaged: set[int] = field(default_factory=set)
+    """Versions that list a file deleted by hand: they read as ``CorruptTableError``."""
+    repaired: int = -1
+    """The version of the last repair (the change feed reads no commit before it)."""
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
@@ -85,6 +97,11 @@ class History:
         state = self.versions[-1]
         assert state is not None
         return state
+
+    def layout(self, name: str) -> list[str]:
+        """The columns the table's ``cluster_by`` or ``sort_by`` names now."""
+        names: list[str] = mt.open_table(self.uri).properties[name]
+        return names
 
     def note(self, text: str) -> None:
         """Record a step before it runs (numbered with the version it would commit)."""
@@ -152,7 +169,7 @@ class ThroughDatabase:
     def __init__(self, history: History, name: str, rng: random.Random) -> None:
         self.history, self.db, self.name, self.rng = history, history.database, name, rng
 
-    def transaction(self) -> "TableOfDatabaseTransaction":
+    def transaction(self) -> TableOfDatabaseTransaction:
         return TableOfDatabaseTransaction(self.history, self.name, self.rng)
 
     def _one(self, operation: str, *args: Any, **kwargs: Any) -> Any:
@@ -322,9 +339,49 @@ def step_write(plan: Callable[..., Change]) -> Callable[[History, random.Random]
 
 
 def step_compact(h: History, rng: random.Random) -> None:
-    target, fraction = rng.choice([None, 1_000, 4_000, 30_000]), rng.choice([0.05, 0.2, 0.5])
-    h.note(f"compact(target_file_size={target}, min_deleted_fraction={fraction})")
+    target, fraction = rng.choice([None, 1_000, 4_000, 30_000]), rng.choice([0, 0.05, 0.2, 0.5])
+    clustered = f" (clustering by {h.layout('cluster_by')})" if h.layout("cluster_by") else ""
+    h.note(f"compact(target_file_size={target}, min_deleted_fraction={fraction}){clustered}")
     h.committed(h.writer(rng).compact(target_file_size=target, min_deleted_fraction=fraction), h.state)
+
+
+def step_purge(h: History, rng: random.Random) -> None:
+    """A purge, with a condition now and then: the rows matching it go, and no live file of the
+    new version holds a deleted row."""
+    where = random_filter(rng, h.state.filter_columns()) if rng.random() < 0.6 else None
+    gone = frozenset(h.oracle.uids(h.state, where)) if where is not None else frozenset()
+    h.note(f"purge(where={None if where is None else where.ours})  (model: {len(gone)} rows)")
+    info = h.writer(rng).purge(None if where is None else where.ours)
+    if info.committed and where is not None:
+        check_metrics(info.metrics, {"rows_deleted": len(gone)})
+    h.committed(info, h.state.without(gone))
+    held = [f.path for f in h.table.manifest().files if f.deleted_rows]
+    assert not held, f"after purge, live files hold deleted rows: {held}"
+
+
+def step_layout(h: History, rng: random.Random) -> None:
+    """``cluster_by`` or ``sort_by`` set to columns that have an order (or reset): later
+    compactions cluster, later appends sort; no row changes."""
+    name = rng.choice(["cluster_by", "sort_by"])
+    orderable = [c.name for c in h.state.columns if has_stats(c.type)]
+    value = None if rng.random() < 0.2 else rng.sample(orderable, rng.randint(1, min(len(orderable), 3)))
+    h.note(f"set_properties({{{name!r}: {value!r}}})")
+    h.committed(h.writer(rng).set_properties({name: value}), h.state)
+    assert h.layout(name) == (value or [])
+
+
+def step_race_compaction(h: History, rng: random.Random) -> None:
+    """A compaction (clustering, once ``cluster_by`` is set) plans and rewrites; a delete
+    commits meanwhile; the compaction's commit carries the delete onto its outputs."""
+    table = mt.open_table(h.uri)
+    base, pointer = table.log.latest()
+    groups = plan_compaction(base, rng.choice([1_000, 4_000, 30_000]), rng.choice([0, 0.2]))
+    h.note(f"race: handle B rewrites {len(groups)} compaction groups "
+           f"({sum(bool(g.order) for g in groups)} clustering) of version {base.version}")
+    results = [rewrite_group(table, group, DeletionVectors(table.store)) for group in groups]
+    h.commit(rng, plan_delete(h, rng, h.state))
+    h.note("race: handle B commits its compaction (rebasing)")
+    h.committed(commit_compaction(table, base, pointer, results, {}), h.state)
 
 
 def step_transaction(h: History, rng: random.Random) -> None:
@@ -415,11 +472,14 @@ def step_required_column(h: History, rng: random.Random) -> None:
 
 def step_evolve(h: History, rng: random.Random) -> None:
     state = h.state
+    layout = set(h.layout("cluster_by") + h.layout("sort_by")) if is_v2(h) else set()
     with h.writer(rng).update_schema() as schema:
         for _ in range(rng.randint(1, 3)):
             others = list(state.columns[1:])
+            droppable = [c for c in others if c.name not in layout]  # a layout property names it
             widenable = [c for c in others if c.kind.widen(c.type)]
-            choice = rng.choice(["add", "add"] + ["rename", "drop"] * bool(others) + ["widen"] * bool(widenable))
+            choice = rng.choice(["add", "add"] + ["rename"] * bool(others) + ["drop"] * bool(droppable)
+                                + ["widen"] * bool(widenable))
             if choice == "add":
                 column = rng.choice(h.kinds).column(rng, h.new_name(rng, state), h.kinds)
                 h.note(f"update_schema: add_column {column.name!r} {column.type}")
@@ -430,8 +490,9 @@ def step_evolve(h: History, rng: random.Random) -> None:
                 h.note(f"update_schema: rename_column {old!r} -> {new!r}")
                 schema.rename_column(old, new)
                 state = state.rename_column(old, new)
+                layout = {new if n == old else n for n in layout}
             elif choice == "drop":
-                name = rng.choice(others).name
+                name = rng.choice(droppable).name
                 h.note(f"update_schema: drop_column {name!r}")
                 schema.drop_column(name)
                 state = state.drop_column(name)
@@ -505,10 +566,50 @@ def step_other_table(h: History, rng: random.Random) -> None:
 def step_gc(h: History, rng: random.Random) -> None:
     keep = rng.randint(1, 4)
     h.note(f"gc(retain_versions={keep}, retain_for=None, grace=0)" + (" of the database" if h.database else ""))
-    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0))
+    (h.database or h.table).gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
     latest = len(h.versions) - 1
     for version in range(latest - keep + 1):
         h.versions[version] = None
+        h.damaged.discard(version)  # expired now
+
+
+def step_set_properties(h: History, rng: random.Random) -> None:
+    """A property set (or reset): a commit that changes no row, then seen by a fresh handle.
+    ``gc_grace`` of a database's table is its database's: a database version that leaves the
+    table as it was."""
+    name, value = rng.choice([("gc_grace", rng.choice(["6h", "2d", "90m", None])),
+                              ("tail_limit", rng.choice([1, 2, 32])), ("deletes_limit", rng.choice([1, 2, 64]))])
+    shown = "24h" if value is None else value
+    if name == "gc_grace" and h.database is not None:
+        h.note(f"database set_properties({{{name!r}: {value!r}}})")
+        h.unchanged(h.database.set_properties({name: value}))
+        assert mt.open_database(h.database.uri).properties[name] == shown
+        return
+    h.note(f"set_properties({{{name!r}: {value!r}}})")
+    h.committed(h.writer(rng).set_properties({name: value}), h.state)
+    assert mt.open_table(h.uri).properties[name] == shown
+
+
+def step_repair(h: History, rng: random.Random) -> None:
+    """A data file deleted by hand, then ``repair``: the rows of that file are lost, and every
+    version that listed it reads as corrupt (the model stops reading them)."""
+    victim = rng.choice(list(h.table.manifest().files)).path
+    lost = [t.column("id") for f, t in h.table.scan(columns=["id"]).matching_rows() if f.path == victim]
+    ids = pa.concat_arrays([c.combine_chunks() for c in lost]) if lost else pa.array([], pa.int64())
+    h.note(f"delete {victim} by hand ({len(ids)} live rows), then repair()")
+    listing = [v for v, state in enumerate(h.versions)  # the versions whose scans read the file
+               if state is not None and state is not BEFORE and (entry := h.table.manifest(v).file_map().get(victim))
+               and entry.live_rows]
+    h.table.store.delete(victim)
+    report = h.writer(rng).repair()
+    assert [(f.path, f.rows) for f in report.lost] == [(victim, len(ids))], str(report)
+    state = h.state
+    for version in listing:
+        h.versions[version] = None
+        h.damaged.add(version)
+    kept = pc.invert(pc.is_in(state.data["id"].combine_chunks(), ids.cast(state.data["id"].type)))
+    h.committed(report.commit, state.keep(kept))
+    h.repaired = len(h.versions) - 1
 
 
 def has_rows(h: History) -> bool:
@@ -531,6 +632,9 @@ STEPS: list[Step] = [
     (step_write_table, 1, lambda h: True),
     (step_other_table, 2, lambda h: h.database is not None),
     (step_compact, 2, has_rows),
+    (step_purge, 1, has_rows),
+    (step_layout, 1, is_v2),
+    (step_race_compaction, 0.7, has_rows),
     (step_transaction, 2, lambda h: True),
     (step_race, 1, lambda h: True),
     (step_evolve, 2, is_v2),
@@ -538,6 +642,8 @@ STEPS: list[Step] = [
     (step_upgrade, 2, lambda h: not is_v2(h)),
     (step_required_column, 3, lambda h: is_v2(h) and not has_rows(h)),
     (step_gc, 0.3, lambda h: len(h.versions) > 5),
+    (step_set_properties, 0.5, is_v2),
+    (step_repair, 0.3, lambda h: h.state.data.num_rows > 0),
 ]
 
 

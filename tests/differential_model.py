@@ -1,6 +1,6 @@
 """The model of the differential read-path test: the rows every version should hold, kept
 with pyarrow alone (never our reader), and DuckDB as the SQL oracle that says which of them a
-filter selects (DESIGN.md section 10: SQL semantics are the reference).
+filter selects (docs/expressions.md, "SQL semantics": SQL is the reference).
 
 Each row version carries a model-only id (`uid`): a write gives its rows fresh uids, so a
 delete staged on an old snapshot removes exactly the row versions it saw, whatever a
@@ -8,8 +8,9 @@ concurrent update wrote meanwhile."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -41,7 +42,7 @@ class State:
     format_version: int
 
     @staticmethod
-    def empty(columns: Iterable[Column], format_version: int) -> "State":
+    def empty(columns: Iterable[Column], format_version: int) -> State:
         columns = tuple(columns)
         return State(stored(columns).empty_table(), pa.array([], pa.int64()), columns, format_version)
 
@@ -61,35 +62,35 @@ class State:
         return next(c for c in self.columns if c.name == name)
 
     # --- changes ---------------------------------------------------------------------------
-    def append(self, rows: pa.Table, uids: Iterable[int]) -> "State":
+    def append(self, rows: pa.Table, uids: Iterable[int]) -> State:
         rows = rows.select(self.schema.names).cast(stored(self.columns))
         return replace(self, data=pa.concat_tables([self.data, rows]),
                        uids=pa.concat_arrays([self.uids, pa.array(list(uids), pa.int64())]))
 
-    def keep(self, mask: pa.Array) -> "State":
+    def keep(self, mask: pa.Array) -> State:
         return replace(self, data=self.data.filter(mask), uids=self.uids.filter(mask))
 
-    def without(self, uids: Iterable[int]) -> "State":
+    def without(self, uids: Iterable[int]) -> State:
         return self.keep(pc.invert(pc.is_in(self.uids, pa.array(list(uids), pa.int64()))))
 
-    def add_column(self, column: Column) -> "State":
+    def add_column(self, column: Column) -> State:
         nulls = pa.nulls(self.data.num_rows, column.type)
         return replace(self, data=self.data.append_column(column.name, nulls), columns=self.columns + (column,))
 
-    def rename_column(self, old: str, new: str) -> "State":
+    def rename_column(self, old: str, new: str) -> State:
         columns = tuple(replace(c, name=new) if c.name == old else c for c in self.columns)
         return replace(self, data=self.data.rename_columns([new if n == old else n for n in self.data.column_names]),
                        columns=columns)
 
-    def drop_column(self, name: str) -> "State":
+    def drop_column(self, name: str) -> State:
         columns = tuple(c for c in self.columns if c.name != name)
         return replace(self, data=self.data.drop_columns([name]), columns=columns)
 
-    def widen(self, name: str, new_type: pa.DataType) -> "State":
+    def widen(self, name: str, new_type: pa.DataType) -> State:
         columns = tuple(widened(c, new_type) if c.name == name else c for c in self.columns)
         return replace(self, data=self.data.cast(stored(columns)), columns=columns)
 
-    def upgraded(self) -> "State":
+    def upgraded(self) -> State:
         return replace(self, format_version=2)
 
 

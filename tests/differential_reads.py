@@ -8,8 +8,9 @@ import datetime as dt
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 import manifest_table as mt
 from manifest_table.format.column_types import rebuilt
+from tests.cli_run import cli_count
 from tests.differential_model import BEFORE, Oracle, State
 from tests.filter_generator import Text, quoted_name, random_filter, string_literal
 
@@ -44,7 +46,7 @@ def canonical(value: Any, loose: bool = False) -> Any:
         return ("instant" if value.tzinfo else "wall", int(value.asm8.view("i8")) * per_unit)
     if isinstance(value, dt.datetime):
         aware = value.tzinfo is not None
-        wall = value.astimezone(dt.timezone.utc).replace(tzinfo=None) if aware else value
+        wall = value.astimezone(dt.UTC).replace(tzinfo=None) if aware else value
         return ("instant" if aware else "wall", (wall - EPOCH) // dt.timedelta(microseconds=1) * 1000)
     if isinstance(value, dict):
         return tuple((key, canonical(item, loose)) for key, item in value.items())
@@ -290,6 +292,8 @@ class Checker:
         paths: dict[str, Path] = {name: ((lambda q, way=way: way(scan_of(reader, q))), compare_own)
                                   for name, way in OWN_PATHS.items()}
         paths["scan().count()"] = (lambda q: scan_of(reader, q).count(), compare_count)
+        paths["manifest-table count"] = (
+            lambda q: cli_count(self.uri, q.version, None if q.where is None else q.where.ours), compare_count)
         paths["scan().to_pandas()"] = (lambda q: scan_of(reader, q), compare_pandas)
         paths["to_duckdb"] = (lambda q: duckdb_read(reader, q, self.con), compare_foreign)
         paths["to_duckdb under id=7/"] = (lambda q: duckdb_read(hive, q, self.con), compare_foreign)
@@ -326,13 +330,14 @@ class Checker:
                                 lambda part: self._message(Query(query.version, query.columns, part), state, path))
         return Query(query.version, query.columns, where), message
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None:
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool = False) -> None:
         """Every path on ``version`` unfiltered; then ``filters`` random filters, each through
         the scan, its count and one more path in turn; a Polars predicate; time travel by
-        ``as_of`` (a (time, version) pair); and, for an expired version, the error."""
+        ``as_of`` (a (time, version) pair); and, for an expired (or ``damaged``) version, the
+        error."""
         reader = mt.open_table(self.uri)
         if state is None:
-            self._expired(reader, version)
+            self._expired(reader, version, damaged)
             return
         if state is BEFORE:
             self._before(reader, version)
@@ -361,17 +366,23 @@ class Checker:
         names = state.schema.names
         return None if self.rng.random() < 0.4 else self.rng.sample(names, self.rng.randint(1, len(names)))
 
-    def _expired(self, reader: Any, version: int) -> None:
+    def _expired(self, reader: Any, version: int, damaged: bool) -> None:
+        """An expired version reads as expired; a damaged one (a file of it deleted by hand) as
+        corrupt, naming the version, unless GC has expired it since."""
         self.reads += 1
+        expected = (mt.errors.CorruptTableError, mt.errors.VersionExpiredError) if damaged else \
+            mt.errors.VersionExpiredError
+        what = f"version {version} ({'damaged' if damaged else 'expired by gc'})"
         try:
             reader.scan(version=version).to_arrow()
-        except mt.errors.VersionExpiredError:
+        except expected as error:
+            if isinstance(error, mt.errors.CorruptTableError) and f"version {version} of" not in str(error):
+                self.failures.append(Failure(what, f"does not name the version: {error}"))
             return
         except Exception as error:
-            self.failures.append(Failure(f"version {version} (expired by gc)",
-                                         f"raised {type(error).__name__}, not VersionExpiredError: {error}"))
+            self.failures.append(Failure(what, f"raised {type(error).__name__}, not {expected}: {error}"))
             return
-        self.failures.append(Failure(f"version {version} (expired by gc)", "read without VersionExpiredError"))
+        self.failures.append(Failure(what, "read without an error"))
 
     def _before(self, reader: Any, version: int) -> None:
         """A database version from before the table was created: not found, and not expired."""

@@ -1,4 +1,4 @@
-"""The column types of the differential read-path test (tests/test_differential.py): how each
+"""The column types of the differential read-path test (tests/reads/test_differential.py): how each
 makes its Arrow type, the values rows draw from, and the filter literals that probe it.
 
 `KINDS` is the one list to extend: a new type is one `Kind` line (and, when filters can
@@ -11,7 +11,7 @@ the column's range (negative on unsigned, beyond int64, years outside nanosecond
 
 The list holds every type a table supports (docs/writing.md, "Column types"); the types
 refused when a column is made (float16, decimal256, views, dictionaries, `null`, unions, ...)
-are left out: tests/test_column_types.py checks that they are refused.
+are left out: tests/reads/test_column_types.py checks that they are refused.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import datetime as dt
 import itertools
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Context, Decimal, localcontext
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ import pyarrow as pa
 
 from tests.filter_generator import FilterColumn, Text, like_pattern, quoted_name, same, string_literal
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1)
 _IDENTS = itertools.count()
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Chatham"]
@@ -40,7 +41,7 @@ ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/
 class Column:
     name: str
     type: pa.DataType
-    kind: "Kind"
+    kind: Kind
     pool: tuple[Any, ...]
     """Non-null values that rows draw from (Python values ``pa.array`` takes)."""
     nullable: bool = True
@@ -68,7 +69,7 @@ class Column:
 @dataclass(frozen=True)
 class Kind:
     label: str
-    make: Callable[[random.Random, list["Kind"]], pa.DataType]
+    make: Callable[[random.Random, list[Kind]], pa.DataType]
     """The type (nested types draw their children from the kinds given)."""
     pool: Callable[[random.Random, pa.DataType], list[Any]]
     literal: Callable[[random.Random, Column], Text] | None = None
@@ -83,7 +84,7 @@ class Kind:
     scalar: bool = True
     """Usable as a child of a nested type and as an ``update`` value."""
 
-    def column(self, rng: random.Random, name: str, kinds: list["Kind"]) -> Column:
+    def column(self, rng: random.Random, name: str, kinds: list[Kind]) -> Column:
         arrow_type = self.make(rng, kinds)
         return Column(name, arrow_type, self, tuple(self.pool(rng, arrow_type)),
                       null_rate=rng.choice([0.0, 0.1, 0.3, 0.6]))

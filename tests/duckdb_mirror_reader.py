@@ -1,10 +1,12 @@
-"""Run by the mirror tests (tests/test_mirrors_duckdb.py, tests/test_mirror_matrix.py) in a
+"""Run by the mirror tests (tests/mirrors/test_mirrors_duckdb.py, tests/mirrors/test_mirror_matrix.py) in a
 subprocess whose ``sys.path`` starts with a directory holding one DuckDB release and its
 extensions from PyPI (tests/reader_envs.py): reads each query's rows and prints them,
 canonical (tests/mirror_canonical.py), as JSON; a query that fails gives ``"error: ..."``.
 
-stdin: {"secret": SQL or null, "queries": {label: SQL}}. The extensions are found under the
-directory the ``duckdb`` package was imported from; avro and httpfs load before iceberg."""
+stdin: {"setup": [SQL, ...], "queries": {label: SQL}}: the setup statements (a secret, a
+setting) run first, then the queries in order on the same connection. The extensions are
+found under the directory the ``duckdb`` package was imported from; avro and httpfs load
+before iceberg."""
 
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ def main() -> None:
         path = glob.glob(f"{where}/**/{name}.duckdb_extension", recursive=True)[0]
         con.execute(f"LOAD '{path}'")
     con.execute("SET TimeZone = 'UTC'")
-    if request.get("secret"):
-        con.execute(request["secret"])
+    for statement in request.get("setup", []):
+        con.execute(statement)
     out = {"duckdb": duckdb.__version__}
     for label, sql in request["queries"].items():
         try:

@@ -1,11 +1,12 @@
-"""Random filters as text in two dialects: ours and DuckDB's (the SQL oracle, DESIGN.md
-section 10). Shared by tests/test_filters_duckdb.py (fixed columns, hand-picked literals) and
+"""Random filters as text in two dialects: ours and DuckDB's (the SQL oracle, docs/expressions.md
+"SQL semantics"). Shared by tests/reads/test_filters_duckdb.py (fixed columns, hand-picked literals) and
 the differential read-path test (random schemas: tests/differential_types.py).
 
 A column says how each dialect names it and draws its literals; the generator builds
 comparisons either way round, IN / NOT IN, [NOT] BETWEEN, [NOT] LIKE and ILIKE with escapes,
 IS [NOT] NULL, AND / OR / NOT, and leaves on computed values: `lower(s)` / `upper(s)` of
-string columns (compared, listed, LIKE) and `i % k` of integer columns (compared, listed). Where the dialects differ: LIKE gains `ESCAPE '\\'` (DuckDB has
+string columns (compared, listed, LIKE) and `i % k` of integer columns (compared, listed). Where the dialects differ:
+LIKE gains `ESCAPE '\\'` (DuckDB has
 no escape character by default), and BETWEEN is spelled as its two comparisons for DuckDB
 (see `leaf`); a column or literal may differ too (a column's `duck` text, a literal's
 `Text`)."""
@@ -13,18 +14,18 @@ no escape character by default), and BETWEEN is spelled as its two comparisons f
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
 class Text:
     ours: str
     duck: str
-    parts: tuple["Text", ...] = ()
+    parts: tuple[Text, ...] = ()
     """The sub-filters it combines (AND, OR, NOT), to shrink a failing filter to a smaller one."""
 
-    def smaller(self) -> Iterator["Text"]:
+    def smaller(self) -> Iterator[Text]:
         """Every sub-filter, largest first: candidates when shrinking a failure."""
         for part in self.parts:
             yield part
@@ -114,15 +115,19 @@ def leaf(rng: random.Random, columns: Sequence[FilterColumn]) -> Text:
     if kind < 0.25:
         values = [literal(rng) for _ in range(rng.randint(1, 3))]
         negated = "NOT " if rng.random() < 0.4 else ""
-        return Text(f"{ours} {negated}IN ({', '.join(v.ours for v in values)})",
-                    f"{duck} {negated}IN ({', '.join(v.duck for v in values)})")
+        return Text(
+            f"{ours} {negated}IN ({', '.join(v.ours for v in values)})",
+            f"{duck} {negated}IN ({', '.join(v.duck for v in values)})",
+        )
     if kind < 0.35:
         low, high = literal(rng), literal(rng)
         negated = "NOT " if rng.random() < 0.3 else ""
         # BETWEEN is two comparisons (SQL standard, PostgreSQL, Spark); DuckDB binds all three
         # operands to one type instead (f32 BETWEEN 16777217 AND 3.4e38 compares as doubles).
-        return Text(f"{ours} {negated}BETWEEN {low.ours} AND {high.ours}",
-                    f"{negated}({duck} >= {low.duck} AND {duck} <= {high.duck})")
+        return Text(
+            f"{ours} {negated}BETWEEN {low.ours} AND {high.ours}",
+            f"{negated}({duck} >= {low.duck} AND {duck} <= {high.duck})",
+        )
     op = rng.choice(["=", "!=", "<>", "<", "<=", ">", ">="])
     value = literal(rng)
     if rng.random() < 0.2:  # literal op column
@@ -139,5 +144,6 @@ def random_filter(rng: random.Random, columns: Sequence[FilterColumn], depth: in
         return Text(f"NOT ({inner.ours})", f"NOT ({inner.duck})", (inner,))
     keyword = rng.choice(["AND", "OR"])
     parts = tuple(random_filter(rng, columns, depth + 1) for _ in range(rng.randint(2, 3)))
-    return Text(f" {keyword} ".join(f"({p.ours})" for p in parts), f" {keyword} ".join(f"({p.duck})" for p in parts),
-                parts)
+    return Text(
+        f" {keyword} ".join(f"({p.ours})" for p in parts), f" {keyword} ".join(f"({p.duck})" for p in parts), parts
+    )

@@ -19,7 +19,7 @@ def value(v: Any) -> str | None:
     if v is None:
         return None
     if isinstance(v, dt.datetime):
-        return (v.astimezone(dt.timezone.utc) if v.tzinfo is not None else v).isoformat()
+        return (v.astimezone(dt.UTC) if v.tzinfo is not None else v).isoformat()
     if isinstance(v, Decimal):
         return f"{v.normalize():f}" if v == v else "NaN"
     if isinstance(v, (bytes, bytearray, memoryview)):

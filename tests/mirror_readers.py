@@ -1,12 +1,12 @@
 """Reading a table's mirrors with readers no one here wrote (pyiceberg, deltalake), and the
-random histories the mirror tests replay. DESIGN.md section 17 records what these readers do:
+random histories the mirror tests replay. docs/design/004-mirrors.md records what these readers do:
 deltalake's ``to_pyarrow_table`` refuses column mapping and deletion vectors, so its
 DataFusion scan is used."""
 
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +35,7 @@ def rows(table: pa.Table) -> list[tuple]:
 
 def _comparable(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     return value if value == value else "NaN"
 
 

@@ -10,6 +10,7 @@ be reached, the test is skipped saying so; any other failure fails it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -20,18 +21,40 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(os.environ.get("MT_READER_ENVS", Path.home() / ".cache" / "manifest_table"))
-DUCKDB_1_4 = ["duckdb==1.4.4", "pytz", *(f"duckdb-ext-{n}==1.4.4.20260205" for n in ("iceberg", "avro", "delta", "httpfs"))]
+DUCKDB_1_4 = [
+    "duckdb==1.4.4",
+    "pytz",
+    *(f"duckdb-ext-{n}==1.4.4.20260205" for n in ("iceberg", "avro", "delta", "httpfs")),
+]
 """DuckDB 1.4.4 and its extensions as the ``duckdb-ext-*`` packages (pytz: its Python client
 needs it to return zoned timestamps)."""
-DUCKDB_1_5 = ["duckdb==1.5.5", "pytz", *(f"duckdb-extension-{n}==1.5.5" for n in ("iceberg", "avro", "delta", "httpfs"))]
+DUCKDB_1_5 = [
+    "duckdb==1.5.5",
+    "pytz",
+    *(f"duckdb-extension-{n}==1.5.5" for n in ("iceberg", "avro", "delta", "httpfs")),
+]
 """DuckDB 1.5.5 and its extensions as the ``duckdb-extension-*`` packages."""
+DUCKDB = {"1.4.4": DUCKDB_1_4, "1.5.5": DUCKDB_1_5}
+NO_FILE_CACHE = "SET enable_external_file_cache = false"
+"""Turns off DuckDB's cache of file ranges, which DuckDB 1.5.5's ``iceberg_scan`` misreads
+deletion vectors through (tests/mirror_matrix.py, ``EXCUSES``)."""
 PYSPARK_4_1 = ["pyspark==4.1.4", "py4j==0.10.9.9"]
 """The Spark that both reference JVM readers are built for (tests/spark_mirror_reader.py):
 ``delta-spark_4.1_2.13`` 4.4.0 and ``iceberg-spark-runtime-4.1_2.13`` 1.12.0. The suite's
 PySpark 4.3 cannot load them (``NoSuchMethodError`` / ``IncompatibleClassChangeError``)."""
-UNREACHABLE = ("NewConnectionError", "Max retries exceeded", "Temporary failure in name resolution",
-               "Network is unreachable", "ProxyError", "ConnectTimeout", "Name or service not known",
-               "UnknownHostException", "Connection refused", "connect timed out", "Host repo1.maven.org not found")
+UNREACHABLE = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ProxyError",
+    "ConnectTimeout",
+    "Name or service not known",
+    "UnknownHostException",
+    "Connection refused",
+    "connect timed out",
+    "Host repo1.maven.org not found",
+)
 """What a client says when the registry cannot be reached (pip's and Ivy's words)."""
 
 
@@ -41,8 +64,11 @@ def installed(name: str, packages: list[str]) -> Path:
     if (target / ".complete").exists():
         return target
     staging = target.with_name(f"{target.name}.{uuid.uuid4().hex}")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(staging),
-                           *packages], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(staging), *packages],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         unreachable(done.stderr, f"installing {packages} from PyPI")
@@ -66,9 +92,25 @@ def unreachable(output: str, doing: str) -> None:
 def run_reader(script: str, env_dir: Path, request: str, timeout: float = 600) -> str:
     """Run ``tests/<script>`` with ``env_dir`` first on its path; its stdout."""
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(env_dir), str(Path(__file__).parents[1])])}
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name(script))], input=request,
-                          capture_output=True, text=True, env=environ, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name(script))],
+        input=request,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         unreachable(done.stderr, f"{script}")
         raise AssertionError(f"{script} failed ({done.returncode}): {done.stderr[-3000:]}")
     return done.stdout
+
+
+def read_duckdb(release: str, queries: dict[str, str], setup: list[str] | None = None) -> dict[str, object]:
+    """Each query's rows (canonical, or ``"error: ..."``) read by DuckDB ``release`` and its
+    extensions in one connection, in order, after the ``setup`` statements
+    (tests/duckdb_mirror_reader.py)."""
+    request = json.dumps({"setup": setup or [], "queries": queries})
+    found = json.loads(run_reader("duckdb_mirror_reader.py", installed(f"duckdb-{release}", DUCKDB[release]), request))
+    assert found.pop("duckdb") == release
+    return found  # type: ignore[no-any-return]

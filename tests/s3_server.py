@@ -27,7 +27,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 HOST = "127.0.0.1"
 _READY = "READY "

@@ -9,8 +9,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 HOST = "127.0.0.1"
 

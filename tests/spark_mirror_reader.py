@@ -1,4 +1,4 @@
-"""Run by tests/test_mirror_matrix.py in a subprocess whose ``sys.path`` starts with PySpark
+"""Run by tests/mirrors/test_mirror_matrix.py in a subprocess whose ``sys.path`` starts with PySpark
 4.1 (tests/reader_envs.py): the reference JVM readers, Spark with ``delta-spark`` and Spark
 with ``iceberg-spark-runtime``, their jars fetched from Maven Central by Spark itself
 (``spark.jars.packages``) into an Ivy cache the request names. Reads each query and prints
@@ -17,6 +17,10 @@ import time
 
 from tests.mirror_canonical import of_arrow
 
+JVM_OPTIONS = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""The quick JIT only and one GC thread: a JVM that reads a few tiny tables spends its time
+compiling and starting, and on a busy machine these halve the test's wall time."""
+
 
 def session(ivy: str, packages: list[str]):  # type: ignore[no-untyped-def]
     from pyspark.sql import SparkSession
@@ -32,7 +36,7 @@ def session(ivy: str, packages: list[str]):  # type: ignore[no-untyped-def]
             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "2")
             .config("spark.databricks.delta.snapshotPartitions", "1")
             .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+            .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
             .getOrCreate())
 
 

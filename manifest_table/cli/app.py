@@ -8,7 +8,7 @@ exception is a bug and keeps its traceback. See docs/cli.md.
 The command starts at once: only the module of the command being run is imported (with the
 library and pyarrow behind it), so ``--help``, ``--version`` and a usage error import none
 of them. ``COMMANDS`` names each command's module and summary for that;
-tests/test_startup.py checks it against what the modules register.
+tests/cli/test_startup.py checks it against what the modules register.
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ COMMANDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "update": ("write", "assign new values to the rows matching --where (every row without it)", ()),
     "upsert": ("write", "replace the rows whose key a file's rows hold and insert the others, in one commit", ()),
     "compact": ("maintain", "merge small files and rewrite files with many deleted rows", ()),
+    "purge": ("maintain", "rewrite every file holding a deleted row (after deleting --where's rows)", ()),
     "gc": ("maintain", "expire old versions and delete objects no retained version needs", ()),
     "upgrade": ("maintain", "move a format v1 table to format v2 in one commit (older versions stay readable)", ()),
+    "repair": ("maintain", "commit a version without the objects the latest one references that are missing", ()),
+    "properties": ("properties", "show a table's or a database's properties, or set some in one commit", ()),
     "maintain": ("maintain", "compaction then GC on a table or every table under a root", ()),
     "mirror": ("mirror", "turn Iceberg / Delta mirrors of a table on or off, or sync them", ()),
     "db": ("database", "create a database, list its tables, history, snapshot", ()),

@@ -1,6 +1,7 @@
-"""Maintenance commands: ``compact``, ``gc`` and ``upgrade`` on one table, and ``maintain``, the
-scheduled job (compaction then GC on a table or every table under a root) that
-``gc/maintain.py`` also runs. The job's options are defined here once for both."""
+"""Maintenance commands: ``compact``, ``purge``, ``gc``, ``upgrade`` and ``repair`` on one table
+(``purge`` and ``repair`` also on a database), and ``maintain``, the scheduled job (compaction
+then GC on a table or every table under a root), which ``gc/maintain.py`` also runs. The
+job's options are defined here once for both."""
 
 from __future__ import annotations
 
@@ -9,13 +10,24 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from ..commit import CommitInfo
 from ..database import Database, DatabaseTable
 from ..errors import InvalidArgumentError
 from ..maintenance.job import JobOptions, describe_compaction, describe_plan, find_tables, run_job
 from ..operations.compaction import plan_compaction
 from ..table import Table
 from ..wording import count
-from .options import PROG, checked, duration, fraction, open_from, retention, size, storage_options
+from .options import (
+    PROG,
+    checked,
+    duration,
+    fraction,
+    open_from,
+    open_table_or_database,
+    retention,
+    size,
+    storage_options,
+)
 from .progress import activity
 
 
@@ -28,6 +40,28 @@ def compact(args: argparse.Namespace) -> None:
     with activity(f"compacting {table.uri}"):
         info = table.compact(args.target_file_size, args.min_deleted_fraction)
     print(describe_compaction(info))
+
+
+def purge(args: argparse.Namespace) -> None:
+    """``Table.purge`` (a database: ``Database.purge``, every table, without ``--where``)."""
+    target = open_table_or_database(args)
+    if isinstance(target, Database) and args.where is not None:
+        raise InvalidArgumentError("--where applies to a table; a database's tables are purged of deleted rows only")
+    with activity(f"purging {target.uri}"):
+        found = target.purge() if isinstance(target, Database) else {"": target.purge(args.where)}
+    for name, info in found.items():
+        print(f"{name + ': ' if name else ''}{describe_purge(info)}")
+
+
+def describe_purge(info: CommitInfo) -> str:
+    if not info.committed:
+        return "purge: no live file holds a deleted row; nothing to do"
+    m = info.metrics
+    matched = f", {count(m['rows_deleted'], 'row')} matched --where" if "rows_deleted" in m else ""
+    return (
+        f"purge: version {info.version}: {count(m['files_removed'], 'file')} rewritten, "
+        f"{count(m['rows_dropped'], 'deleted row')} dropped{matched}; run gc to remove the old files"
+    )
 
 
 def upgrade(args: argparse.Namespace) -> None:
@@ -56,6 +90,14 @@ def gc(args: argparse.Namespace) -> None:
             force=args.force,
         )
     print(report)
+
+
+def repair(args: argparse.Namespace) -> None:
+    target = open_table_or_database(args)
+    with activity(f"checking {target.uri} for missing objects"):
+        found = target.repair(dry_run=args.dry_run)
+    for report in found.values() if isinstance(found, dict) else [found]:
+        print(report)
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -101,11 +143,16 @@ def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grace",
         type=checked(duration),
-        default=timedelta(hours=24),
+        default=None,
         metavar="DURATION",
-        help="never delete an unreferenced object younger than this (default: 24h)",
+        help="never delete an unreferenced object younger than this (default: the table's gc_grace "
+        "property, 24h unless set; a shorter one needs --force)",
     )
-    parser.add_argument("--force", action="store_true", help="allow a retention shorter than the grace period")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="allow a grace shorter than the table's gc_grace, or a retention shorter than the grace",
+    )
 
 
 def add_compaction_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,10 +184,19 @@ def add_commands(command: Any) -> None:
     add_compaction_arguments(compacted)
     compacted.add_argument("--dry-run", action="store_true", help="show what would be rewritten; change nothing")
 
+    purged = command("purge", purge, "rewrite every file holding a deleted row (after deleting --where's rows)")
+    purged.add_argument(
+        "--where", metavar="EXPR", help="delete the rows matching this filter first, in the same commit"
+    )
+
     collected = command("gc", gc, "expire old versions and delete objects no retained version needs")
     add_gc_arguments(collected)
 
     command("upgrade", upgrade, "move a format v1 table to format v2 in one commit (older versions stay readable)")
+    repaired = command(
+        "repair", repair, "commit a version without the objects the latest one references that are missing"
+    )
+    repaired.add_argument("--dry-run", action="store_true", help="report what is lost; commit nothing")
 
     job = command(
         "maintain", maintain, "compaction then GC on a table or every table under a root", metavar="ROOT_OR_URI"

@@ -12,6 +12,7 @@ from ..arguments import parse_duration, parse_size
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    from ..database import Database
     from ..table import Table
 
 T = TypeVar("T")
@@ -90,6 +91,17 @@ def open_from(args: argparse.Namespace) -> Table:
     from ..entry_points import open_table  # the library loads once a command runs
 
     return open_table(args.uri, storage_options=storage_options(args))
+
+
+def open_table_or_database(args: argparse.Namespace) -> Table | Database:
+    """The database at ``args.uri`` if there is one, else the table there."""
+    from ..database import open_database
+    from ..errors import DatabaseNotFoundError
+
+    try:
+        return open_database(args.uri, storage_options=storage_options(args))
+    except DatabaseNotFoundError:
+        return open_from(args)
 
 
 class CsvDialect(NamedTuple):

@@ -1,6 +1,9 @@
 """Writing scanned rows: an aligned text table for people, and CSV, JSON lines, Parquet and
 Arrow IPC for programs. Every writer takes batches as they come and keeps none: the file
-formats go through pyarrow's own writers, the text table renders a chunk at a time."""
+formats go through pyarrow's own writers, the text table renders a chunk at a time.
+pyarrow, numpy and jsonl.py load with the first writer that runs: the read commands'
+options name the formats (``WRITERS``), and ``count`` imports this module without writing
+(docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
@@ -10,23 +13,23 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-import numpy as np
-import pyarrow as pa
-
 from ..errors import InvalidArgumentError
 from ..lazy import lazy
-from .jsonl import is_binary, json_lines, timestamp_text, to_json
 
 if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
+
+    Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
 else:
+    np = lazy("numpy")
+    pa = lazy("pyarrow")
     pc = lazy("pyarrow.compute")
     pacsv = lazy("pyarrow.csv")
     pq = lazy("pyarrow.parquet")
-
-Writer = Callable[[Iterable[pa.RecordBatch], pa.Schema, BinaryIO], None]
 OUTPUT_FORMATS = {
     ".parquet": "parquet",
     ".csv": "csv",
@@ -179,6 +182,8 @@ def write_csv(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Binary
     ``nan``, ``inf``, ``-inf`` (all of which ``append`` reads back as they were). Binary is
     written in base64 (raw bytes need not be text: pyarrow refuses them), zoned timestamps as
     ``timestamp_text`` writes them (a historical offset with seconds would be cut)."""
+    from .jsonl import is_binary, timestamp_text, to_json
+
     binary = {i for i, f in enumerate(schema) if is_binary(f.type)}
     zoned = {i for i, f in enumerate(schema) if pa.types.is_timestamp(f.type) and f.type.tz}
     text = pa.schema([f.with_type(pa.string()) if i in binary | zoned else f for i, f in enumerate(schema)])
@@ -194,6 +199,8 @@ def write_csv(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: Binary
 def write_json_lines(batches: Iterable[pa.RecordBatch], schema: pa.Schema, sink: BinaryIO) -> None:
     """One JSON object per row, in the mapping of ``jsonl`` (strict JSON that ``append``
     reads back exactly). pyarrow has no JSON writer, so rows go through Python."""
+    from .jsonl import json_lines
+
     for batch in batches:
         sink.write(json_lines(batch).encode())
 

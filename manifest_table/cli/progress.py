@@ -7,8 +7,10 @@ import logging
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def _on_terminal() -> bool:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from ..errors import InvalidArgumentError
+from ..format.properties import LAYOUT
+from ..lazy import lazy
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
 from .options import PROG, csv_options, names, open_from, whole_number
@@ -22,7 +22,11 @@ from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ..commit import CommitInfo
+else:
+    pa = lazy("pyarrow")
 
 PREVIEW_ROWS = 20
 
@@ -49,6 +53,9 @@ def info(args: argparse.Namespace) -> None:
     }
     if manifest.index is not None:
         facts["last_field_id"] = manifest.index.last_field_id
+    for prop in LAYOUT:
+        names: tuple[str, ...] = manifest.properties[prop]
+        facts[prop.name] = list(names)
     facts["mirrors"] = mirror_versions(table)
     if args.json:
         print(json.dumps(facts, indent=2))
@@ -68,6 +75,7 @@ def info(args: argparse.Namespace) -> None:
                 "data_bytes",
             )
         },
+        **{prop.name.replace("_", " "): ", ".join(facts[prop.name]) for prop in LAYOUT if facts[prop.name]},
         "mirrors": describe_mirrors(facts["mirrors"]),
     }
     width = max(map(len, lines)) + 1
@@ -172,7 +180,13 @@ def emit(
 
 
 def count(args: argparse.Namespace) -> None:
-    print(open_from(args).scan([], args.where, args.version, args.as_of).count())
+    """Without ``--where``, the manifest's own counts (``Manifest.live_rows``, what
+    ``Scan.count`` answers then): no pyarrow is imported (docs/benchmarks.md, "Start-up")."""
+    table = open_from(args)
+    if args.where is None:
+        print(table.manifest(args.version, args.as_of).live_rows)
+    else:
+        print(table.scan([], args.where, args.version, args.as_of).count())
 
 
 def add_commands(command: Any) -> None:

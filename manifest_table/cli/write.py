@@ -14,7 +14,7 @@ from ..entry_points import create_from_rows, create_table
 from ..errors import InvalidArgumentError, InvalidFilterError, TableNotFoundError
 from ..expressions import parse_term, to_expr
 from ..format.column_types import with_doubles
-from ..format.manifest import FORMAT_VERSION
+from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION
 from ..operations.overwrite import check_within
 from ..operations.upsert import WHEN_MATCHED, WHEN_NOT_MATCHED, WHEN_NOT_MATCHED_BY_SOURCE
 from ..wording import count
@@ -25,7 +25,7 @@ from .progress import counted
 from .read import metrics
 from .schema_spec import file_schema, parse_schema
 
-log = logging.getLogger("manifest_table.cli")
+logger = logging.getLogger("manifest_table.cli")
 
 
 def create(args: argparse.Namespace) -> None:
@@ -50,7 +50,7 @@ def append(args: argparse.Namespace) -> None:
     readers = _readers(args, table.schema)
     with table.transaction() as tx:
         for path, reader in zip(args.files, readers):
-            log.info("appending %s", path)
+            logger.info("appending %s", path)
             tx.append(_counted(reader, f"appending {path}"), args.schema_mode)
         info = tx.commit()
     print(summary(info))
@@ -69,7 +69,7 @@ def _create_with_files(args: argparse.Namespace) -> None:
     batches = (b for path, r in zip(args.files, readers) for b in batches_of(_counted(r, f"appending {path}"), schema))
     rows = pa.RecordBatchReader.from_batches(schema, batches)
     table, info = create_from_rows(args.uri, schema, rows, storage_options(args))
-    _created(table.uri, FORMAT_VERSION, schema)
+    _created(table.uri, NEW_TABLE_FORMAT_VERSION, schema)
     print(summary(info))
 
 
@@ -92,7 +92,7 @@ def overwrite(args: argparse.Namespace) -> None:
     where = to_expr(args.where)
     with table.transaction() as tx:
         for i, (path, reader) in enumerate(zip(args.files, readers)):
-            log.info("writing %s", path)
+            logger.info("writing %s", path)
             data = _counted(reader, f"writing {path}")
             if i == 0:
                 tx.overwrite(data, where, args.schema_mode, require_match=False)  # checked below, every file
@@ -156,7 +156,7 @@ def typed_value(name: str, text: str, schema: pa.Schema) -> Any:
 def upsert(args: argparse.Namespace) -> None:
     table = open_from(args)
     (reader,) = _readers(args, table.schema)
-    log.info("upserting %s", args.file)
+    logger.info("upserting %s", args.file)
     info = table.upsert(
         _counted(reader, f"upserting {args.file}"),
         args.on,
@@ -183,9 +183,9 @@ def add_commands(command: Any) -> None:
     created.add_argument(
         "--format-version",
         type=int,
-        choices=(1, FORMAT_VERSION),
-        default=FORMAT_VERSION,
-        help=f"table format (default {FORMAT_VERSION}; 1 is readable by releases before format v2)",
+        choices=range(1, FORMAT_VERSION + 1),
+        default=NEW_TABLE_FORMAT_VERSION,
+        help=f"table format (default {NEW_TABLE_FORMAT_VERSION}; 1 is readable by releases before format v2)",
     )
 
     files_help = ", ".join(f"*{suffix}" for suffix in INPUT_FORMATS)

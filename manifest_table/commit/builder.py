@@ -18,28 +18,33 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyroaring import FrozenBitMap
 
-from ..data.tombstones import DeletionVectors, write_tombstone
+from ..data.tombstones import DeletionVectors
 from ..errors import CommitConflictError
+from ..format.field_ids import FieldIds
+from ..format.layout import check_layout, renamed_in_layout
 from ..format.manifest import DataFile, DeletionVector, Manifest
 from ..format.mirrors import merged
+from ..format.properties import DELETES_LIMIT, MAX_SMALL_SEGMENTS, SEGMENT_TARGET_FILES, TAIL_LIMIT, Properties
 from ..format.replaced import replacements_to_json
-from ..format.root import FileIndex, Properties, Totals
+from ..format.root import FileIndex, Totals
 from ..format.segment import (
     Segment,
     SegmentSummary,
+    concat_entries,
     encode_segment,
     entries_of,
     new_segment_key,
     summarize,
     with_deletes,
 )
+from ..format.stored_schema import StoredSchema
 from ..lazy import lazy
 from ..log.version import Version, locate
 from ..log.version_log import VersionLog
 from ..mirrors.types import check_mirrored
 from .changes import Changes, replacements_of, rewrites_to_json
+from .tombstone_stager import TombstoneStager
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
@@ -52,7 +57,7 @@ class ManifestBuilder:
 
     def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
         self._log = log
-        self._tombstones = _TombstoneStager(log, dvs)
+        self._tombstones = TombstoneStager(log, dvs)
         self._segments: list[str] = []
         self._attempt: list[str] = []
 
@@ -63,6 +68,7 @@ class ManifestBuilder:
 
     def build(self, prev: Version, changes: Changes, commit_id: str) -> Manifest:
         self._attempt = []
+        prev.properties.check_writable(f"table {self._log.location}")
         before = prev.fields
         if changes.schema is not None:
             prev = prev.with_fields(changes.schema.fields, changes.schema.last_field_id)
@@ -72,6 +78,8 @@ class ManifestBuilder:
             # mirror setting is caught here, after rebasing.
             check_mirrored(prev.fields, mirrors, before if changes.schema is not None else None)
         files, newly_deleted, index = self._files(prev, changes)
+        if index is not None and (changes.properties or changes.schema is not None):
+            index = replace(index, properties=_properties(index.properties, changes, before, prev.fields))
         metrics = dict(changes.metrics)
         if changes.deletes:
             metrics["rows_deleted"] = metrics.get("rows_deleted", 0) + newly_deleted
@@ -80,6 +88,9 @@ class ManifestBuilder:
             parameters["rewrites"] = rewrites_to_json(changes.rewrites)
         if changes.replaced:
             parameters["replaced"] = replacements_to_json(replacements_of(changes, self._tombstones.positions))
+        stored_schema = prev.stored_schema
+        if changes.upgrade is not None:  # the v1 columns get their ids (``_upgrade``), kept in the schema
+            stored_schema = StoredSchema.of(prev.schema, prev.fields.ids)
         apps = dict(prev.app_transactions)
         if changes.app_transaction:
             apps[changes.app_transaction[0]] = changes.app_transaction[1]
@@ -89,12 +100,12 @@ class ManifestBuilder:
             timestamp_ms=max(int(time.time() * 1000), prev.timestamp_ms + 1),  # monotonic for as_of
             commit_id=commit_id,
             operation=changes.operation,
-            schema=prev.schema,
+            stored_schema=stored_schema,
             tail=files,
             parameters=parameters,
             metrics=metrics,
             app_transactions=apps,
-            format_version=2 if index is not None else prev.format_version,
+            format_version=max(prev.format_version, index.properties.format_version) if index else prev.format_version,
             index=index,
             mirrors=mirrors if index is not None else {},
         )
@@ -122,14 +133,14 @@ class ManifestBuilder:
 
     def _upgrade(self, prev: Version, properties: Properties) -> FileIndex:
         """A v1 version's files as a v2 index: segments of ``segment_target_files`` entries."""
-        field_ids = tuple(range(1, len(prev.schema) + 1))
+        field_ids = prev.fields.ids  # a v1 table's: 1..n by position (``plain``)
         files = prev.tail
-        chunk = properties.segment_target_files
+        chunk = properties[SEGMENT_TARGET_FILES]
         segments = tuple(
             self._write(entries_of(files[i : i + chunk], prev.schema, field_ids), prev, field_ids)
             for i in range(0, len(files), chunk)
         )
-        return FileIndex(field_ids, len(field_ids), properties, prev.totals, segments, {})
+        return FileIndex(len(field_ids), properties, prev.totals, segments, {})
 
     # --- v2: what changed -----------------------------------------------------------------
     def _v2(self, prev: Version, changes: Changes) -> tuple[tuple[DataFile, ...], int, FileIndex]:
@@ -163,23 +174,25 @@ class ManifestBuilder:
             segment = located[path][1]
             if segment is not None:
                 removed_from.setdefault(segment, set()).add(path)
-        if len(deletes) > props.deletes_limit:
+        if len(deletes) > props[DELETES_LIMIT]:
             removed_from.update({key: removed_from.get(key, set()) for key in self._flush_plan(prev, deletes)})
 
         rewritten = [
             self._rewrite([s], prev, deletes, removed_from[s.path]) if s.path in removed_from else s
             for s in index.segments
         ]
-        segments = [s for s in rewritten if s is not None and s.files]
-        if len(tail) > props.tail_limit:
-            chunk = props.segment_target_files
+        segments = [s for s in rewritten if s is not None and s.files and s.path not in changes.dropped_segments]
+        if len(tail) > props[TAIL_LIMIT]:
+            chunk = props[SEGMENT_TARGET_FILES]
             segments += [
-                self._write(entries_of(tail[i : i + chunk], prev.schema, index.field_ids), prev, index.field_ids)
+                self._write(entries_of(tail[i : i + chunk], prev.schema, prev.fields.ids), prev, prev.fields.ids)
                 for i in range(0, len(tail), chunk)
             ]
             tail = []
         segments = self._merge_small(segments, prev, deletes)
 
+        if changes.dropped_segments:
+            return self._without_dropped(prev, segments, tail, deletes, newly_deleted)
         gone = [located[p][0] for p in changes.removed]
         old = index.totals
         totals = Totals(
@@ -190,6 +203,29 @@ class ManifestBuilder:
         )
         return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
 
+    def _without_dropped(
+        self,
+        prev: Version,
+        segments: list[SegmentSummary],
+        tail: list[DataFile],
+        deletes: dict[str, DeletionVector],
+        newly_deleted: int,
+    ) -> tuple[tuple[DataFile, ...], int, FileIndex]:
+        """The index once segments that are gone are dropped (a repair): the entries they held
+        are unknown, so the totals and the ``deletes`` map are counted anew from what is left."""
+        index = prev.index
+        assert index is not None
+        files = [f for s in segments for f in prev.segment(s.path).files(None, deletes)] + tail
+        listed = {f.path for f in files}
+        deletes = {path: ref for path, ref in deletes.items() if path in listed}
+        totals = Totals(
+            len(files),
+            sum(f.rows for f in files),
+            sum(f.deleted_rows for f in files),
+            sum(f.size for f in files),
+        )
+        return tuple(tail), newly_deleted, replace(index, totals=totals, segments=tuple(segments), deletes=deletes)
+
     def _flush_plan(self, prev: Version, deletes: dict[str, DeletionVector]) -> list[str]:
         """Segments to rewrite so that the map falls to half its limit: those holding the most
         of its entries first."""
@@ -197,7 +233,7 @@ class ManifestBuilder:
         for _, segment in locate(prev, deletes).values():
             if segment is not None:
                 holders[segment] = holders.get(segment, 0) + 1
-        keep = prev.index.properties.deletes_limit // 2  # type: ignore[union-attr]
+        keep = prev.properties[DELETES_LIMIT] // 2
         plan, remaining = [], len(deletes)
         for key, count in sorted(holders.items(), key=lambda kv: -kv[1]):
             if remaining <= keep:
@@ -209,12 +245,12 @@ class ManifestBuilder:
     def _merge_small(
         self, segments: list[SegmentSummary], prev: Version, deletes: dict[str, DeletionVector]
     ) -> list[SegmentSummary]:
-        props = prev.index.properties  # type: ignore[union-attr]
+        props = prev.properties
 
         def small(s: SegmentSummary) -> bool:
-            return s.files < props.segment_target_files
+            return s.files < props[SEGMENT_TARGET_FILES]
 
-        while sum(map(small, segments)) > props.max_small_segments:
+        while sum(map(small, segments)) > props[MAX_SMALL_SEGMENTS]:
             i = min(
                 (j for j in range(len(segments) - 1) if small(segments[j]) or small(segments[j + 1])),
                 key=lambda j: segments[j].files + segments[j + 1].files,
@@ -228,7 +264,7 @@ class ManifestBuilder:
     ) -> SegmentSummary | None:
         """One segment of the entries of ``sources`` minus ``removed``, with the deletion
         vectors of ``deletes`` folded in (and taken out of the map)."""
-        field_ids = prev.index.field_ids  # type: ignore[union-attr]
+        field_ids = prev.fields.ids
         tables = []
         for summary in sources:
             table = prev.segment(summary.path).table
@@ -236,7 +272,7 @@ class ManifestBuilder:
                 table = table.filter(pc.invert(pc.is_in(table.column("path"), pa.array(sorted(removed), pa.string()))))
             folded = {p: deletes.pop(p) for p in table.column("path").to_pylist() if p in deletes}
             tables.append(with_deletes(table, folded))
-        table = pa.concat_tables(tables)
+        table = concat_entries(tables, prev.schema, field_ids)
         if not table.num_rows:
             return None
         return self._write(table, prev, field_ids)
@@ -250,36 +286,11 @@ class ManifestBuilder:
         return summarize(key, table, prev.schema, field_ids)
 
 
-class _TombstoneStager:
-    """Writes the tombstone object of an attempt, reusing the last one when neither the
-    files' existing bitmaps nor our new positions changed since (a retry that lost only to
-    appends). New positions do change when a rebase remaps a winner's deletes onto our
-    compaction outputs. The same object holds the replaced positions the commit's
-    ``parameters.replaced`` must carry (``Changes.replaced_positions``): no object more."""
-
-    def __init__(self, log: VersionLog, dvs: DeletionVectors) -> None:
-        self._log, self._dvs = log, dvs
-        self._key: tuple[dict[str, tuple[DeletionVector | None, FrozenBitMap]], dict[str, FrozenBitMap]] | None = None
-        self._refs: dict[str, tuple[DeletionVector, int]] = {}
-        self.positions: dict[str, DeletionVector] = {}
-        """Where the last object staged holds each of the replaced positions."""
-        self.written: list[str] = []
-
-    def stage(self, files: dict[str, DataFile], changes: Changes) -> dict[str, tuple[DeletionVector, int]]:
-        deletes, replaced = changes.deletes, changes.replaced_positions()
-        key = (
-            {path: (f.deletes, FrozenBitMap(deletes[path])) for path, f in files.items()},
-            {name: FrozenBitMap(bm) for name, bm in replaced.items()},
-        )
-        if key == self._key:
-            return self._refs
-        unions, new_rows = {}, {}
-        for path, f in files.items():
-            existing = self._dvs.of(f)
-            unions[path] = existing | deletes[path]
-            new_rows[path] = len(unions[path]) - len(existing)
-        refs = write_tombstone(self._log.store, {**unions, **replaced}) if unions else {}
-        self.written.extend({ref.path for ref in refs.values()})
-        self._key, self._refs = key, {p: (refs[p], new_rows[p]) for p in unions}
-        self.positions = {name: refs[name] for name in replaced}
-        return self._refs
+def _properties(properties: Properties, changes: Changes, before: FieldIds, after: FieldIds) -> Properties:
+    """The properties a commit leaves: its updates applied, layout properties following the
+    columns it renames, and checked against the schema it leaves (format/layout.py)."""
+    names = dict(zip(after.ids, after.schema.names))
+    renames = {old: names[fid] for fid, old in zip(before.ids, before.schema.names) if names.get(fid, old) != old}
+    updated = properties.updated({**renamed_in_layout(properties, renames), **(changes.properties or {})})
+    check_layout(updated, after.schema)
+    return updated

@@ -16,8 +16,8 @@ from pyroaring import BitMap
 from ..expressions import Expr, Or
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile, DeletionVector
+from ..format.properties import Properties
 from ..format.replaced import NewRows, ReplacedRows, Replacement
-from ..format.root import Properties
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,19 @@ class Rewrite:
     """A compaction rewrite: its sources' live rows concatenated in order, then cut, in that
     order, into ``outputs`` (none when no source row was live; several when the rows exceed
     the target size, or a writer splits them). That order is what lets a concurrent delete's
-    positions be remapped arithmetically (``conflicts.remap``)."""
+    positions be remapped arithmetically (``conflicts.remap``). A clustering rewrite first
+    orders the concatenated rows along the curve over the columns ``order`` (field ids):
+    a pure function of their values, which a remap recomputes (data/placement.py)."""
 
     outputs: tuple[RewriteOutput, ...]
     sources: tuple[RewriteSource, ...]
+    order: tuple[int, ...] = ()
+    curve: str = ""
+    """The name of the order (``CURVE`` for this release's, data/curve.py); a remap onto an
+    order this release does not know is a conflict."""
+
+
+CURVE = "hilbert"
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,11 @@ class Changes:
     mirrors: dict[str, dict[str, Any]] | None = None
     """Set by ``Table.set_mirrors``: the mirrors to keep on, with the options of any newly
     enabled one (format/mirrors.py). None leaves the setting as it is."""
+    properties: dict[str, Any] | None = None
+    """Set by ``Table.set_properties``: property name -> value (None: back to the default),
+    applied to the properties of the version the commit lands on (format/properties.py)."""
+    dropped_segments: set[str] = field(default_factory=set)
+    """Set by ``Table.repair``: segments that are gone, dropped with every entry they held."""
 
     def is_empty(self) -> bool:
         return not (
@@ -115,6 +129,8 @@ class Changes:
             or self.upgrade
             or self.schema
             or self.mirrors is not None
+            or bool(self.properties)
+            or bool(self.dropped_segments)
         )
 
     def delete_rows(self, path: str, positions: BitMap) -> None:
@@ -153,6 +169,7 @@ class Changes:
             self,
             added=list(self.added),
             removed=set(self.removed),
+            dropped_segments=set(self.dropped_segments),
             deletes={path: BitMap(bitmap) for path, bitmap in self.deletes.items()},
             read_files=set(self.read_files),
             rewrites=list(self.rewrites),
@@ -184,12 +201,13 @@ def rewrites_to_json(rewrites: list[Rewrite]) -> list[dict[str, Any]]:
         {
             **(
                 {"output": rw.outputs[0].path if rw.outputs else None}
-                if len(rw.outputs) <= 1
+                if len(rw.outputs) <= 1 and not rw.order
                 else {"outputs": [{"path": out.path, "rows": out.rows} for out in rw.outputs]}
             ),
             "sources": [
                 {"path": s.path, "rows": s.rows, "deletes": vars(s.deletes) if s.deletes else None} for s in rw.sources
             ],
+            **({"order": {"curve": rw.curve or CURVE, "field_ids": list(rw.order)}} if rw.order else {}),
         }
         for rw in rewrites
     ]
@@ -209,5 +227,6 @@ def rewrites_from_json(doc: list[dict[str, Any]]) -> list[Rewrite]:
             outputs = (RewriteOutput(rw["output"], sum(s.live_rows for s in sources)),)
         else:
             outputs = ()
-        rewrites.append(Rewrite(outputs, sources))
+        order = rw.get("order")
+        rewrites.append(Rewrite(outputs, sources, *((tuple(order["field_ids"]), order["curve"]) if order else ())))
     return rewrites

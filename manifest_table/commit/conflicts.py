@@ -31,6 +31,7 @@ from dataclasses import replace
 import numpy as np
 from pyroaring import BitMap
 
+from ..data.placement import placement
 from ..data.tombstones import DeletionVectors
 from ..errors import CommitConflictError
 from ..format.column_types import widens
@@ -38,13 +39,15 @@ from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..format.manifest import Manifest
 from ..log.version import Version, VersionDiff, diff, locate
-from .changes import Changes, Rewrite, SchemaChange, rewrites_from_json
+from ..storage import FileIO
+from .changes import CURVE, Changes, Rewrite, SchemaChange, rewrites_from_json
 from .loop import AlreadyCommitted
 
 
-def rebase(changes: Changes, prev: Version, winner: Version, dvs: DeletionVectors) -> Changes:
+def rebase(changes: Changes, prev: Version, winner: Version, dvs: DeletionVectors, io: FileIO) -> Changes:
     """Make ``changes`` (built on ``prev``) apply on top of ``winner`` (prev's successor),
-    or raise ``CommitConflictError``. Mutates and returns ``changes``."""
+    or raise ``CommitConflictError``. Mutates and returns ``changes``. ``io`` reads the
+    sources of a clustering rewrite that a delete is remapped through."""
     check_for_app_transaction_already_committed(changes, winner)
     check_for_upgrade_already_made(changes, winner)
     if prev.fields != winner.fields:
@@ -56,8 +59,9 @@ def rebase(changes: Changes, prev: Version, winner: Version, dvs: DeletionVector
         check_for_rows_read_that_the_winner_changed(changes, prev, winner, changed, dvs)
         check_for_added_files_that_may_match_the_condition(changes, winner, changed)
     check_for_files_removed_by_both(changes, winner, changed)
-    remap_the_winners_deletes_onto_our_rewrites(changes, winner, changed, dvs)
-    remap_our_deletes_onto_the_winners_rewrites(changes, winner, changed, dvs)
+    places = Placements(prev, winner, dvs, io)
+    remap_the_winners_deletes_onto_our_rewrites(changes, winner, changed, dvs, places)
+    remap_our_deletes_onto_the_winners_rewrites(changes, winner, changed, dvs, places)
     return changes
 
 
@@ -185,7 +189,7 @@ def check_for_files_removed_by_both(changes: Changes, winner: Manifest, changed:
 
 
 def remap_the_winners_deletes_onto_our_rewrites(
-    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors
+    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors, places: Placements
 ) -> None:
     """The winner deleted rows of files this commit removes: a compaction carries them onto
     its outputs; a removal without a rewrite (an overwrite) would lose them, a conflict."""
@@ -197,12 +201,12 @@ def remap_the_winners_deletes_onto_our_rewrites(
         rw, i = ours[path]
         source = rw.sources[i]
         snapshot = dvs.load(source.deletes) if source.deletes else BitMap()
-        for output, positions in remap(dvs.of(after[path]) - snapshot, rw, i, dvs).items():
+        for output, positions in remap(dvs.of(after[path]) - snapshot, rw, i, dvs, places.of(rw)).items():
             changes.delete_rows(output, positions)
 
 
 def remap_our_deletes_onto_the_winners_rewrites(
-    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors
+    changes: Changes, winner: Manifest, changed: VersionDiff, dvs: DeletionVectors, places: Placements
 ) -> None:
     """This commit deletes from files the winner removed: onto a compaction's outputs they go;
     a removal without a rewrite (an overwrite) is a conflict."""
@@ -215,27 +219,60 @@ def remap_our_deletes_onto_the_winners_rewrites(
         if path not in theirs:
             _fail_if({path}, winner, "removed files this commit deletes from")
         rw, i = theirs[path]
-        for output, positions in remap(changes.deletes.pop(path), rw, i, dvs).items():
+        for output, positions in remap(changes.deletes.pop(path), rw, i, dvs, places.of(rw)).items():
             changes.delete_rows(output, positions)
 
 
-def remap(positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors) -> dict[str, BitMap]:
+def remap(
+    positions: BitMap, rewrite: Rewrite, index: int, dvs: DeletionVectors, places: np.ndarray | None = None
+) -> dict[str, BitMap]:
     """Positions in source ``index`` of ``rewrite`` -> positions in its outputs, per output.
     A row's place in the sources' concatenated live rows is the live rows of the sources
-    before it plus its live rows before it in its source; the outputs cut that sequence in
-    order. Rows the rewrite had already dropped are gone and map to nothing."""
+    before it plus its live rows before it in its source; a clustering rewrite moved it to
+    ``places`` of that (``Placements``); the outputs cut that sequence in order. Rows the
+    rewrite had already dropped are gone and map to nothing."""
     source = rewrite.sources[index]
     dropped = dvs.load(source.deletes) if source.deletes else BitMap()
     kept = np.asarray((positions - dropped).to_array(), dtype=np.int64)
     dropped_sorted = np.asarray(dropped.to_array(), dtype=np.int64)
     offset = sum(src.live_rows for src in rewrite.sources[:index])
     placed = offset + kept - np.searchsorted(dropped_sorted, kept)
+    if places is not None:
+        placed = places[placed]
     ends = np.cumsum([out.rows for out in rewrite.outputs], dtype=np.int64)
     which = np.searchsorted(ends, placed, side="right")  # the output whose range holds each row
     return {
         rewrite.outputs[k].path: BitMap((placed[which == k] - (ends[k] - rewrite.outputs[k].rows)).tolist())
         for k in np.unique(which).tolist()
     }
+
+
+class Placements:
+    """Where each clustering rewrite met while rebasing onto ``winner`` put its sources' rows
+    (data/placement.py), computed once per rewrite and only when a delete needs it. The
+    sources of ours and of the winner's are files of ``prev``."""
+
+    def __init__(self, prev: Version, winner: Manifest, dvs: DeletionVectors, io: FileIO) -> None:
+        self._prev, self._winner, self._dvs, self._io = prev, winner, dvs, io
+        self._found: dict[tuple[str, ...], np.ndarray] = {}
+
+    def of(self, rewrite: Rewrite) -> np.ndarray | None:
+        if not rewrite.order:
+            return None
+        if rewrite.curve != CURVE:
+            raise CommitConflictError(
+                f"version {self._winner.version} ({self._winner.operation}, commit {self._winner.commit_id}) "
+                f"rewrote files in an order ({rewrite.curve!r}) this release of manifest_table cannot follow "
+                "a delete through: retry the commit"
+            )
+        key = tuple(s.path for s in rewrite.sources)  # a file is the source of one rewrite
+        if key not in self._found:
+            located = locate(self._prev, set(key))
+            sources = [replace(located[s.path][0], deletes=s.deletes) for s in rewrite.sources]
+            self._found[key] = placement(
+                self._io, self._prev.version, sources, self._prev.fields, rewrite.order, self._dvs
+            )
+        return self._found[key]
 
 
 def _fail_if(paths: set[str], winner: Manifest, what: str) -> None:

@@ -3,8 +3,9 @@ compare-and-swap crate, it drives any log of write-once versions behind one poin
 table's manifest (table_commit.py) and a database's version commit through the same code.
 
 1. The caller read the pointer and staged a proposal on the version it names (``base``).
-2. Build the next version from the previous one and create it create-only: that create is
-   the commit point.
+2. Build the next version from the previous one, check the commit's deadline (../deadline.py:
+   a commit older than the grace period less a margin gives up, so it never references an
+   object GC may have deleted), and create it create-only: that create is the commit point.
 3. Lost the race (the key exists)? Read it back: our own commit id means a retried PUT that
    landed (we won). Otherwise rebase onto the winner, and onto every version the pointer
    shows after it, and try the next version, with jittered backoff.
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from ..arguments import check_int, check_seconds
+from ..clock import Stamp
+from ..deadline import Deadline
 from ..errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
 from ..format.pointer import Pointer
 
@@ -39,8 +42,8 @@ class CommitOptions:
     """Seconds after which a commit re-reads the pointer before its create (see commit())."""
     deadline: float | None = None
     """Seconds after its snapshot past which a commit gives up (nothing committed) instead of
-    creating its manifest. GC deletes unreferenced objects older than its grace period, so a
-    deadline below the grace makes "grace >= the longest commit" hold by construction."""
+    creating its manifest. Every commit has a deadline derived from the table's ``gc_grace``
+    (../deadline.py); this one only shortens it."""
 
     def __post_init__(self) -> None:
         check_int("max_attempts", self.max_attempts, minimum=1)
@@ -52,13 +55,17 @@ class CommitOptions:
 
 
 class Committed(Protocol):
-    """What the loop reads of a version: its number and the id of the commit that made it."""
+    """What the loop reads of a version: its number, the id of the commit that made it, and
+    the grace period GC gives its unreferenced objects (seconds)."""
 
     @property
     def version(self) -> int: ...
 
     @property
     def commit_id(self) -> str: ...
+
+    @property
+    def gc_grace(self) -> float: ...
 
 
 V = TypeVar("V", bound=Committed)
@@ -133,11 +140,12 @@ def commit(
     base: V,
     pointer: Pointer,
     options: CommitOptions = CommitOptions(),
-    started: float = 0.0,
+    started: Stamp | None = None,
     at_commit_point: Callable[[V], Callable[[], None]] | None = None,
 ) -> V:
-    """Commit ``proposal`` staged on ``base`` (the version ``pointer`` named, read at
-    ``time.monotonic()`` ``started``; unknown means "long ago": one more pointer read).
+    """Commit ``proposal`` staged on ``base`` (the version ``pointer`` named when it was read
+    at ``started``, or earlier if the proposal staged objects before: the deadline counts from
+    it; unknown means "long ago": one more pointer read, and the deadline counts from now).
     ``at_commit_point(committed)`` starts work after the commit point and returns its wait.
     Returns the committed version once the pointer is at or past it. Raises
     ``CommitConflictError`` (nothing was committed; staged objects are removed),
@@ -145,27 +153,29 @@ def commit(
     past the version that holds the change)."""
     commit_id = uuid.uuid4().hex
     prev, losses = base, 0
-    began = started or time.monotonic()
+    what = f"commit {commit_id} to {log.location}"
+    deadline = Deadline(what, started or Stamp.now(), options.deadline, base.gc_grace)
     try:
         for _ in range(options.max_attempts):
-            if options.deadline is not None and time.monotonic() - began > options.deadline:
-                proposal.discard()
-                raise CommitFailedError(
-                    f"commit {commit_id} to {log.location} gave up: more than its deadline of "
-                    f"{options.deadline} s passed since its snapshot; {log.location} is unchanged by this commit"
-                )
-            if time.monotonic() - started > options.recheck_after:
+            if started is None or started.elapsed() > options.recheck_after:
                 # Garbage collection may have removed versions after a snapshot this old; a
                 # create-only write of a removed version would succeed and then be lost.
-                prev = _rebase_to_pointer(log, proposal, prev)
-                started = time.monotonic()
-            stored = _create(log, proposal.build(prev, commit_id))
+                prev = _rebase_to_pointer(log, proposal, prev, deadline)
+                started = Stamp.now()
+            attempt = proposal.build(prev, commit_id)
+            try:
+                deadline.check()
+            except CommitFailedError:
+                proposal.discard()
+                raise
+            stored = _create(log, attempt)
             if stored is not None and stored.commit_id == commit_id:
                 break
             if stored is not None:
                 proposal.lost()
                 proposal.rebase(prev, stored)
-                prev = _rebase_to_pointer(log, proposal, stored)  # cheaper than losing a race to each
+                deadline.saw(stored.gc_grace)
+                prev = _rebase_to_pointer(log, proposal, stored, deadline)  # cheaper than losing a race to each
             losses += 1
             time.sleep(_backoff(losses, options))
         else:
@@ -209,7 +219,7 @@ def _acknowledge(log: VersionedLog[V], committed: V, pointer: Pointer) -> None:
         ) from exc
 
 
-def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V) -> V:
+def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V, deadline: Deadline) -> V:
     """Rebase onto every version the pointer shows after ``prev``; returns the last."""
     for version in range(prev.version + 1, log.pointer().version + 1):
         successor = log.find(version)
@@ -220,6 +230,7 @@ def _rebase_to_pointer(log: VersionedLog[V], proposal: Proposal[V], prev: V) -> 
                 "than the retention of old versions; retry it"
             )
         proposal.rebase(prev, successor)
+        deadline.saw(successor.gc_grace)
         prev = successor
     return prev
 

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from ..clock import Stamp
 from ..data.tombstones import DeletionVectors
+from ..format.keys import is_writer_key
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
 from ..log.version import Version
 from ..log.version_log import VersionLog
+from ..storage import FileIO
 from .builder import ManifestBuilder
 from .changes import Changes
 from .conflicts import check_for_app_transaction_already_committed, rebase
@@ -67,13 +70,17 @@ class TableProposal:
         return Version.of(self._builder.build(prev, self.changes, commit_id), self._log.segments)
 
     def rebase(self, prev: Version, winner: Version) -> None:
-        self.changes = rebase(self.changes, prev, winner, self._dvs)
+        self.changes = rebase(self.changes, prev, winner, self._dvs, FileIO(self._log.store))
 
     def lost(self) -> None:
         self._builder.lost()
 
     def discard(self) -> None:
-        self._log.store.delete_unreferenced([f.path for f in self.changes.added] + self._builder.written)
+        """Remove what this commit wrote: its staged data files of our writers' shapes (a file a
+        caller named in ``add_files`` under its own name is theirs: docs/design/011) and the
+        objects its builds wrote."""
+        staged = [f.path for f in self.changes.added if is_writer_key(f.path)]
+        self._log.store.delete_unreferenced(staged + self._builder.written)
 
 
 @runtime_checkable
@@ -83,7 +90,7 @@ class CommitsThrough(Protocol):
     table's version at the committed one."""
 
     def commit_table(
-        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: Stamp | None
     ) -> Version: ...
 
 
@@ -112,11 +119,12 @@ def commit(
     pointer: Pointer,
     changes: Changes,
     options: CommitOptions = CommitOptions(),
-    started: float = 0.0,
+    started: Stamp | None = None,
     dvs: DeletionVectors | None = None,
 ) -> CommitInfo:
     """Commit ``changes`` staged on ``base`` (the version ``pointer`` named, read at
-    ``time.monotonic()`` ``started``). Returns once the pointer is at or past the new version.
+    ``started``, or earlier if ``changes`` staged objects before: loop.py). Returns once the
+    pointer is at or past the new version.
     Raises ``CommitConflictError`` (nothing was committed; staged objects are removed) or
     ``CommitFailedError``. ``dvs``: the caller's tombstone cache (a delete already loaded the
     bitmaps it unions)."""

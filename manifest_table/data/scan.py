@@ -25,11 +25,15 @@ from ..format.stats import leaf_columns
 from ..lazy import lazy
 from ..storage import FileIO, ParquetSource
 from . import point_reads
-from .file_sets import FileSet, ListedFiles
+from .file_sets import FileSet, ListedFiles, VersionFiles
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
+
+    from ..log.version import Version
+    from ..storage import ObjectStore
+    from .tombstones import DeletionVectors
 else:
     ds = lazy("pyarrow.dataset")
     pq = lazy("pyarrow.parquet")
@@ -52,6 +56,36 @@ class Snapshot:
     """Positions deleted by an uncommitted transaction, per file path."""
     fields: FieldIds = field(kw_only=True)
     """How files map onto ``schema`` by field id (``plain(schema)`` for a v1 table: by name)."""
+    missing: Callable[[str], Exception] | None = field(default=None, kw_only=True)
+    """The error for an object of this state that is gone (``PointerLog.object_missing``:
+    the version expired, or the table is damaged); None: the version expired."""
+
+    @classmethod
+    def of(
+        cls,
+        version: Version,
+        store: ObjectStore,
+        *,
+        deletes: DeletionVectors | None = None,
+        missing: Callable[[str], Exception] | None = None,
+    ) -> Snapshot:
+        """Every file of ``version`` with its committed deleted rows, read from ``store`` (or
+        through ``deletes``, a cache the caller shares with other reads of the same state)."""
+        from .tombstones import DeletionVectors
+
+        dvs = deletes if deletes is not None else DeletionVectors(store)
+        return cls(
+            version.version, version.schema, VersionFiles(version), dvs.of, fields=version.fields, missing=missing
+        )
+
+    def gone(self, exc: NotFound) -> Exception:
+        """The error for a read of this state that found ``exc.args[0]`` missing."""
+        if self.missing is not None:
+            return self.missing(str(exc.args[0]) if exc.args else str(exc))
+        return VersionExpiredError(
+            f"{exc} of version {self.version} is gone: garbage collection has removed this "
+            "version (or the table is damaged)"
+        )
 
     def __post_init__(self) -> None:
         if isinstance(self.file_set, Sequence):
@@ -115,7 +149,10 @@ class Scan:
 
     def plan_files(self) -> Sequence[DataFile]:
         """Files that may hold matching live rows, judged by manifest stats alone."""
-        return self.snapshot.plan(self.where)
+        try:
+            return self.snapshot.plan(self.where)
+        except NotFound as exc:  # a segment of the version
+            raise self.snapshot.gone(exc) from exc
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         for table in self._tables(self.columns, with_positions=False):
@@ -199,11 +236,8 @@ class Scan:
     def _read_file(self, file: DataFile, columns: list[str], with_positions: bool) -> pa.Table | None:
         try:
             return self._read_live_rows(file, columns, with_positions)
-        except NotFound as exc:  # a snapshot's objects only vanish when GC expires it
-            raise VersionExpiredError(
-                f"{exc} of version {self.version} is gone: garbage collection has removed this "
-                "version (or the table is damaged)"
-            ) from exc
+        except NotFound as exc:  # a data file or tombstone of the version
+            raise self.snapshot.gone(exc) from exc
         except OSError as exc:  # pyarrow's own reads of local files (a permission, a disk error)
             raise StoreError(f"reading {file.path} failed: {exc}") from exc
 

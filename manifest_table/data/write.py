@@ -11,26 +11,26 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-
-import pyarrow as pa
 
 from ..arguments import check_size
 from ..errors import InvalidArgumentError, StoreError
 from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
-from ..format.root import with_field_ids
-from ..format.schema import check_schema
 from ..format.stats import FooterGaps, encode_stats, stats_from_parquet
+from ..format.stored_schema import with_field_ids
 from ..lazy import lazy
 from ..storage import FileIO
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 else:
+    pa = lazy("pyarrow")  # (a handle holds its WriteOptions: opening a table imports this module)
     pc = lazy("pyarrow.compute")
     pq = lazy("pyarrow.parquet")
 
@@ -51,7 +51,9 @@ class WriteOptions:
         object.__setattr__(self, "target_file_size", check_size("target_file_size", self.target_file_size))
         object.__setattr__(self, "row_group_size", check_size("row_group_size", self.row_group_size))
         codec = self.compression.lower() if isinstance(self.compression, str) else None
-        if codec not in _CODECS or (codec != "none" and not pa.Codec.is_available(_CODECS[codec])):
+        # (zstd, the default, is in every pyarrow build: not asking keeps opening a table
+        # from importing pyarrow.)
+        if codec not in _CODECS or (codec not in ("none", "zstd") and not pa.Codec.is_available(_CODECS[codec])):
             raise InvalidArgumentError(
                 f"compression must be one of {sorted(_CODECS)} (available in this "
                 f"pyarrow build), not {self.compression!r}"
@@ -100,6 +102,8 @@ def write_data_files(
     files again for its next run). ``physical_names``: the names the files carry the columns
     under (``FieldIds.physical_names``) where they differ from the schema's; the entries'
     stats keep the schema's names."""
+    from ..format.schema import check_schema  # (opening a table imports this module for WriteOptions)
+
     check_schema(schema, appending=True)
     table_schema = schema
     keys: list[str] = []
@@ -177,6 +181,8 @@ def _write(
         flow.take(first.nbytes)
         jobs.put_all([first])
         return [_write_file(io, keys[-1], schema, file_schema, options, encoding, jobs, flow)]
+    from concurrent.futures import ThreadPoolExecutor  # (as check_schema: with the first write)
+
     futures: list[Future[DataFile]] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
 

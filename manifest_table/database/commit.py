@@ -17,8 +17,8 @@ exactly as a table's), docs/design/003-databases.md:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..commit.table_commit import TableProposal
 from ..errors import CommitConflictError, TableExistsError
@@ -110,22 +110,32 @@ class TablePart:
 
 
 class DatabaseProposal:
-    """A database commit: the tables it writes or creates (one part per table id), and its
-    net change to the catalog (tables dropped, renamed and created, by id)."""
+    """A database commit: the tables it writes or creates (one part per table id), its net
+    change to the catalog (tables dropped, renamed and created, by id), and the database
+    properties it sets."""
 
-    def __init__(self, log: DatabaseLog, parts: Sequence[TablePart], catalog: CatalogChange | None = None) -> None:
+    def __init__(
+        self,
+        log: DatabaseLog,
+        parts: Sequence[TablePart],
+        catalog: CatalogChange | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
         self._log, self.parts = log, list(parts)
         self.catalog = catalog or CatalogChange(-1)
+        self.properties = dict(properties or {})
 
     def operation(self) -> str:
         actions = (
             [p.change.operation for p in self.parts]
             + ["drop_table"] * len(self.catalog.dropped)
             + ["rename_table"] * len(self.catalog.renamed)
+            + ["set_properties"] * bool(self.properties)
         )
         return actions[0] if len(actions) == 1 else "transaction"
 
     def build(self, prev: DatabaseVersion, commit_id: str) -> DatabaseVersion:
+        prev.properties.check_writable(f"database {self._log.location}")
         tables = self._catalog_at(prev)
         changed = {}
         for part in self.parts:
@@ -143,6 +153,8 @@ class DatabaseProposal:
             created=tuple(catalog.created.values()),
             dropped=tuple(catalog.dropped.values()),
             renamed=dict(catalog.renamed.values()),
+            properties=prev.properties.updated(self.properties),
+            format_version=prev.format_version,
         )
 
     def _catalog_at(self, db: DatabaseVersion) -> dict[str, TableRef]:

@@ -1,32 +1,36 @@
 """The database facade: create or open a database, its tables by name, its transactions,
-snapshots and history (docs/databases.md, docs/design/003-databases.md)."""
+snapshots and history (docs/databases.md, docs/design/003-databases.md). What only writes,
+gc and the change feed need is imported by the method that runs it: opening a database's
+table and reading its manifest loads no pyarrow (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ..arguments import Duration, Size, check_int, check_time, check_version
-from ..commit import CommitInfo
 from ..errors import DatabaseExistsError, DatabaseNotFoundError, InvalidArgumentError, TableNotFoundError
-from ..feed import change_range
 from ..format.database import DatabaseVersion, check_table_name
-from ..format.manifest import FORMAT_VERSION, manifest_key
+from ..format.manifest import NEW_TABLE_FORMAT_VERSION, manifest_key
 from ..format.pointer import POINTER_KEY, Pointer
-from ..operations.create import create_log
-from ..operations.garbage_collection import GCReport
+from ..format.properties import DATABASE
 from ..storage import ObjectStore
 from ..table import handle_args
-from .changes import DatabaseChanges
-from .garbage_collection import collect_database_garbage
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
-from .transaction import DatabaseTransaction, database_commit_info
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..commit import CommitInfo
+    from ..operations.gc_report import GCReport
+    from ..operations.repair import RepairReport
+    from .changes import DatabaseChanges
+    from .transaction import DatabaseTransaction
 
 
 class Database(DatabaseHandle):
@@ -51,6 +55,8 @@ class Database(DatabaseHandle):
         tables it wrote to what it did to them."""
         if limit is not None:
             check_int("limit", limit, minimum=0)
+        from .transaction import database_commit_info
+
         return [database_commit_info(v) for v in self.log.history(limit)]
 
     def changes(
@@ -65,6 +71,9 @@ class Database(DatabaseHandle):
         current at ``start_as_of``) up to ``end_version`` / ``end_as_of`` (default: the
         latest), in database-version order, each batch with a ``_table`` column (changes.py,
         docs/changes.md). The database version is the cursor."""
+        from ..feed import change_range
+        from .changes import DatabaseChanges
+
         return DatabaseChanges(self, *change_range(self.log, start_version, end_version, start_as_of, end_as_of))
 
     def table(self, name: str) -> DatabaseTable:
@@ -78,8 +87,23 @@ class Database(DatabaseHandle):
         current at ``as_of``."""
         return DatabaseSnapshot(self, *self._version(version, as_of))
 
+    @property
+    def properties(self) -> dict[str, Any]:
+        """The database's properties at the latest version, set or default (``gc_grace``)."""
+        return self.log.manifest(self.log.read_pointer().version).properties.shown(DATABASE)
+
+    def set_properties(self, properties: Mapping[str, Any]) -> CommitInfo:
+        """Set database properties in one commit (``{"gc_grace": "6h"}``: how long gc leaves
+        unreferenced objects of every table, and what every commit's deadline derives from;
+        None restores the default). See docs/databases.md."""
+        from .properties import set_database_properties
+
+        return set_database_properties(self, properties)
+
     # --- writes -------------------------------------------------------------------------
     def transaction(self) -> DatabaseTransaction:
+        from .transaction import DatabaseTransaction
+
         return DatabaseTransaction(self)
 
     def create_table(
@@ -87,8 +111,8 @@ class Database(DatabaseHandle):
         name: str,
         schema: pa.Schema,
         *,
-        properties: dict[str, int] | None = None,
-        format_version: int = FORMAT_VERSION,
+        properties: dict[str, Any] | None = None,
+        format_version: int = NEW_TABLE_FORMAT_VERSION,
         mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> DatabaseTable:
@@ -118,11 +142,21 @@ class Database(DatabaseHandle):
     def compact(self, target_file_size: Size | None = None, min_deleted_fraction: float = 0.2) -> dict[str, CommitInfo]:
         """``Table.compact`` of every table of the latest version (one commit per table that
         has work); a table dropped meanwhile is skipped."""
+        return self._each_table(lambda table: table.compact(target_file_size, min_deleted_fraction))
+
+    def purge(self) -> dict[str, CommitInfo]:
+        """``Table.purge`` of every table of the latest version (one commit per table holding
+        a deleted row), by name; then ``gc`` removes what is no longer needed
+        (docs/operations.md, "Erasing data physically")."""
+        return self._each_table(lambda table: table.purge())
+
+    def _each_table(self, run: Callable[[DatabaseTable], CommitInfo]) -> dict[str, CommitInfo]:
+        """``run`` on every table of the latest version, by name; one dropped meanwhile is skipped."""
         db = self.log.manifest(self.log.read_pointer().version)
         done = {}
         for name in sorted(db.tables):
             try:
-                done[name] = self._named(db, name).compact(target_file_size, min_deleted_fraction)
+                done[name] = run(self._named(db, name))
             except TableNotFoundError:
                 continue
         return done
@@ -131,14 +165,23 @@ class Database(DatabaseHandle):
         self,
         retain_versions: int | None = None,
         retain_for: Duration | None = timedelta(days=7),
-        grace: Duration = timedelta(hours=24),
+        grace: Duration | None = None,
         dry_run: bool = False,
         force: bool = False,
         now: datetime | None = None,
     ) -> GCReport:
         """Expire old database versions and delete what no retained version needs, over every
-        table (database/garbage_collection.py; the rules of ``Table.gc``)."""
+        table (database/garbage_collection.py; the rules of ``Table.gc``, with the database's
+        ``gc_grace``). ``now``: the store's time (default: read from the store)."""
+        from .garbage_collection import collect_database_garbage
+
         return collect_database_garbage(self, retain_versions, retain_for, grace, dry_run, force, now)
+
+    def repair(self, dry_run: bool = False) -> dict[str, RepairReport]:
+        """``Table.repair`` of every table of the latest version (one commit per damaged
+        table); each table's report, by name. See docs/operations.md, "Repair"."""
+        db = self.log.manifest(self.log.read_pointer().version)
+        return {name: self._named(db, name).repair(dry_run) for name in sorted(db.tables)}
 
     # --- internals ----------------------------------------------------------------------
     def _version(self, version: int | None, as_of: datetime | str | None) -> tuple[DatabaseVersion, Pointer]:
@@ -202,11 +245,13 @@ def create_database(
     first = DatabaseVersion(
         version=0,
         parent_version=None,
-        timestamp_ms=int(datetime.now().timestamp() * 1000),
+        timestamp_ms=int(time.time() * 1000),  # the wall clock every commit reads
         commit_id=uuid.uuid4().hex,
         operation="create_database",
         tables={},
     )
+    from ..operations.create import create_log
+
     create_log(db.store, db.log, first, exists)
     return db
 

@@ -1,5 +1,6 @@
 """Garbage collection of a database (docs/databases.md): the table rules of
-operations/garbage_collection.py over the database's versions.
+operations/garbage_collection.py (and gc_versions.py, gc_references.py, gc_report.py)
+over the database's versions.
 
 1. Retained database versions are a contiguous suffix, chosen by the same retention rules.
 2. A table's objects are reachable through any retained version that holds the table: its
@@ -14,20 +15,16 @@ operations/garbage_collection.py over the database's versions.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from ..arguments import Duration, check_bool
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
-from ..operations.garbage_collection import (
-    CATEGORIES,
-    GCReport,
-    check_retention,
-    log,
-    plan_versions,
-    referenced_keys,
-)
+from ..operations.garbage_collection import logger
+from ..operations.gc_references import referenced_keys
+from ..operations.gc_report import CATEGORIES, GCReport
+from ..operations.gc_versions import Retention, check_grace, check_retention, gc_clock, plan_versions
 from .handle import DatabaseHandle
 from .table import DatabaseTable, table_of
 
@@ -36,27 +33,30 @@ def collect_database_garbage(
     db: DatabaseHandle,
     retain_versions: int | None = None,
     retain_for: Duration | None = timedelta(days=7),
-    grace: Duration = timedelta(hours=24),
+    grace: Duration | None = None,
     dry_run: bool = False,
     force: bool = False,
     now: datetime | None = None,
 ) -> GCReport:
-    """``Table.gc`` for every table of ``db`` at once, over the database's versions."""
-    retain_for, grace = check_retention(retain_versions, retain_for, grace, force)
+    """``Table.gc`` for every table of ``db`` at once, over the database's versions, with the
+    database's ``gc_grace`` (the grace of its commits' deadlines)."""
+    retain_for, asked = check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
-    now = now or datetime.now(UTC)  # before the pointer: see collect_garbage
-    cutoff = now - grace
     dlog = db.log
+    retention = Retention(retain_versions, retain_for, asked, force)
+    check_grace(dlog, retention, db.uri)
+    now = now or gc_clock(db.store, dry_run)  # before the pointer
     report, retained, doomed, floor = plan_versions(
-        dlog, db.store, db.uri, now, cutoff, retain_versions, retain_for, dry_run, lambda kept: _keep_mirrored(db, kept)
+        dlog, db.store, db.uri, now, retention, dry_run, lambda kept: _keep_mirrored(db, kept)
     )
+    cutoff = now - report.grace
     needed = _needed(db, retained)
     for info in db.store.list(TABLES_PREFIX):
         report.sort(info, _category(info.key), needed, is_database_writer_key(info.key), cutoff, doomed)
     report.delete(db.store, doomed, _category)  # expired versions first, oldest first
     if not dry_run:
         dlog.forget_before(floor)
-    log.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))
+    logger.info("%s: database GC %s %d objects", db.uri, "would delete" if dry_run else "deleted", len(doomed))
     return report
 
 

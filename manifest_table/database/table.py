@@ -6,22 +6,27 @@ commits. Garbage collection belongs to the database; its mirrors are the table's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..commit import CommitInfo
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.manifest import Manifest
 from ..format.mirrors import DELTA, requested
 from ..format.pointer import Pointer
+from ..format.properties import DATABASE_TABLE
 from ..storage import ObjectStore
 from ..storage.prefixed import PrefixedStore
 from ..table import Table
 from .handle import DatabaseHandle
 from .table_log import DatabaseTableLog
 
+if TYPE_CHECKING:
+    from ..commit import CommitInfo
+
 
 class DatabaseTable(Table):
+    property_scope = DATABASE_TABLE
+
     def __init__(
         self,
         db: DatabaseHandle,

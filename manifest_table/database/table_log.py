@@ -6,19 +6,21 @@ are database commits (``commit_table``, commit.py)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..commit.loop import CommitOptions
-from ..commit.loop import commit as commit_loop
-from ..commit.table_commit import TableProposal
-from ..errors import TableNotFoundError, TableRenamedError, VersionNotFoundError
+from ..errors import NotFound, TableNotFoundError, TableRenamedError, VersionNotFoundError
 from ..format.database import DatabaseVersion, at_version
 from ..format.manifest import Manifest
 from ..format.pointer import Pointer
 from ..log.version import Version
 from ..log.version_log import VersionLog
 from ..storage import ObjectStore
-from .commit import DatabaseProposal, TablePart
 from .log import DatabaseLog
+
+if TYPE_CHECKING:
+    from ..clock import Stamp
+    from ..commit.loop import CommitOptions
+    from ..commit.table_commit import TableProposal
 
 
 class DatabaseTableLog(VersionLog):
@@ -60,6 +62,9 @@ class DatabaseTableLog(VersionLog):
     def forget_before(self, version: int) -> None:
         self.database.forget_before(version)
 
+    def stored(self, version: int) -> bool:
+        return self.database.stored(version)
+
     # --- versions -----------------------------------------------------------------------
     def at(self, db: DatabaseVersion) -> Version | None:
         """The table at database version ``db``, or None if ``db`` does not hold it."""
@@ -70,7 +75,11 @@ class DatabaseTableLog(VersionLog):
             if name is None:
                 return None
             self._seen = max(self._seen, db.version)
-            state = self.database.root(db.tables[name].root)
+            key = db.tables[name].root
+            try:
+                state = self.database.root(key)
+            except NotFound:
+                raise self.object_missing(db.version, key) from None
         return Version.of(at_version(state, db, self.table_id), self.segments)
 
     def find(self, version: int) -> Version | None:
@@ -138,9 +147,12 @@ class DatabaseTableLog(VersionLog):
 
     # --- commits ------------------------------------------------------------------------
     def commit_table(
-        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: float
+        self, proposal: TableProposal, base: Version, pointer: Pointer, options: CommitOptions, started: Stamp | None
     ) -> Version:
         """A commit of this table alone: a database commit of one table (commit.py)."""
+        from ..commit.loop import commit as commit_loop
+        from .commit import DatabaseProposal, TablePart  # (the commit machinery loads on use)
+
         db_base = self.database.manifest(base.version)
         committed = commit_loop(
             self.database,

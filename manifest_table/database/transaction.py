@@ -5,19 +5,20 @@ Each table's changes enter the commit through the table commit's one entrance
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from ..clock import Stamp
 from ..commit import CommitInfo
 from ..commit.loop import AlreadyCommitted
 from ..commit.loop import commit as commit_loop
 from ..commit.table_commit import TableProposal, prepare
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion
-from ..format.manifest import FORMAT_VERSION, Manifest
+from ..format.manifest import FORMAT_VERSION, NEW_TABLE_FORMAT_VERSION, Manifest
+from ..format.properties import DATABASE_TABLE
 from ..operations.create import first_version
 from ..transaction import CommitsOnExit, Transaction
 from .catalog import StagedCatalog
@@ -59,7 +60,7 @@ class DatabaseTransaction(CommitsOnExit):
 
     def __init__(self, db: DatabaseHandle) -> None:
         self._db = db
-        self.started = time.monotonic()
+        self.started = Stamp.now()
         self.base, self.pointer = db.log.latest()
         names = {name: ref.id for name, ref in self.base.tables.items()}
         self._catalog = StagedCatalog(self.base.version, names, f"database {db.uri} at version {self.base.version}")
@@ -89,8 +90,8 @@ class DatabaseTransaction(CommitsOnExit):
         name: str,
         schema: pa.Schema,
         *,
-        properties: dict[str, int] | None = None,
-        format_version: int = FORMAT_VERSION,
+        properties: dict[str, Any] | None = None,
+        format_version: int = NEW_TABLE_FORMAT_VERSION,
         mirrors: Sequence[str] | None = None,
         **unsupported: Any,
     ) -> Transaction:
@@ -104,11 +105,12 @@ class DatabaseTransaction(CommitsOnExit):
                 "properties, format_version, mirrors"
             )
         check_database_mirrors(mirrors)
-        if format_version != FORMAT_VERSION:
+        if format_version not in range(NEW_TABLE_FORMAT_VERSION, FORMAT_VERSION + 1):
             raise InvalidArgumentError(
-                f"a database's tables use format version {FORMAT_VERSION}, not {format_version!r}"
+                f"a database's tables use format version {NEW_TABLE_FORMAT_VERSION} or {FORMAT_VERSION}, "
+                f"not {format_version!r}"
             )
-        first = first_version(schema, FORMAT_VERSION, properties, mirrors)
+        first = first_version(schema, format_version, properties, mirrors, DATABASE_TABLE)
         self._created[self._catalog.create(name)] = first
         return self.table(name)
 
@@ -155,10 +157,11 @@ class DatabaseTransaction(CommitsOnExit):
         if not parts and catalog.is_empty():
             return CommitInfo(self.version, "transaction", self.base.timestamp, None, committed=False)
         change = DatabaseProposal(self._db.log, parts, catalog)
+        started = self.started  # or earlier, if a table's add_files says its files are older
+        for tx in self._tables.values():
+            started = started.earliest(tx.staging.started)
         try:
-            committed = commit_loop(
-                self._db.log, change, self.base, self.pointer, self._db.commit_options, self.started
-            )
+            committed = commit_loop(self._db.log, change, self.base, self.pointer, self._db.commit_options, started)
         except AlreadyCommitted as done:
             return CommitInfo(done.version.version, "transaction", self.base.timestamp, None, committed=False)
         change.write_mirrors(committed)

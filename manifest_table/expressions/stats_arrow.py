@@ -3,7 +3,7 @@ min / max, so that planning over a segment of 32,768 file entries is one vectori
 instead of 32,768 calls of ``may_match``.
 
 The expression is a coarse pre-filter: it only ever says "may match" where ``may_match``
-could (tests/test_pruning_literals.py checks it on random stats and literals), and the
+could (tests/reads/test_pruning_literals.py checks it on random stats and literals), and the
 entries it keeps are checked by ``may_match`` afterwards. So it handles the
 leaves that decide point lookups and ranges (comparisons and short IN lists of integers,
 strings, dates, timestamps and decimals) and keeps every entry for any other leaf (floats,

@@ -1,6 +1,6 @@
 """What one commit changed, row by row, as positions in data files: the plan the change feed
 reads (docs/changes.md). It is derived from the commit's version and its parent alone
-(DESIGN.md section 19), reading manifests and bitmaps, never data:
+(docs/design/005-change-feed.md), reading manifests and bitmaps, never data:
 
 - *deleted*: per file of the parent (its entry there), the positions the commit newly
   deleted (a file it removed whole: every row that was live);
@@ -8,7 +8,8 @@ reads (docs/changes.md). It is derived from the commit's version and its parent 
 - *pairs*: rows an update or upsert replaced and their new versions, from the commit's
   ``parameters.replaced`` (format/replaced.py), taken out of both lists above.
 Compaction's rewrites move rows without changing them: their sources and outputs are left
-out. Within a transaction a row may be replaced twice (its first new version replaced
+out, but for the rows a purge deleted itself (those its rewrite record drops that the parent
+had not deleted). Within a transaction a row may be replaced twice (its first new version replaced
 again) or inserted and then replaced: a pair's old row is always one of the parent's, its
 new row one live in the commit; a new version that the commit itself deleted again leaves
 its old row a delete."""
@@ -62,7 +63,8 @@ class CommitPlan:
 def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> CommitPlan:
     """The rows ``cur`` changed relative to ``prev`` (None: the table did not exist before)."""
     rewrites = rewrites_from_json(cur.parameters.get("rewrites", []))
-    moved = {s.path for rw in rewrites for s in rw.sources} | {o.path for rw in rewrites for o in rw.outputs}
+    sources = {s.path: s for rw in rewrites for s in rw.sources}
+    moved = sources.keys() | {o.path for rw in rewrites for o in rw.outputs}
     deleted: dict[str, Rows] = {}
     if prev is None:
         added = list(cur.files)
@@ -72,6 +74,9 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
         for f in change.removed:
             if f.path not in moved:
                 deleted[f.path] = Rows(f, _all(f.rows) - dvs.of(f))
+            elif f.path in sources and sources[f.path].deletes != f.deletes:  # a purge's own deletes
+                dropped = sources[f.path].deletes
+                deleted[f.path] = Rows(f, (dvs.load(dropped) if dropped else BitMap()) - dvs.of(f))
         for before, after in change.redeleted:
             deleted[before.path] = Rows(before, dvs.of(after) - dvs.of(before))
     inserted = {f.path: Rows(f, _all(f.rows) - dvs.of(f)) for f in added if f.path not in moved}

@@ -4,7 +4,8 @@ is each commit's point, the names of its tables, and its tables' roots.
 - ``manifest/v<20 digits>.json`` (a ``DatabaseVersion``): ``"kind": "database"``, the commit
   fields of a table manifest, ``tables`` (name -> table id and the key of its root), and
   what the commit did: ``changed`` (table id -> operation, metrics, parameters), ``created``,
-  ``dropped``, ``renamed``.
+  ``dropped``, ``renamed``; and the database's ``properties`` (format version 2, once any is
+  set: properties.py).
 - ``tables/<id>/roots/<32 hex>.json``: a table's state, a format-v2 manifest without its
   commit fields (version, timestamp, commit id, operation, metrics, parameters). The table's
   manifest at database version v is its root plus version v's commit fields, so a root
@@ -36,8 +37,11 @@ from .json_fields import (
 )
 from .keys import ROOT_PREFIX, TABLES_PREFIX, WRITER_SHAPES
 from .manifest import MAX_TIMESTAMP_MS, Manifest, check_parameters
+from .properties import DATABASE, GC_GRACE, Properties
 
-DATABASE_FORMAT_VERSION = 1
+DATABASE_FORMAT_VERSION = 2
+"""The newest database format this library reads and writes: 2 adds ``properties``, which
+release 0.3.0 does not know (format/properties.py); a database without any stays at 1."""
 KIND = "database"
 COMMIT_FIELDS = ("version", "parent_version", "timestamp_ms", "commit_id", "operation", "parameters", "metrics")
 """The fields of a table manifest that a database's table root leaves to the database version."""
@@ -114,11 +118,17 @@ class DatabaseVersion:
     dropped: tuple[str, ...] = ()
     renamed: Mapping[str, str] = field(default_factory=dict)
     """Old name -> new name."""
-    format_version: int = DATABASE_FORMAT_VERSION
+    properties: Properties = field(default_factory=Properties)
+    format_version: int = 1
 
     @property
     def timestamp(self) -> datetime:
         return datetime.fromtimestamp(self.timestamp_ms / 1000, UTC)
+
+    @property
+    def gc_grace(self) -> float:
+        """Seconds GC leaves an unreferenced object of the database (property ``gc_grace``)."""
+        return self.properties[GC_GRACE].total_seconds()
 
     @cached_property
     def names(self) -> dict[str, str]:
@@ -140,6 +150,9 @@ class DatabaseVersion:
             "dropped": list(self.dropped),
             "renamed": dict(self.renamed),
         }
+        if self.properties.values or self.properties.unknown:
+            doc["format_version"] = max(self.format_version, 2)
+            doc["properties"] = self.properties.to_json()
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
 
     @classmethod
@@ -171,6 +184,9 @@ class DatabaseVersion:
             created=_names(doc, "created", key),
             dropped=_names(doc, "dropped", key),
             renamed=_renames(of_type(doc, "renamed", key, dict), key),
+            properties=Properties.from_json(doc["properties"], key, frozenset({DATABASE}))
+            if "properties" in doc
+            else Properties(),
             format_version=fmt,
         )
 

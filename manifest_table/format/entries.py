@@ -27,10 +27,13 @@ class DataFile:
     rows: int
     size: int
     stats: Mapping[str, ColumnStats] = field(default_factory=dict, compare=False)
-    encoded_stats: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    encoded_stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """``stats`` as stored, kept from the manifest it was read from: every commit rewrites the
     whole file list, and re-encoding unchanged stats would dominate its cost."""
     deletes: DeletionVector | None = None
+    cluster_run: int | None = field(default=None, compare=False)
+    """The clustering run the file belongs to (operations/clustering.py): files a clustering
+    compaction wrote together share one; None for every other file."""
 
     @property
     def deleted_rows(self) -> int:

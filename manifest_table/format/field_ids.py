@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+from ..lazy import lazy
 
-from .column_types import parquet_form
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy("pyarrow")  # (a manifest names its ``fields`` before anything reads data)
 
 FIELD_ID = b"PARQUET:field_id"
 """The Arrow field metadata key of a Parquet field id (what pyarrow writes and reads back)."""
@@ -70,6 +74,8 @@ class FieldIds:
     def conform(self, table: pa.Table, sources: Mapping[str, str], columns: Sequence[str]) -> pa.Table:
         """``table`` (file columns) as the table's ``columns``: renamed, widened by a cast, and
         null where the file has no such column (it was added after the file was written)."""
+        from .column_types import parquet_form
+
         arrays, fields = [], []
         for name in columns:
             target = self.schema.field(name)

@@ -5,43 +5,50 @@ Format v1 lists every live data file (``tail``). A format-v2 root lists its newe
 not grow with the table. A manifest is a value: reading its segments is the version log's
 (log/version.py). Decoding is the trust boundary for everything a manifest holds:
 every field is checked for its JSON type and range, every key it names goes through
-``keys.stored_key``, and column stats are checked when first used (see ``_CheckedStats``)."""
+``keys.stored_key``; the schema and the column stats are decoded and checked when first used
+(``StoredSchema``, ``_CheckedStats``), so that what reads only counts (``manifest-table
+count``, history, the pointer) never imports pyarrow (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
-import decimal
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.types as pat
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptTableError, InvalidArgumentError, TableNotFoundError
+from ..lazy import lazy
 from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .field_ids import FieldIds, plain
 from .json_fields import MAX_INT64, MISSING, corrupt, format_version, integer, load_object, of_type, parent_version
 from .keys import DATA_PREFIX, MANIFEST_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, caller_key, stored_key
-from .listed_once import ListedPaths, check_listed_once
 from .mirrors import decode_mirrors
+from .properties import GC_GRACE, Properties
 from .replaced import check_replaced
-from .root import (
-    FileIndex,
-    Totals,
-    decode_index,
-    encode_index,
-    ids_to_names,
-    names_to_ids,
-    split_field_ids,
-    with_field_ids,
-)
-from .schema import decode_schema, encode_schema
+from .root import FileIndex, Totals, decode_index, encode_index
 from .stats import ColumnStats, StoredStats, encode_stats
+from .stored_schema import MAX_FIELD_ID, StoredSchema, names_to_ids
 
-FORMAT_VERSION = 2
-"""The newest manifest format this library reads and writes (new tables get it)."""
+if TYPE_CHECKING:
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    from .listed_once import ListedPaths
+else:
+    decimal = lazy("decimal")  # (with the stats that hold decimals: not for a count)
+    pa = lazy("pyarrow")
+    pat = lazy("pyarrow.types")
+
+FORMAT_VERSION = 3
+"""The newest manifest format this library reads and writes: 3 is a v2 root holding properties
+that release 0.3.0 does not know (format/properties.py)."""
+NEW_TABLE_FORMAT_VERSION = 2
+"""What a new table gets unless its properties need 3 (``Properties.format_version``): then
+0.3.0 and 0.2.0 read and write it."""
 MAX_TIMESTAMP_MS = 253402300800000  # exclusive: year 10000, past what datetime can hold
 _DATA_SHAPE = WRITER_SHAPES[DATA_PREFIX].fullmatch
 _TOMBSTONE_SHAPE = WRITER_SHAPES[TOMBSTONE_PREFIX].fullmatch
@@ -70,7 +77,8 @@ class Manifest:
     timestamp_ms: int
     commit_id: str
     operation: str
-    schema: pa.Schema
+    stored_schema: StoredSchema
+    """The schema and, in format v2, its field ids (decoded when first used: ``schema``)."""
     tail: tuple[DataFile, ...]
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -82,22 +90,33 @@ class Manifest:
     """Format v2: the other formats this table is mirrored to, with their options
     (format/mirrors.py, docs/mirrors.md)."""
 
+    def __post_init__(self) -> None:
+        if (self.index is None) == self.stored_schema.has_field_ids:
+            raise ValueError("a format-v2 version's schema has field ids, a v1 version's has none")
+
     @property
     def timestamp(self) -> datetime:
         return datetime.fromtimestamp(self.timestamp_ms / 1000, UTC)
 
+    @property
+    def schema(self) -> pa.Schema:
+        return self.stored_schema.schema
+
     def check_listed_once(self, segments: Sequence[ListedPaths]) -> None:
         """``CorruptTableError`` if a file is listed in two of ``segments`` (``Segment.listed``
         of this version's segments), or in one of them and the tail: its rows would be read twice."""
+        from .listed_once import ListedPaths, check_listed_once
+
         tail = ListedPaths.of("the root's tail", [f.path for f in self.tail])
         check_listed_once(manifest_key(self.version), [*segments, tail])
 
     @property
     def fields(self) -> FieldIds:
         """How this version's data files map onto its schema (format/field_ids.py)."""
-        if self.index is None:
+        field_ids = self.stored_schema.field_ids
+        if self.index is None or field_ids is None:  # (both or neither: __post_init__)
             return plain(self.schema)
-        return FieldIds(self.schema, self.index.field_ids, self.index.name_mapping)
+        return FieldIds(self.schema, field_ids, self.index.name_mapping)
 
     def with_fields(self, fields: FieldIds, last_field_id: int) -> Manifest:
         """This v2 version under another schema (what a schema change commits on top of).
@@ -107,10 +126,20 @@ class Manifest:
         if self.index is None:
             raise ValueError("a format-v1 version has no field ids")
         doc = json.loads(self.to_json())
-        doc["schema"] = encode_schema(with_field_ids(fields.schema, fields.ids))
+        doc["schema"] = StoredSchema.of(fields.schema, fields.ids).text()
         doc["last_field_id"] = last_field_id
         doc["name_mapping"] = dict(fields.name_mapping or {})
         return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version))
+
+    @property
+    def properties(self) -> Properties:
+        """The table's properties (a format-v1 table sets none: every one is its default)."""
+        return self.index.properties if self.index is not None else Properties()
+
+    @property
+    def gc_grace(self) -> float:
+        """Seconds GC leaves an unreferenced object of the table (property ``gc_grace``)."""
+        return self.properties[GC_GRACE].total_seconds()
 
     @property
     def totals(self) -> Totals:
@@ -140,13 +169,13 @@ class Manifest:
             "metrics": self.metrics,
             "app_transactions": self.app_transactions,
         }
-        if self.index is None:
-            doc["schema"] = encode_schema(self.schema)
+        doc["schema"] = self.stored_schema.text()
+        field_ids = self.stored_schema.field_ids
+        if self.index is None or field_ids is None:  # (both or neither: __post_init__)
             doc["files"] = [_encode_file(f, self.schema) for f in self.tail]
         else:
-            doc["schema"] = encode_schema(with_field_ids(self.schema, self.index.field_ids))
-            doc.update(encode_index(self.index, self.schema))
-            doc["tail"] = [_encode_file(f, self.schema, self.index.field_ids) for f in self.tail]
+            doc.update(encode_index(self.index, self.stored_schema))
+            doc["tail"] = [_encode_file(f, self.schema, field_ids) for f in self.tail]
             if self.mirrors:
                 doc["mirrors"] = self.mirrors
         return json.dumps(doc, separators=(",", ":"), default=str).encode()
@@ -165,25 +194,24 @@ class Manifest:
         fmt = format_version(doc, key, FORMAT_VERSION)
         version = integer(doc, "version", key, 0, MAX_INT64)
         parent = parent_version(doc, key, version)
-        schema = _decode_schema(of_type(doc, "schema", key, str), key)
+        text = of_type(doc, "schema", key, str)
         parameters = check_parameters(of_type(doc, "parameters", key, dict, default={}), key)
         index, mirrors = None, {}
         if fmt == 1:
+            schema = StoredSchema(text, key, None)
             files = _decode_files(of_type(doc, "files", key, list), schema, key, "files")
         else:
-            schema, field_ids = split_field_ids(schema, key)
-            types = {f.name: f.type for f in schema}
-            kinds = {f.name: _json_kinds(f.type) for f in schema}
+            last = integer(doc, "last_field_id", key, 0, MAX_FIELD_ID)
+            schema = StoredSchema(text, key, last)
             index = decode_index(
                 doc,
                 key,
-                schema,
-                field_ids,
-                lambda raw, rows, at: _CheckedStats(raw, types, rows, kinds, key, at),
+                last,
+                text,
+                lambda raw, rows, at: _CheckedStats(schema.by_name(raw), schema, rows, key, at),
                 lambda raw, rows, at: _decode_deletes(raw, rows, key, at),
             )
-            tail = of_type(doc, "tail", key, list)
-            files = _decode_files(tail, schema, key, "tail", field_ids)
+            files = _decode_files(of_type(doc, "tail", key, list), schema, key, "tail")
             _check_totals(index, files, key)
             mirrors = decode_mirrors(doc, key)
         return cls(
@@ -192,7 +220,7 @@ class Manifest:
             timestamp_ms=integer(doc, "timestamp_ms", key, 0, MAX_TIMESTAMP_MS),
             commit_id=of_type(doc, "commit_id", key, str),
             operation=of_type(doc, "operation", key, str),
-            schema=schema,
+            stored_schema=schema,
             tail=files,
             parameters=parameters,
             metrics=of_type(doc, "metrics", key, dict, default={}),
@@ -233,33 +261,27 @@ def check_new_file(f: object) -> None:
 
 
 def _encode_file(f: DataFile, schema: pa.Schema, field_ids: Sequence[int] | None = None) -> dict[str, Any]:
+    """An entry of v1's ``files``, or of a v2 root's ``tail`` (stats keyed by ``field_ids``)."""
     stats = f.encoded_stats if f.encoded_stats is not None else encode_stats(f.stats, schema)
     doc: dict[str, Any] = {
         "path": f.path,
         "rows": f.rows,
         "size": f.size,
-        "stats": stats if field_ids is None else names_to_ids(stats, schema, field_ids),
+        "stats": (stats if type(stats) is dict else dict(stats))
+        if field_ids is None
+        else names_to_ids(stats, schema, field_ids),
     }
     if f.deletes is not None:
         d = f.deletes
         doc["deletes"] = {"path": d.path, "offset": d.offset, "length": d.length, "cardinality": d.cardinality}
+    if f.cluster_run is not None:
+        doc["cluster_run"] = f.cluster_run
     return doc
 
 
-def _decode_schema(text: str, key: str) -> pa.Schema:
-    try:
-        return decode_schema(text)
-    except CorruptTableError as exc:
-        raise CorruptTableError(f"{key}: field schema: {exc}") from None
-
-
-def _decode_files(
-    docs: list[Any], schema: pa.Schema, key: str, name: str, field_ids: Sequence[int] | None = None
-) -> tuple[DataFile, ...]:
-    """The entries of field ``name`` (v1 ``files``, v2 ``tail``, stats keyed by ``field_ids``)."""
-    types = {f.name: f.type for f in schema}
-    kinds = {f.name: _json_kinds(f.type) for f in schema}
-    files = tuple(_decode_file(doc, types, kinds, key, f"{name}[{i}]", schema, field_ids) for i, doc in enumerate(docs))
+def _decode_files(docs: list[Any], schema: StoredSchema, key: str, name: str) -> tuple[DataFile, ...]:
+    """The entries of field ``name`` (v1 ``files``, v2 ``tail``)."""
+    files = tuple(_decode_file(doc, schema, key, f"{name}[{i}]") for i, doc in enumerate(docs))
     if len({f.path for f in files}) != len(files):
         seen: set[str] = set()
         twice = next(f.path for f in files if f.path in seen or seen.add(f.path))  # type: ignore[func-returns-value]
@@ -267,15 +289,7 @@ def _decode_files(
     return files
 
 
-def _decode_file(
-    doc: Any,
-    types: dict[str, pa.DataType],
-    kinds: dict[str, tuple[type, ...]],
-    key: str,
-    at: str,
-    schema: pa.Schema,
-    field_ids: Sequence[int] | None,
-) -> DataFile:
+def _decode_file(doc: Any, schema: StoredSchema, key: str, at: str) -> DataFile:
     if type(doc) is not dict:
         raise corrupt(key, at, doc, "a JSON object")
     try:
@@ -299,15 +313,15 @@ def _decode_file(
     deletes = doc.get("deletes")
     if deletes is not None:
         deletes = _written_deletes(deletes, rows) or _decode_deletes(deletes, rows, key, f"{at}.deletes")
-    if field_ids is not None:
-        stats = ids_to_names(stats, schema, field_ids)
+    stats = schema.by_name(stats)
     return DataFile(
         path=path,
         rows=rows,
         size=size,
-        stats=_CheckedStats(stats, types, rows, kinds, key, f"{at}.stats"),
+        stats=_CheckedStats(stats, schema, rows, key, f"{at}.stats"),
         encoded_stats=stats,
         deletes=deletes,
+        cluster_run=None if "cluster_run" not in doc else integer(doc, "cluster_run", key, 0, MAX_INT64, at),
     )
 
 
@@ -381,6 +395,8 @@ def _check_rewrites(rewrites: Any, key: str) -> None:
             live += rows - (
                 _decode_deletes(deletes, rows, key, f"{where}.deletes").cardinality if deletes is not None else 0
             )
+        if "order" in rewrite:
+            _check_order(rewrite["order"], key, f"{at}.order")
         if "outputs" not in rewrite:
             output = rewrite.get("output", MISSING)
             if output is not None:
@@ -392,6 +408,15 @@ def _check_rewrites(rewrites: Any, key: str) -> None:
             raise corrupt(
                 key, f"{at}.outputs", rewrite["outputs"], f"outputs whose rows add up to the sources' {live} live rows"
             )
+
+
+def _check_order(order: Any, key: str, at: str) -> None:
+    """A clustering rewrite's ``order``: the curve's name and 1 to 4 field ids."""
+    if type(order) is not dict or type(order.get("curve")) is not str:
+        raise corrupt(key, at, order, 'an object {"curve": <name>, "field_ids": [...]}')
+    ids = of_type(order, "field_ids", key, list, at)
+    if not 1 <= len(ids) <= 4 or any(type(i) is not int or not 0 < i < MAX_INT64 for i in ids):
+        raise corrupt(key, f"{at}.field_ids", ids, "1 to 4 field ids")
 
 
 def _rows_of_file(doc: Any, key: str, at: str) -> int:
@@ -409,6 +434,7 @@ def _decode_app_transactions(doc: dict[str, Any], key: str) -> dict[str, int]:
     return apps
 
 
+@functools.cache
 def _json_kinds(dtype: pa.DataType) -> tuple[type, ...]:
     """The JSON types a stored min/max of a column of ``dtype`` may have (stats.py encodes)."""
     if pat.is_boolean(dtype):
@@ -427,28 +453,20 @@ class _CheckedStats(StoredStats):
     decoded: checking every entry of a big manifest up front would cost as much as decoding
     it, and most entries are never looked at."""
 
-    __slots__ = ("_kinds", "_key", "_at")
+    __slots__ = ("_key", "_at")
 
-    def __init__(
-        self,
-        raw: dict[str, Any],
-        types: dict[str, pa.DataType],
-        rows: int,
-        kinds: dict[str, tuple[type, ...]],
-        key: str,
-        at: str,
-    ) -> None:
-        super().__init__(raw, types, rows)
-        self._kinds, self._key, self._at = kinds, key, at
+    def __init__(self, raw: Mapping[str, Any], schema: StoredSchema, rows: int, key: str, at: str) -> None:
+        super().__init__(raw, schema, rows)
+        self._key, self._at = key, at
 
     def __getitem__(self, name: str) -> ColumnStats:
-        if name not in self._decoded and name in self._raw and name in self._types:
+        if name not in self._decoded and name in self._raw and name in self._schema.types:
             self._check(name)
             try:
                 found = super().__getitem__(name)
             except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
                 raise CorruptTableError(
-                    f"{self._key}: field {self._at}.{name} does not decode as {self._types[name]}: {exc}"
+                    f"{self._key}: field {self._at}.{name} does not decode as {self._schema.types[name]}: {exc}"
                 ) from None
             for value in (found.min, found.max):
                 if isinstance(value, decimal.Decimal) and not value.is_finite():
@@ -463,7 +481,7 @@ class _CheckedStats(StoredStats):
             raise corrupt(self._key, where, entry, "a JSON object")
         if entry.get("null_count") is not None:
             integer(entry, "null_count", self._key, 0, self._rows + 1, where)
-        kinds = self._kinds[name]
+        kinds = _json_kinds(self._schema.types[name])
         for bound in ("min", "max"):
             value = entry.get(bound, None)
             if value is not None and type(value) not in kinds:
@@ -471,5 +489,5 @@ class _CheckedStats(StoredStats):
                     self._key,
                     f"{where}.{bound}",
                     value,
-                    f"a JSON {' or '.join(k.__name__ for k in kinds)} for a {self._types[name]} column",
+                    f"a JSON {' or '.join(k.__name__ for k in kinds)} for a {self._schema.types[name]} column",
                 )

@@ -1,7 +1,8 @@
 """Segments (format v2): write-once Parquet objects listing data files, one row per file.
 
 A segment row holds what a v1 manifest entry holds: ``path``, ``rows``, ``size``, the
-deletion vector's four fields (all null when the file has no deletes), and per column of
+deletion vector's four fields (all null when the file has no deletes), the file's
+``cluster_run`` (a column present only when some entry has one: format version 3), and per column of
 the table, keyed by its field id, ``min_{id}`` / ``max_{id}`` (typed: the column's own Arrow
 type, zoned timestamps as UTC instants) and ``nulls_{id}``. Typed columns let planning
 filter a whole segment with one Arrow expression (expressions/stats_arrow.py). Parquet keeps
@@ -18,7 +19,6 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from .entries import ROW_POSITIONS, DataFile, DeletionVector
 from .json_fields import MAX_INT64
 from .keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, WRITER_SHAPES, stored_key
 from .listed_once import ListedPaths
+from .root import SegmentSummary
 from .stats import ColumnStats, has_stats, instant_type
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ else:
     pq = lazy("pyarrow.parquet")
 
 _DV_FIELDS = ("dv_path", "dv_offset", "dv_length", "dv_cardinality")
+CLUSTER_RUN = "cluster_run"
 # Writer-shaped keys, checked vectorised (RE2 syntax); any other key goes through stored_key.
 _DATA_KEY = r"^data/[0-9a-f]{32}\.parquet$"
 _TOMBSTONE = "^" + WRITER_SHAPES[TOMBSTONE_PREFIX].pattern + "$"
@@ -50,8 +52,9 @@ def new_segment_key() -> str:
     return f"{SEGMENT_PREFIX}{uuid.uuid4().hex}.parquet"
 
 
-def entries_schema(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
-    """The Arrow schema of a segment of a table with ``schema`` and ``field_ids``."""
+def entries_schema(schema: pa.Schema, field_ids: Sequence[int], runs: bool = False) -> pa.Schema:
+    """The Arrow schema of a segment of a table with ``schema`` and ``field_ids`` (``runs``:
+    with the ``cluster_run`` column)."""
     fields = [
         pa.field("path", pa.string(), False),
         pa.field("rows", pa.int64(), False),
@@ -61,6 +64,8 @@ def entries_schema(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
         pa.field("dv_length", pa.int64()),
         pa.field("dv_cardinality", pa.int64()),
     ]
+    if runs:
+        fields.append(pa.field(CLUSTER_RUN, pa.int64()))
     for column, fid in zip(schema, field_ids):
         if has_stats(column.type):
             fields += [
@@ -69,25 +74,6 @@ def entries_schema(schema: pa.Schema, field_ids: Sequence[int]) -> pa.Schema:
             ]
         fields.append(pa.field(f"nulls_{fid}", pa.int64()))
     return pa.schema(fields)
-
-
-@dataclass(frozen=True)
-class SegmentSummary:
-    """What a root says about one segment: enough to skip it, and to count without it."""
-
-    path: str
-    files: int
-    rows: int
-    deleted: int
-    bytes: int
-    stats: Mapping[str, ColumnStats]
-    stored: dict[tuple[tuple[int, ...], pa.Schema], dict[str, Any]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """``stats`` as a root stores them (keyed by field id), per (field ids, schema) they were
-    encoded under (a rename or a widening is another key: ``pa.Schema`` equality compares
-    names and types): each commit's root writes every summary again, and encoding 31 of them
-    anew cost a 1-row append at 1M files 3 ms (format/root.py, ``encode_index``)."""
 
 
 _FEW_ENTRIES = 64
@@ -155,6 +141,7 @@ class Segment:
         column = self._column if len(rows) > _FEW_ENTRIES else self._values_at(rows)
         paths, counts, sizes = (column(name) for name in ("path", "rows", "size"))
         dv = [column(name) for name in _DV_FIELDS]
+        runs = column(CLUSTER_RUN) if CLUSTER_RUN in self.table.column_names else None
         out = []
         for i in rows:
             path = paths[i]
@@ -163,7 +150,8 @@ class Segment:
                 ref = DeletionVector(dv[0][i], dv[1][i], dv[2][i], dv[3][i])
             elif ref is not None:
                 self._check_override(path, ref, counts[i])
-            out.append(DataFile(path, counts[i], sizes[i], _EntryStats(self, i), deletes=ref))
+            run = None if runs is None else runs[i]
+            out.append(DataFile(path, counts[i], sizes[i], _EntryStats(self, i), deletes=ref, cluster_run=run))
         return out
 
     def column_stats(self, name: str, i: int) -> ColumnStats | None:
@@ -227,8 +215,9 @@ class _EntryStats(Mapping[str, ColumnStats]):
 
 def entries_of(files: Sequence[DataFile], schema: pa.Schema, field_ids: Sequence[int]) -> pa.Table:
     """``files`` as segment rows."""
-    target = entries_schema(schema, field_ids)
+    target = entries_schema(schema, field_ids, any(f.cluster_run is not None for f in files))
     columns: dict[str, list] = {
+        CLUSTER_RUN: [f.cluster_run for f in files],
         "path": [f.path for f in files],
         "rows": [f.rows for f in files],
         "size": [f.size for f in files],
@@ -271,6 +260,14 @@ def with_deletes(table: pa.Table, deletes: Mapping[str, DeletionVector]) -> pa.T
     return table
 
 
+def concat_entries(tables: Sequence[pa.Table], schema: pa.Schema, field_ids: Sequence[int]) -> pa.Table:
+    """Entries of several segments as one segment's rows, with the ``cluster_run`` column
+    only if some entry has a run."""
+    table = pa.concat_tables(tables, promote_options="default")
+    runs = CLUSTER_RUN in table.column_names and table.column(CLUSTER_RUN).null_count < table.num_rows
+    return table.select(entries_schema(schema, field_ids, runs).names)
+
+
 def encode_segment(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     # LZ4: decoding a 16,384-entry segment takes 5 ms instead of zstd's 8 ms, for twice the
@@ -308,7 +305,7 @@ def decode_segment(data: bytes, key: str, schema: pa.Schema, field_ids: Sequence
         table = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError) as exc:
         raise CorruptTableError(f"{key} is not a readable Parquet segment: {exc}") from None
-    expected = entries_schema(schema, field_ids)
+    expected = entries_schema(schema, field_ids, CLUSTER_RUN in table.column_names)
     if not table.schema.equals(expected):
         table = _evolved(table, expected, key)
     listed = ListedPaths.of(f"segment {key}", table.column("path"))
@@ -370,6 +367,8 @@ def _check_entries(table: pa.Table, key: str, listed: ListedPaths) -> None:
         raise fail("rows", f"an integer in [0, {ROW_POSITIONS})")
     if not _within(table.column("size"), 0, MAX_INT64):
         raise fail("size", "an integer >= 0")
+    if CLUSTER_RUN in table.column_names and not _within(table.column(CLUSTER_RUN), 0, MAX_INT64):
+        raise fail(CLUSTER_RUN, "an integer >= 0")
     paths = table.column("path")
     plain = _writer_data_keys(paths)
     for i in np.flatnonzero(~plain):

@@ -14,23 +14,28 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import decimal
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pyarrow as pa
-import pyarrow.types as pat
-
 from ..lazy import lazy
 
 if TYPE_CHECKING:
+    import decimal
+
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+    import pyarrow.types as pat
+
+    from .stored_schema import StoredSchema
 else:
+    decimal = lazy("decimal")
+    pa = lazy("pyarrow")
     pc = lazy("pyarrow.compute")
     pq = lazy("pyarrow.parquet")
+    pat = lazy("pyarrow.types")
 
 MAX_STRING_STAT = 256
 
@@ -253,23 +258,24 @@ class StoredStats(Mapping[str, ColumnStats]):
     committing or scanning without a filter never looks at them, and a big manifest would
     otherwise spend most of its parse time building values nobody reads."""
 
-    __slots__ = ("_raw", "_types", "_rows", "_decoded")
+    __slots__ = ("_raw", "_schema", "_rows", "_decoded")
 
-    def __init__(self, raw: dict[str, dict[str, Any]], types: dict[str, pa.DataType], rows: int) -> None:
-        self._raw, self._types, self._rows = raw, types, rows
+    def __init__(self, raw: Mapping[str, dict[str, Any]], schema: StoredSchema, rows: int) -> None:
+        """``raw``: keyed by column name (``StoredSchema.by_name``); ``schema``: the version's."""
+        self._raw, self._schema, self._rows = raw, schema, rows
         self._decoded: dict[str, ColumnStats] = {}
 
     def __getitem__(self, name: str) -> ColumnStats:
         found = self._decoded.get(name)
         if found is None:
-            entry, dtype = self._raw[name], self._types[name]
+            entry, dtype = self._raw[name], self._schema.types[name]
             lo = _decode_value(entry["min"], dtype) if "min" in entry else None
             hi = _decode_value(entry["max"], dtype) if "max" in entry else None
             found = self._decoded[name] = ColumnStats(lo, hi, entry.get("null_count"), self._rows)
         return found
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name in self._raw if name in self._types)
+        return (name for name in self._raw if name in self._schema.types)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

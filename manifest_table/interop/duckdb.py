@@ -48,7 +48,7 @@ from ..storage import FileIO, ObjectStore
 if TYPE_CHECKING:
     import duckdb
 
-log = logging.getLogger("manifest_table.interop")
+logger = logging.getLogger("manifest_table.interop")
 
 _VIRTUAL = ("filename", "file_row_number")
 _READ_OPTIONS = "hive_partitioning=false, can_have_nan=true, binary_as_string=false"
@@ -80,7 +80,7 @@ def register_view(
     if clash:
         root, reason = None, f"a column is named like DuckDB's virtual columns {list(_VIRTUAL)}"
     if root is None and files:  # docs/interop.md promises a warning: the whole version is held in memory
-        log.warning(
+        logger.warning(
             "DuckDB cannot read the files of %s by path (%s): registering an in-memory Arrow table instead", uri, reason
         )
     mark = f"COMMENT ON VIEW {view} IS {_literal(f'{_MARK}{snapshot.version}')}"
@@ -90,7 +90,7 @@ def register_view(
             con.execute(mark)
             return con.view(name)
         except duckdb.Error as exc:  # e.g. S3 credentials DuckDB does not have
-            log.warning("DuckDB cannot read %s natively (%s); registering an Arrow table instead", root, exc)
+            logger.warning("DuckDB cannot read %s natively (%s); registering an Arrow table instead", root, exc)
             _drop(con, name, view, hidden)
     con.register(name, Scan(snapshot, io).to_arrow())
     con.execute(mark)

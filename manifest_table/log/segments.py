@@ -1,17 +1,21 @@
 """Reading a table's segments (format v2) from its store, through one cache per version log:
 segments are write-once, so a cached one never goes stale, and consecutive commits and plans
-of one table share most of theirs."""
+of one table share most of theirs. Decoding a segment (format/segment.py) loads pyarrow and
+numpy: it is imported by the first read, not by opening a log (docs/benchmarks.md, "Start-up")."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from ..format.segment import Segment, decode_segment, shape
 from ..storage import ObjectStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..format.segment import Segment
 
 _CACHED_ENTRIES = 1 << 20
 """Decoded segment entries kept per reader (about 300 bytes each): a table's hot segments."""
@@ -28,6 +32,8 @@ class SegmentReader:
         self._lock = threading.Lock()
 
     def read(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment:
+        from ..format.segment import decode_segment, shape
+
         cache_key = (key, shape(schema, field_ids))
         with self._lock:
             found = self._cache.get(cache_key)
@@ -39,6 +45,8 @@ class SegmentReader:
         return segment
 
     def cached(self, key: str, schema: pa.Schema, field_ids: Sequence[int]) -> Segment | None:
+        from ..format.segment import shape
+
         with self._lock:
             return self._cache.get((key, shape(schema, field_ids)))
 

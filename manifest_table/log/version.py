@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..format.manifest import Manifest
-from ..format.segment import Segment, SegmentSummary
+from ..format.root import SegmentSummary
 from .segments import SegmentReader
+
+if TYPE_CHECKING:
+    from ..format.segment import Segment
 
 _SEGMENT_READERS = 4
 
@@ -49,7 +52,7 @@ class Version(Manifest):
     def segment(self, key: str) -> Segment:
         if self.reader is None or self.index is None:
             raise ValueError(f"version {self.version} has no segment reader")
-        return self.reader.read(key, self.schema, self.index.field_ids)
+        return self.reader.read(key, self.schema, self.fields.ids)
 
     def segments(self, summaries: Sequence[SegmentSummary]) -> Iterator[Segment]:
         """The segments of ``summaries`` in order, read a few at a time in parallel: fetching
@@ -57,6 +60,8 @@ class Version(Manifest):
         if len(summaries) <= 1:
             yield from (self.segment(s.path) for s in summaries)
             return
+        from concurrent.futures import ThreadPoolExecutor  # (not for a version read without segments)
+
         with ThreadPoolExecutor(max_workers=_SEGMENT_READERS) as pool:
             yield from pool.map(lambda s: self.segment(s.path), summaries)
 
@@ -77,7 +82,8 @@ def locate(manifest: Version, paths: Iterable[str]) -> dict[str, tuple[DataFile,
     index, reader = manifest.index, manifest.reader
     if not wanted or index is None or reader is None:
         return found
-    segments = sorted(index.segments, key=lambda s: reader.cached(s.path, manifest.schema, index.field_ids) is None)
+    ids = manifest.fields.ids
+    segments = sorted(index.segments, key=lambda s: reader.cached(s.path, manifest.schema, ids) is None)
     for summary in segments:
         segment = manifest.segment(summary.path)
         hits = {path: i for path in wanted if (i := segment.index_of(path)) is not None}

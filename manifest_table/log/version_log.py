@@ -125,6 +125,25 @@ class PointerLog(ABC, Generic[V]):
                 missing = middle
         return version
 
+    def object_missing(self, version: int, key: str) -> Exception:
+        """The error for ``key``, an object ``version`` references, found missing. GC deletes
+        an expired version's manifest before its objects, so a version whose manifest is still
+        stored was not expired: the table is damaged (``repair`` drops what is gone)."""
+        if not self.stored(version):
+            return VersionExpiredError(
+                f"{key} of version {version} of {self.location} is gone: garbage collection has removed this version"
+            )
+        return CorruptTableError(
+            f"version {version} of {self.location} references {key}, which is missing: the table "
+            "is damaged (an object deleted by hand, or a commit that outlived garbage collection's "
+            f"grace period). `manifest-table repair {self.location}` (Table.repair) commits a version "
+            "without what is gone, and reports every file and row lost"
+        )
+
+    def stored(self, version: int) -> bool:
+        """Whether ``version``'s manifest is stored (one HEAD, no cache: GC may have expired it)."""
+        return self.store.head(manifest_key(version)) is not None
+
     def _exists(self, version: int) -> bool:
         with self._lock:
             if version in self._cache:

@@ -29,12 +29,12 @@ from ..errors import CommitConflictError, DatabaseNotFoundError, ManifestTableEr
 from ..format.manifest import manifest_key
 from ..format.pointer import POINTER_KEY
 from ..operations.compaction import CompactionGroup, plan_compaction
-from ..operations.garbage_collection import check_retention
+from ..operations.gc_versions import check_retention
 from ..storage import store_for_uri
 from ..table import Table
 from ..wording import count
 
-log = logging.getLogger("manifest_table.maintenance.job")
+logger = logging.getLogger("manifest_table.maintenance.job")
 
 TABLE_MARKERS = (POINTER_KEY, manifest_key(0))
 
@@ -46,7 +46,8 @@ class JobOptions:
     dry_run: bool = False
     retain_versions: int | None = None
     retain_for: timedelta | None = timedelta(days=7)
-    grace: timedelta = timedelta(hours=24)
+    grace: timedelta | None = None
+    """None: each table's ``gc_grace``."""
     target_file_size: int | None = None
     min_deleted_fraction: float = 0.2
     compact: bool = True
@@ -55,7 +56,7 @@ class JobOptions:
 
     def __post_init__(self) -> None:  # also given as the CLI writes them ("7d", "128MiB"): stored parsed
         object.__setattr__(self, "retain_for", check_duration("retain_for", self.retain_for, optional=True))
-        object.__setattr__(self, "grace", check_duration("grace", self.grace))
+        object.__setattr__(self, "grace", check_duration("grace", self.grace, optional=True))
         if self.target_file_size is not None:
             object.__setattr__(self, "target_file_size", check_size("target_file_size", self.target_file_size))
 
@@ -126,10 +127,10 @@ def maintain(uri: str, options: JobOptions, compact: Compactor = local_compactio
         outcome.lines.append(str(report))
     except ManifestTableError as exc:
         outcome.ok, outcome.error = False, f"{type(exc).__name__}: {exc}"
-        log.error("%s: %s", uri, outcome.error)
+        logger.error("%s: %s", uri, outcome.error)
     except Exception as exc:  # a bug or an unexpected failure: keep going with the other tables
         outcome.ok, outcome.error = False, f"unexpected {type(exc).__name__}: {exc}"
-        log.exception("%s: unexpected error", uri)
+        logger.exception("%s: unexpected error", uri)
     return outcome
 
 
@@ -174,7 +175,7 @@ def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compa
         info = compact(table, options.target_file_size, options.min_deleted_fraction)
     except CommitConflictError as exc:
         outcome.compaction_skipped = True
-        log.warning("%s: compaction skipped: %s", table.uri, exc)
+        logger.warning("%s: compaction skipped: %s", table.uri, exc)
         return f"compaction skipped: a concurrent commit conflicted ({exc})"
     return describe_compaction(info)
 
@@ -186,7 +187,7 @@ def _sync_mirrors(table: Table, outcome: Outcome) -> str:
         versions = table.sync_mirrors()
     except ManifestTableError as exc:
         outcome.ok, outcome.error = False, f"mirror sync failed: {type(exc).__name__}: {exc}"
-        log.error("%s: %s", table.uri, outcome.error)
+        logger.error("%s: %s", table.uri, outcome.error)
         return outcome.error
     return "mirrors: " + ", ".join(f"{name} at version {v}" for name, v in versions.items())
 

@@ -32,6 +32,7 @@ from ..format.field_ids import FieldIds
 from ..format.keys import DELTA_LOG_PREFIX
 from ..format.manifest import DataFile
 from ..format.mirrors import DELTA, setting
+from ..format.properties import CLUSTER_BY
 from ..lazy import lazy
 from ..log.version import Version
 from .change import VersionChange, tombstones_of
@@ -46,6 +47,7 @@ else:
     pq = lazy("pyarrow.parquet")
 
 LAST_CHECKPOINT = f"{DELTA_LOG_PREFIX}_last_checkpoint"
+CLUSTERING = "delta.clustering"
 _ENTRY = re.compile(r"_delta_log/([0-9]{20})\.(json|checkpoint\.parquet)")
 
 
@@ -119,9 +121,21 @@ def protocol(manifest: Version) -> dict[str, Any]:
     ]
     # Spark's Delta takes a NOT NULL column for an invariant: writer version 7 must list it.
     writers = [*readers, "inCommitTimestamp"] + (["invariants"] if any(not f.nullable for f in fields.schema) else [])
+    writers += ["domainMetadata", "clustering"] if manifest.properties[CLUSTER_BY] else []
     if not readers:
         return {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": writers}
     return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": readers, "writerFeatures": writers}
+
+
+def clustering(manifest: Version) -> dict[str, Any] | None:
+    """The ``delta.clustering`` domain of a table with ``cluster_by``: its columns by physical
+    name (Delta's liquid clustering orders along a Hilbert curve over them, as ours does)."""
+    columns: tuple[str, ...] = manifest.properties[CLUSTER_BY]
+    if not columns:
+        return None
+    physical = dict(zip(manifest.fields.schema.names, manifest.fields.physical_names))
+    configuration = {"clusteringColumns": [[physical[name]] for name in columns], "domainName": CLUSTERING}
+    return {"domain": CLUSTERING, "configuration": strict_json(configuration), "removed": False}
 
 
 def metadata(manifest: Version) -> dict[str, Any]:
@@ -257,11 +271,14 @@ def write_commit(src: Source, change: VersionChange) -> bool:
         actions.append({"protocol": protocol(cur)})
     if prev.mirrors.get(DELTA) != cur.mirrors[DELTA] or metadata(cur) != metadata(prev):
         actions.append({"metaData": metadata(cur)})
+    domain = clustering(cur)
+    if domain is not None and domain != clustering(prev):  # set or changed (reset: the next checkpoint drops it)
+        actions.append({"domainMetadata": domain})
     actions += [{"remove": _remove(src, f, when)} for f in change.removed]
     actions += [{"remove": _remove(src, old, when)} for old, _ in change.redeleted]
     added = change.added + [new for _, new in change.redeleted]
     actions += [{"add": a} for a in add_actions(src, added, bounds_of(cur, added), cur.fields, when)]
-    if not src.create(json_key(cur.version), _lines(actions)):
+    if not src.commit_point(json_key(cur.version), _lines(actions), cur.gc_grace):
         return False
     if cur.version % setting(cur.mirrors[DELTA], DELTA) == 0:
         write_checkpoint(src, cur)
@@ -273,7 +290,7 @@ def start(src: Source, cur: Version) -> None:
     every file (a reader finds the version's time there: a log of checkpoints alone has no
     commit time for its first version, and deltalake then refuses any earlier time)."""
     actions = write_checkpoint(src, cur)
-    src.create(json_key(cur.version), _lines([_commit_info(cur), *actions]))
+    src.commit_point(json_key(cur.version), _lines([_commit_info(cur), *actions]), cur.gc_grace)
 
 
 def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
@@ -281,6 +298,8 @@ def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
     vector they have), then ``_last_checkpoint``; returns its actions. Create-only: a
     concurrent writer's checkpoint of the same version is as good."""
     rows = [{"protocol": protocol(cur)}, {"metaData": metadata(cur)}]
+    domain = clustering(cur)
+    rows += [{"domainMetadata": domain}] if domain else []
     for files, segment in _parts(cur):
         write_dv_files(src, tombstones_of(files))
         rows += [
@@ -289,7 +308,7 @@ def write_checkpoint(src: Source, cur: Version) -> list[dict[str, Any]]:
     table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
-    src.create(checkpoint_key(cur.version), sink.getvalue().to_pybytes())
+    src.commit_point(checkpoint_key(cur.version), sink.getvalue().to_pybytes(), cur.gc_grace)
     advance_hint(
         src,
         LAST_CHECKPOINT,
@@ -377,6 +396,10 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("writerFeatures", pa.list_(pa.string())),
                 ]
             ),
+        ),
+        (
+            "domainMetadata",
+            pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]),
         ),
     ]
 )

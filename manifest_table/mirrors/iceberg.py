@@ -18,6 +18,7 @@ import json
 import re
 import threading
 import uuid
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from ..errors import NotFound, PreconditionFailed
 from ..format.keys import METADATA_PREFIX
 from ..format.manifest import manifest_key
 from ..format.mirrors import ICEBERG, setting
+from ..format.properties import CLUSTER_BY, SORT_BY
 from ..log.version import Version
 from .change import tombstones_of
 from .iceberg_avro import DATA, manifest_list, read_avro
@@ -149,7 +151,10 @@ def write_version(
     metadata = _metadata(src, cur, prev_meta, schemas, snapshot, next_row_id)  # (while the PUTs run)
     data = strict_json(metadata).encode()
     written()
-    if not src.create(metadata_key(cur.version), data) and src.store.get(metadata_key(cur.version)) != data:
+    if (
+        not src.commit_point(metadata_key(cur.version), data, cur.gc_grace)
+        and src.store.get(metadata_key(cur.version)) != data
+    ):
         return False
     _remember(src, IcebergState(cur.version, metadata, {slot_of(e["manifest_path"]): e for e in entries}))
     advance(src, cur.version)
@@ -254,8 +259,7 @@ def _metadata(
         "default-spec-id": 0,
         "partition-specs": [{"spec-id": 0, "fields": []}],
         "last-partition-id": 999,
-        "default-sort-order-id": 0,
-        "sort-orders": [{"order-id": 0, "fields": []}],
+        **sort_orders(cur),
         "properties": {"schema.name-mapping.default": name_mapping(cur.fields), VERSION_PROPERTY: str(cur.version)},
         "current-snapshot-id": snapshot["snapshot-id"],
         "next-row-id": next_row_id,
@@ -266,6 +270,25 @@ def _metadata(
         "statistics": [],
         "partition-statistics": [],
     }
+
+
+def sort_orders(cur: Version) -> dict[str, Any]:
+    """The table's sort order as Iceberg states one: ``sort_by`` (every appended batch is
+    sorted by it), else a one-column ``cluster_by`` (a plain sort); a curve over several
+    columns is no Iceberg sort order. Its id is a hash of its fields: one id, one order."""
+    names: tuple[str, ...] = cur.properties[SORT_BY] or (
+        cur.properties[CLUSTER_BY] if len(cur.properties[CLUSTER_BY]) == 1 else ()
+    )
+    unsorted = {"order-id": 0, "fields": []}
+    if not names:
+        return {"default-sort-order-id": 0, "sort-orders": [unsorted]}
+    ids = dict(zip(cur.fields.schema.names, cur.fields.ids))
+    fields = [
+        {"transform": "identity", "source-id": ids[name], "direction": "asc", "null-order": "nulls-last"}
+        for name in names
+    ]
+    order_id = 1 + zlib.crc32(strict_json(fields).encode()) % (2**31 - 2)
+    return {"default-sort-order-id": order_id, "sort-orders": [unsorted, {"order-id": order_id, "fields": fields}]}
 
 
 def _retained_snapshots(

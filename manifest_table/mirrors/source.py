@@ -1,6 +1,7 @@
 """What a mirror writer reads and writes through: the table's store (creates of mirror
 objects retried, since each is either uniquely named or the same bytes whoever writes it), its
-version log, its location as an absolute URI, and the tombstone objects it converts."""
+version log, its location as an absolute URI, and the tombstone objects it converts; and the
+deadline its commit points keep (``commit_point``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..clock import Stamp
+from ..deadline import Deadline
 from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
 from ..log.version_log import VersionLog
@@ -52,6 +55,8 @@ class Source:
     location: str
     store: ObjectStore = field(init=False)
     tombstones: Tombstones = field(init=False)
+    started: Stamp = field(init=False, default_factory=Stamp.now)
+    """Before this writer created any object: its commit points' deadline counts from it."""
 
     def __post_init__(self) -> None:
         inner = getattr(self.log.store, "inner", self.log.store)
@@ -69,6 +74,15 @@ class Source:
             return True
         except PreconditionFailed:
             return False
+
+    def commit_point(self, key: str, data: bytes, grace: float) -> bool:
+        """``create`` of a mirror's commit point (Iceberg metadata, a Delta commit or
+        checkpoint) while the objects written for it cannot be ones GC deleted (the table's
+        ``grace``, deadline.py); else ``CommitFailedError``. What it wrote is then left to GC:
+        a concurrent mirror writer may reference the objects named by their content (Puffin
+        and deletion-vector files)."""
+        Deadline(f"the mirror's {key} of {self.location}", self.started, None, grace, removes_staged=False).check()
+        return self.create(key, data)
 
     def put_all(self, objects: list[tuple[str, bytes]]) -> Callable[[], None]:
         """Start creating uniquely named objects, in parallel (a commit's mirror objects that

@@ -25,7 +25,7 @@ from . import delta, iceberg
 from .change import version_change
 from .source import Source
 
-log = logging.getLogger("manifest_table.mirrors")
+logger = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
 _MIRRORS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror")
@@ -59,7 +59,7 @@ def _mirror(src: Source, name: str, committed: Version) -> None:
     try:
         sync_one(src, name, committed, fresh=True)
     except Exception as exc:  # never fail a commit that has landed
-        log.warning(
+        logger.warning(
             "%s: mirroring version %d to %s failed (the next sync repairs it): %s: %s",
             src.log.location,
             committed.version,
@@ -126,7 +126,7 @@ def _sync_one(src: Source, name: str, target: Version, fresh: bool) -> int:
 
 
 def _full(src: Source, name: str, target: Version) -> None:
-    log.info("%s: %s mirror starts at version %d", src.location, name, target.version)
+    logger.info("%s: %s mirror starts at version %d", src.location, name, target.version)
     if name == ICEBERG:
         iceberg.write_version(src, target, None, None, None)
     else:

@@ -22,11 +22,14 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, ManifestTableError, PreconditionFailed, StoreError, TableExistsError
 from ..format.database import DatabaseVersion
 from ..format.field_ids import plain
+from ..format.layout import check_layout
 from ..format.manifest import FORMAT_VERSION, Manifest, manifest_key
 from ..format.mirrors import merged, requested
 from ..format.pointer import POINTER_KEY, encode_pointer
-from ..format.root import FileIndex, Properties, Totals
+from ..format.properties import TABLE, Properties
+from ..format.root import FileIndex, Totals
 from ..format.schema import check_schema
+from ..format.stored_schema import StoredSchema
 from ..handle import TableHandle
 from ..log.version import Version
 from ..log.version_log import PointerLog
@@ -35,32 +38,39 @@ from ..storage.retry import RetryingStore
 
 
 def first_version(
-    schema: pa.Schema, format_version: int, properties: dict[str, int] | None, mirrors: Sequence[str] | None
+    schema: pa.Schema,
+    format_version: int,
+    properties: dict[str, Any] | None,
+    mirrors: Sequence[str] | None,
+    scope: str = TABLE,
 ) -> Manifest:
-    """The empty version 0 of a new table; ``InvalidArgumentError`` for anything wrong."""
+    """The empty version 0 of a new table (of ``scope``: a database's table takes fewer
+    properties); ``InvalidArgumentError`` for anything wrong. The format version is raised
+    to what its properties need (format/properties.py)."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     check_schema(schema)
-    if type(format_version) is not int or format_version not in (1, FORMAT_VERSION):
-        raise InvalidArgumentError(f"format_version must be 1 or {FORMAT_VERSION}, not {format_version!r}")
+    if type(format_version) is not int or not 1 <= format_version <= FORMAT_VERSION:
+        raise InvalidArgumentError(f"format_version must be 1 to {FORMAT_VERSION}, not {format_version!r}")
     if format_version == 1 and properties is not None:
         raise InvalidArgumentError("properties apply to format version 2 tables only")
-    props = Properties.of(properties)
+    props = Properties.of(properties, scope)
+    check_layout(props, schema)
     wanted = requested(mirrors) if mirrors is not None else {}
     if wanted and format_version == 1:
         raise InvalidArgumentError("mirrors apply to format version 2 tables only")
     ids = tuple(range(1, len(schema) + 1))
     check_mirrored(plain(schema), wanted)
-    index = FileIndex(ids, len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
+    index = FileIndex(len(ids), props, Totals(0, 0, 0, 0)) if format_version > 1 else None
     return Manifest(
         version=0,
         parent_version=None,
         timestamp_ms=int(time.time() * 1000),
         commit_id=uuid.uuid4().hex,
         operation="create",
-        schema=schema,
+        stored_schema=StoredSchema.of(schema, ids if index is not None else None),
         tail=(),
-        format_version=format_version,
+        format_version=max(format_version, props.format_version) if index is not None else 1,
         index=index,
         mirrors=merged({}, wanted),
     )

@@ -9,164 +9,36 @@ because a writer may be about to commit it, and only if its key has exactly a sh
 writers produce (``keys.is_writer_key``): anything else found there (a user's notes, another
 table nested under ``data/``) is reported as unknown and kept. Why that is safe:
 docs/operations.md.
+
+The grace period is the table's ``gc_grace`` property, which every writer's deadline derives
+from (deadline.py); a shorter one needs ``force``. Ages are measured on the store's clock
+(``storage.clock.store_now``), never on this host's alone: a GC host whose clock runs ahead
+must not delete what a writer staged within the grace (docs/protocol.md, "Time").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from datetime import datetime, timedelta
 
-from ..arguments import Duration, check_bool, check_duration, check_int
-from ..commit.changes import rewrites_from_json
-from ..errors import InvalidArgumentError
-from ..format.database import DatabaseVersion
-from ..format.keys import (
-    DATA_PREFIX,
-    DELTA_LOG_PREFIX,
-    MANIFEST_PREFIX,
-    METADATA_PREFIX,
-    SEGMENT_PREFIX,
-    TOMBSTONE_PREFIX,
-    is_writer_key,
-)
-from ..format.listed_once import ListedPaths
-from ..format.manifest import version_of_key
+from ..arguments import Duration, check_bool
+from ..format.keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, is_writer_key
 from ..handle import TableHandle
 from ..log.version import Version
-from ..log.version_log import PointerLog, VersionLog
-from ..storage import ObjectInfo, ObjectStore
+from ..log.version_log import VersionLog
+from ..storage import ObjectInfo
+from .gc_references import referenced_keys
+from .gc_report import CATEGORIES, GCReport, category, span
+from .gc_versions import Retention, check_grace, check_retention, gc_clock, plan_versions
 
-log = logging.getLogger("manifest_table.maintenance")
-V = TypeVar("V", Version, DatabaseVersion)
-
-CATEGORIES = {
-    MANIFEST_PREFIX: "manifests",
-    SEGMENT_PREFIX: "segments",
-    DATA_PREFIX: "data files",
-    TOMBSTONE_PREFIX: "tombstones",
-    METADATA_PREFIX: "mirrors",
-    DELTA_LOG_PREFIX: "mirrors",
-}
-_SHOWN_KEYS = 20
-
-
-@dataclass
-class Tally:
-    count: int = 0
-    bytes: int = 0
-
-    def add(self, info: ObjectInfo) -> None:
-        self.count += 1
-        self.bytes += info.size
-
-
-def _tallies() -> dict[str, Tally]:
-    return {name: Tally() for name in CATEGORIES.values()}
-
-
-@dataclass
-class GCReport:
-    """What one GC run kept and deleted (or, on a dry run, would delete), and why.
-    Each dict maps a category (``manifests``, ``data files``, ``tombstones``) to a tally."""
-
-    uri: str
-    dry_run: bool
-    versions_retained: range
-    versions_expired: range
-    """Versions whose manifests this run deleted (would delete)."""
-    pointer_rolled_forward: bool = False
-    """The pointer lagged behind a committed version (a writer died before moving it, or the
-    store refused the move for its write rate)."""
-    referenced: dict[str, Tally] = field(default_factory=_tallies)
-    """Kept: manifests of retained versions and the objects they reference."""
-    in_grace: dict[str, Tally] = field(default_factory=_tallies)
-    """Kept: unreferenced but younger than the grace period (maybe a commit in flight)."""
-    deleted: dict[str, Tally] = field(default_factory=_tallies)
-    """Deleted: expired manifests, and objects no retained version references."""
-    deleted_keys: list[str] = field(default_factory=list)
-    unknown: dict[str, Tally] = field(default_factory=_tallies)
-    """Kept: unreferenced objects whose keys are not of a shape our writers produce, so not
-    ours to delete (a user's file, another table nested under ``data/``)."""
-    unknown_keys: list[str] = field(default_factory=list)
-
-    def sort(
-        self, info: ObjectInfo, category: str, needed: set[str], ours: bool, cutoff: datetime, doomed: list[ObjectInfo]
-    ) -> None:
-        """File one listed object under ``category``: referenced, not of our writers' shapes
-        (kept as unknown), older than the grace period (appended to ``doomed``), or within it."""
-        if info.key in needed:
-            self.referenced[category].add(info)
-        elif not ours:
-            self.unknown[category].add(info)
-            self.unknown_keys.append(info.key)
-        elif info.last_modified < cutoff:
-            doomed.append(info)
-        else:
-            self.in_grace[category].add(info)
-
-    def delete(self, store: ObjectStore, doomed: list[ObjectInfo], category: Callable[[str], str]) -> None:
-        """Delete ``doomed`` in order (unless a dry run) and report each under ``category(key)``."""
-        for info in doomed:
-            if not self.dry_run:
-                store.delete(info.key)
-            self.deleted[category(info.key)].add(info)
-            self.deleted_keys.append(info.key)
-
-    def __str__(self) -> str:
-        verb = "would delete" if self.dry_run else "deleted"
-        expired = f"{_span(self.versions_expired)} expired" if self.versions_expired else "no version expired"
-        lines = [
-            f"GC of {self.uri}{' (dry run: nothing was deleted)' if self.dry_run else ''}",
-            f"  {_span(self.versions_retained)} retained, {expired}",
-        ]
-        if self.pointer_rolled_forward:
-            lines.append(
-                f"  pointer rolled forward to version {self.versions_retained[-1]} "
-                "(a writer died before moving it, or the store refused it)"
-            )
-        lines.append(f"  {'':<12}{'referenced':>22}{'within grace':>22}{verb:>22}")
-        for name in dict.fromkeys(CATEGORIES.values()):
-            cells = [_amount(t[name]) for t in (self.referenced, self.in_grace, self.deleted)]
-            lines.append(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells))
-        if self.unknown_keys:
-            lines.append(
-                f"  kept {len(self.unknown_keys)} unknown objects (not written by this library): "
-                + _shown(self.unknown_keys)
-            )
-        if self.deleted_keys:
-            lines.append(f"  {verb}: " + _shown(self.deleted_keys))
-        return "\n".join(lines)
-
-
-def check_retention(
-    retain_versions: int | None, retain_for: Duration | None, grace: Duration, force: bool = False
-) -> tuple[timedelta | None, timedelta]:
-    """``(retain_for, grace)`` as timedeltas (``"7d"`` is read as the CLI reads it); raise
-    ``InvalidArgumentError`` for settings that make no sense, or that could delete what a
-    running writer or reader still needs (retention shorter than grace) without ``force``.
-    ``retain_for=None`` counts as zero here: count-based retention alone gives no time
-    guarantee to a writer that is slow to commit."""
-    if retain_versions is not None:
-        check_int("retain_versions", retain_versions, minimum=1)  # the latest is always retained
-    retain_for = check_duration("retain_for", retain_for, optional=True)
-    grace = check_duration("grace", grace)
-    check_bool("force", force)
-    if (retain_for or timedelta(0)) < grace and not force:
-        raise InvalidArgumentError(
-            f"retain_for ({retain_for}) is shorter than grace ({grace}): a writer still committing on "
-            "a version GC expires could lose its commit; force it only if no commit takes that long"
-        )
-    return retain_for, grace
+logger = logging.getLogger("manifest_table.maintenance")
 
 
 def collect_garbage(
     handle: TableHandle,
     retain_versions: int | None = None,
     retain_for: Duration | None = timedelta(days=7),
-    grace: Duration = timedelta(hours=24),
+    grace: Duration | None = None,
     dry_run: bool = False,
     force: bool = False,
     now: datetime | None = None,
@@ -174,25 +46,18 @@ def collect_garbage(
     """Expire versions no rule retains and delete what no retained version needs (see
     ``Table.gc``). A version is retained if it is the latest, one of the last
     ``retain_versions``, or was current at some moment in the last ``retain_for``; either rule
-    suffices. ``now`` is the clock all ages are measured against."""
-    retain_for, grace = check_retention(retain_versions, retain_for, grace, force)
+    suffices. ``now``: the store's time now (default: read from the store), which all ages are
+    measured against."""
+    retain_for, asked = check_retention(retain_versions, retain_for, grace, force)
     check_bool("dry_run", dry_run)
-    # Read the clock before the pointer: an object staged by a commit that lands after we read
-    # the pointer is then younger than ``now - grace`` however long this run takes.
-    now = now or datetime.now(UTC)
-    cutoff = now - grace
     vlog: VersionLog = handle.log
+    retention = Retention(retain_versions, retain_for, asked, force)
+    check_grace(vlog, retention, handle.uri)
+    now = now or gc_clock(handle.store, dry_run)
     report, retained, doomed, floor = plan_versions(
-        vlog,
-        handle.store,
-        handle.uri,
-        now,
-        cutoff,
-        retain_versions,
-        retain_for,
-        dry_run,
-        keep=lambda kept: _keep_mirrored(vlog, kept),
+        vlog, handle.store, handle.uri, now, retention, dry_run, keep=lambda kept: _keep_mirrored(vlog, kept)
     )
+    cutoff = now - report.grace
     needed = referenced_keys(retained)
     mirrored = _mirror_objects(vlog, retained, needed, dry_run)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
@@ -201,90 +66,18 @@ def collect_garbage(
 
     # Manifests (ours, then the mirrors') first and oldest first: a crash leaves orphans for the
     # next run, never a hole in the versions nor a readable manifest whose files are gone.
-    report.delete(handle.store, doomed, _category)
+    report.delete(handle.store, doomed, category)
     if not dry_run:
         vlog.forget_before(floor)
-    log.info(
+    logger.info(
         "%s: GC %s %d objects, retained versions %s, kept %d unknown objects",
         handle.uri,
         "would delete" if dry_run else "deleted",
         len(doomed),
-        _span(report.versions_retained),
+        span(report.versions_retained),
         len(report.unknown_keys),
     )
     return report
-
-
-def plan_versions(
-    vlog: PointerLog[V],
-    store: ObjectStore,
-    uri: str,
-    now: datetime,
-    cutoff: datetime,
-    retain_versions: int | None,
-    retain_for: timedelta | None,
-    dry_run: bool,
-    keep: Callable[[list[V]], list[V]] = lambda kept: kept,
-) -> tuple[GCReport, list[V], list[ObjectInfo], int]:
-    """The half of a GC run that is the same for a table's log and a database's: roll a
-    lagging pointer forward, choose the retained versions (``keep`` may extend them), and
-    report the manifests. Returns the report, the versions whose objects stay (with expired
-    ones too young to delete), the expired manifests to delete (oldest first) and the oldest
-    version left."""
-    pointer = vlog.pointer()
-    latest, stored = vlog.probe_forward(pointer.version), pointer.stored_version
-    if latest > stored and not dry_run:
-        vlog.advance_pointer(latest, pointer.etag)
-    # Readers find the latest version by walking from the stored pointer, which may still be
-    # the one read here for a reader that read it just before: what they walk stays this run.
-    retained = keep(retained_versions(vlog, vlog.manifest(latest), now, retain_versions, retain_for, stored))
-    listed = list(store.list(MANIFEST_PREFIX))
-    manifests = sorted((v, info) for info in listed if (v := version_of_key(info.key)) is not None)
-    by_rule = retained[-1].version
-    expired, young = split_expired(manifests, by_rule, cutoff)
-    # An expired manifest too young to delete stays readable, so its objects stay too.
-    retained += [m for m in (vlog.find(v) for v, _ in young) if m is not None]
-    floor = young[0][0] if young else by_rule
-    report = GCReport(
-        uri,
-        dry_run,
-        range(floor, latest + 1),
-        range(expired[0][0], floor) if expired else range(0),
-        pointer_rolled_forward=latest > stored,
-    )
-    for v, info in manifests:
-        if v >= by_rule:
-            report.referenced["manifests"].add(info)
-    for _, info in young:
-        report.in_grace["manifests"].add(info)
-    for info in listed:
-        if version_of_key(info.key) is None:
-            report.unknown["manifests"].add(info)
-            report.unknown_keys.append(info.key)
-    return report, retained, [info for _, info in expired], floor
-
-
-def retained_versions(
-    vlog: PointerLog[V],
-    latest: V,
-    now: datetime,
-    retain_versions: int | None,
-    retain_for: timedelta | None,
-    pointed: int,
-) -> list[V]:
-    """Newest first: the latest manifest, then older ones while a retention rule keeps them
-    or they are not older than the version the stored pointer names (``pointed``)."""
-    kept = [latest]
-    while kept[-1].version > 0:
-        version = kept[-1].version - 1
-        by_count = retain_versions is not None and version > latest.version - retain_versions
-        # A version was current until its successor committed.
-        by_time = retain_for is not None and kept[-1].timestamp > now - retain_for
-        manifest = vlog.find(version) if by_count or by_time or version >= pointed else None
-        if manifest is None:
-            break
-        kept.append(manifest)
-    return kept
 
 
 def _mirror_objects(
@@ -314,81 +107,3 @@ def _keep_mirrored(vlog: VersionLog, retained: list[Version]) -> list[Version]:
             break
         retained.append(older)
     return retained
-
-
-def split_expired(
-    manifests: list[tuple[int, ObjectInfo]], floor: int, cutoff: datetime
-) -> tuple[list[tuple[int, ObjectInfo]], list[tuple[int, ObjectInfo]]]:
-    """The manifests below ``floor`` (sorted by version), split at the first one younger than
-    the grace period: those before it can go; it and the rest stay (expired versions must
-    remain a prefix)."""
-    below = [(v, info) for v, info in manifests if v < floor]
-    stop = next((i for i, (_, info) in enumerate(below) if info.last_modified >= cutoff), len(below))
-    return below[:stop], below[stop:]
-
-
-def referenced_keys(manifests: Iterable[Version]) -> set[str]:
-    """Every object key the manifests need: segments, data files, their bitmaps, and the
-    bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
-    Roots share most segments: each distinct one is read once. A segment entry's bitmap
-    that the root's ``deletes`` map overrides is not needed by that root. A root that lists a
-    file twice is corrupt: GC stops rather than judge its objects."""
-    keys: set[str] = set()
-    vectors: dict[str, list[tuple[str, str]]] = {}  # segment -> (file, its stored bitmap's object)
-    listed: dict[str, ListedPaths] = {}
-    for manifest in manifests:
-        index = manifest.index
-        for summary in index.segments if index is not None else ():
-            if summary.path not in vectors:
-                segment = manifest.segment(summary.path)
-                entries, listed[summary.path] = segment.table, segment.listed
-                keys.add(summary.path)
-                keys.update(entries.column("path").to_pylist())
-                vectors[summary.path] = [
-                    (p, v)
-                    for p, v in zip(entries.column("path").to_pylist(), entries.column("dv_path").to_pylist())
-                    if v
-                ]
-            keys.update(v for p, v in vectors[summary.path] if p not in index.deletes)  # type: ignore[union-attr]
-        if index is not None:
-            manifest.check_listed_once([listed[s.path] for s in index.segments])
-        keys.update(ref.path for ref in (index.deletes.values() if index is not None else ()))
-        for f in manifest.tail:
-            keys.add(f.path)
-            if f.deletes:
-                keys.add(f.deletes.path)
-        for rewrite in rewrites_from_json(manifest.parameters.get("rewrites", [])):
-            keys.update(src.deletes.path for src in rewrite.sources if src.deletes)
-    return keys
-
-
-def _category(key: str) -> str:
-    return next(name for prefix, name in CATEGORIES.items() if key.startswith(prefix))
-
-
-def _shown(keys: list[str]) -> str:
-    more = len(keys) - _SHOWN_KEYS
-    return ", ".join(keys[:_SHOWN_KEYS]) + (f" and {more} more" if more > 0 else "")
-
-
-def _span(versions: range) -> str:
-    """``versions 3..7``, ``version 7`` or ``no version``."""
-    return (
-        f"versions {versions[0]}..{versions[-1]}"
-        if len(versions) > 1
-        else f"version {versions[0]}"
-        if versions
-        else "no version"
-    )
-
-
-def _amount(tally: Tally) -> str:
-    return f"{tally.count} ({_bytes(tally.bytes)})" if tally.count else "-"
-
-
-def _bytes(n: float) -> str:
-    units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    i = 0
-    while n >= 1024 and i < len(units) - 1:
-        n, i = n / 1024, i + 1
-    return f"{n:.0f} B" if i == 0 else f"{n:.1f} {units[i]}"

@@ -15,7 +15,6 @@ New ids are ``last_field_id + 1`` onwards: a dropped column's id is never reused
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..arguments import check_string
+from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes, SchemaChange
 from ..data.ingest import schema_of
@@ -38,7 +38,7 @@ def update_schema(handle: TableHandle) -> SchemaUpdate:
     """See ``Table.update_schema``: the block's changes, staged on the latest version, commit
     as one version on a clean exit."""
     base, pointer = handle.log.latest()
-    started = time.monotonic()
+    started = Stamp.now()
 
     def commit_change(change: SchemaChange) -> CommitInfo:
         changes = Changes(operation="update_schema", schema=change, parameters={"schema_changes": list(change.steps)})

@@ -5,10 +5,10 @@ mirrors up to date (mirrors/sync.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
 from ..errors import UpgradeRequiredError
@@ -20,6 +20,7 @@ from ..mirrors.types import check_mirrored
 def set_mirrors(handle: TableHandle, mirrors: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> CommitInfo:
     """See ``Table.set_mirrors``."""
     wanted = requested(mirrors)
+    started = Stamp.now()
     base, pointer = handle.log.latest()
     if base.index is None:
         raise UpgradeRequiredError("mirrors need format version 2 (field ids): run table.upgrade() first")
@@ -34,4 +35,4 @@ def set_mirrors(handle: TableHandle, mirrors: Sequence[str] | Mapping[str, Mappi
         sync(handle.log, handle.log.manifest(handle.log.read_pointer().version))
         return CommitInfo(base.version, "set_mirrors", base.timestamp, None, {}, committed=False)
     changes = Changes(operation="set_mirrors", mirrors=wanted, parameters={"mirrors": sorted(wanted)})
-    return commit(handle.log, base, pointer, changes, handle.commit_options, time.monotonic())
+    return commit(handle.log, base, pointer, changes, handle.commit_options, started)

@@ -14,12 +14,13 @@ steps, never the transaction's members."""
 
 from __future__ import annotations
 
-import time
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pyroaring import BitMap
 
+from ..clock import Stamp
 from ..commit.changes import Changes, StagedReplacement
 from ..data.file_sets import StagedFiles, VersionFiles
 from ..data.scan import Scan, Snapshot
@@ -36,7 +37,9 @@ class Staging:
 
     def __init__(self, handle: TableHandle) -> None:
         self.handle = handle
-        self.started = time.monotonic()
+        self.started = Stamp.now()
+        """When the snapshot was read (or earlier: ``Transaction.add_files`` moves it back to
+        when the files it adds were written): the commit's deadline counts from it."""
         self.base, self.pointer = handle.log.latest()
         self.dvs = DeletionVectors(handle.store)
         self.changes = Changes(operation="")
@@ -54,7 +57,8 @@ class Staging:
         files = StagedFiles(VersionFiles(self.base), frozenset(changes.removed), tuple(changes.added))
         staged = {path: BitMap(bitmap) for path, bitmap in changes.deletes.items() if bitmap}
         fields = self.fields()
-        return Snapshot(self.base.version, fields.schema, files, self.dvs.of, staged, fields=fields)
+        missing = functools.partial(self.handle.log.object_missing, self.base.version)
+        return Snapshot(self.base.version, fields.schema, files, self.dvs.of, staged, fields=fields, missing=missing)
 
     def scan(self, columns: Sequence[str] | None = None, where: Expr | None = None) -> Scan:
         """A scan of the snapshot with the staged changes applied."""

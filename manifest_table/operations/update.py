@@ -106,7 +106,7 @@ def update(staging: Staging, assignments: Any, where: str | Expr | None, values:
             yield from assigned(rows.drop_columns([POSITION_COLUMN]), terms, schema).to_batches()
 
     staged = len(staging.changes.added)
-    append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()))
+    append(staging, pa.RecordBatchReader.from_batches(schema, new_rows()), in_order=True)
     staging.stage_replacement(list(positions.items()), staging.changes.added[staged:])
     updated = staging.stage_deletes(positions.items())
     staging.serialize_against(expr)

@@ -5,20 +5,23 @@ table is left as it is, and an upgrade that loses to another one commits nothing
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
+from ..clock import Stamp
 from ..commit import CommitInfo, commit
 from ..commit.changes import Changes
-from ..format.manifest import FORMAT_VERSION
-from ..format.root import Properties
+from ..format.layout import check_layout
+from ..format.properties import TABLE, Properties
 from ..handle import TableHandle
 
 
-def upgrade(handle: TableHandle, properties: dict[str, int] | None = None) -> CommitInfo:
+def upgrade(handle: TableHandle, properties: dict[str, Any] | None = None) -> CommitInfo:
     """See ``Table.upgrade``."""
-    props = Properties.of(properties)
+    props = Properties.of(properties, TABLE)
+    started = Stamp.now()
     base, pointer = handle.log.latest()
     if base.index is not None:
         return CommitInfo(base.version, "upgrade", base.timestamp, None, {}, committed=False)
-    changes = Changes(operation="upgrade", upgrade=props, parameters={"format_version": FORMAT_VERSION})
-    return commit(handle.log, base, pointer, changes, handle.commit_options, time.monotonic())
+    check_layout(props, base.schema)
+    changes = Changes(operation="upgrade", upgrade=props, parameters={"format_version": max(2, props.format_version)})
+    return commit(handle.log, base, pointer, changes, handle.commit_options, started)

@@ -203,7 +203,7 @@ def upsert(staging: Staging, data: Any, rules: MergeRules, schema_mode: str | No
         parts.append(_with_nulls(source.filter(pa.array(unmatched)), schema))
     new_rows = pa.concat_tables(parts) if parts else schema.empty_table()
     staged = len(staging.changes.added)
-    append(staging, new_rows)
+    append(staging, new_rows, in_order=True)
     if rules.when_matched == "update":  # the new versions come first, in the order of found.replaced
         staging.stage_replacement(list(found.replaced.items()), staging.changes.added[staged:])
     staging.stage_kept(found.kept.items())

@@ -1,5 +1,5 @@
 """Spark integration: reads and writes on Spark's own Parquet path (``read``, ``write``), a
-delete, an upsert and a compaction whose data work runs on Spark, the change feed
+delete, an upsert, a compaction and a purge whose data work runs on Spark, the change feed
 (``read_changes``), and the ``manifest_table`` Python data
 source (batch reads and writes, streaming sink) for what the native path cannot reach.
 Needs pyspark >= 4.1. See docs/spark.md."""
@@ -21,7 +21,7 @@ warnings.filterwarnings(
 from .changes import read_changes  # noqa: E402
 from .native_read import read  # noqa: E402
 from .native_write import write  # noqa: E402
-from .operations import compact, delete  # noqa: E402
+from .operations import compact, delete, purge  # noqa: E402
 from .source import FORMAT_NAME, ManifestTableDataSource  # noqa: E402
 from .upsert import upsert  # noqa: E402
 from .workers import check_python_workers  # noqa: E402
@@ -39,6 +39,7 @@ __all__ = [
     "ManifestTableDataSource",
     "compact",
     "delete",
+    "purge",
     "read",
     "read_changes",
     "register",

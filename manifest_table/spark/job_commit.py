@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
+from ..clock import utc_now
 from ..commit import CommitInfo
 from ..entry_points import create_table
 from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
+from ..format.properties import SORT_BY
 from ..operations.overwrite import check_within
 from ..storage import FileIO
 from ..table import Table
@@ -38,6 +41,9 @@ class TableCommit:
         where: Expr | None = None,
         require_match: bool = True,
     ) -> None:
+        self.began = utc_now()
+        """Before any task of the job wrote a file (the batch writers build this on the
+        driver before the job runs; a streaming batch's tasks report when they began)."""
         self.location = location
         self.overwrite = overwrite
         self.where = where
@@ -52,19 +58,30 @@ class TableCommit:
             self.table_schema = pa.schema([f.with_nullable(True) for f in exchange_schema(frame)])
             self.base_version: int | None = None
             self.fields = plain(self.table_schema)
+            self.sort_by: tuple[str, ...] = ()
         else:
             base = table.manifest()
             check_write_schema(frame, base.schema, table.uri)
             self.table_schema = base.schema
             self.base_version = base.version
             self.fields = base.fields  # the job's files carry its field ids and physical names
+            self.sort_by = base.properties[SORT_BY]  # each task's rows are sorted by these
         if where is not None:
             self.where = where.bind(self.table_schema)  # an unknown column fails now, not after the job
 
-    def commit(self, files: Sequence[DataFile], app_transaction: tuple[str, int] | None = None) -> CommitInfo:
+    def commit(
+        self,
+        files: Sequence[DataFile],
+        app_transaction: tuple[str, int] | None = None,
+        written_since: datetime | None = None,
+    ) -> CommitInfo:
         """Add exactly ``files`` (after replacing the rows an overwrite replaces) in one commit.
         An overwrite's condition is checked against every row of the files first, as
-        ``Table.overwrite`` checks it, before a missing table is created."""
+        ``Table.overwrite`` checks it, before a missing table is created. ``written_since``:
+        when the tasks began writing them, if known and earlier than when this was built. A
+        job longer than the table's ``gc_grace`` less a margin fails with ``CommitFailedError``
+        and its files are removed (deadline.py)."""
+        since = self.began if written_since is None else min(self.began, written_since)
         if self.overwrite and self.where is not None and self.require_match:
             io = FileIO(self.location.store())
             check_within(io, self.fields, files, self.where, _REQUIRE_MATCH_REMEDY)
@@ -74,7 +91,7 @@ class TableCommit:
                 tx.set_app_transaction(*app_transaction)
             if self.overwrite:
                 tx.overwrite(self.table_schema.empty_table(), self.where)
-            tx.add_files(files)
+            tx.add_files(files, written_since=since)
             info = tx.commit()
         if not info.committed:  # a replayed micro-batch: an earlier attempt's files are in
             table.store.delete_unreferenced(f.path for f in files)

@@ -83,7 +83,7 @@ def rewrite_groups(
         for key in sorted(by_output):
             produced.setdefault(key >> 32, []).append(by_output[key])
         io = FileIO(location.store())
-        return [(produced.get(i, []), rewrite_record(io, group, produced.get(i, []))) for i, group in enumerate(groups)]
+        return [rewrite_record(io, group, produced.get(i, [])) for i, group in enumerate(groups)]
     except BaseException:
         location.store().delete_unreferenced(f.path for _, f in written)
         raise

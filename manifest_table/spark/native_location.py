@@ -1,12 +1,15 @@
 """Whether Spark's own Parquet reader and writer can reach a table, and how to name its files
-for Spark.
+and pass its storage options to Spark's Hadoop connectors.
 
-A local path or ``file://`` URI is always reachable. ``s3://bucket/prefix`` is reached as
-``s3a://bucket/prefix`` through Hadoop's s3a connector, with the table's storage options
-passed as the matching ``fs.s3a.*`` settings; whether the connector is on Spark's classpath is
-found out by asking Spark to resolve a path there (no data is read). Anything else (``gs://``,
-``az://``, an in-memory store) is not reachable, and callers fall back to the Python data
-source, saying so once per location kind in the log."""
+A local path or ``file://`` URI is always reachable. A cloud table is reached through the
+Hadoop connector of its store, with the table's storage options passed as that connector's
+settings (read and write options, which Spark hands to Hadoop): ``s3://bucket/prefix`` as
+``s3a://bucket/prefix`` (hadoop-aws), ``gs://bucket/prefix`` as itself (Google's
+gcs-connector, or Hadoop's own hadoop-gcp), ``az://container/prefix`` as
+``abfss://container@<account>.dfs.core.windows.net/prefix`` (hadoop-azure's ABFS). Whether the
+connector is on Spark's classpath is found out by asking Spark to resolve the table's pointer
+object (no data is read); where it is not, and for anything else (an in-memory store),
+callers fall back to the Python data source, saying so once per kind in the log."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import logging
 import os
 import re
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from .options import TableLocation
 
@@ -29,12 +32,13 @@ _S3A_SETTINGS = {
 }
 """Our S3 storage options -> the s3a settings that mean the same (docs/spark.md)."""
 
-_NOT_WIRED = {
-    "gs": "Google's Cloud Storage connector for Hadoop (com.google.cloud.bigdataoss:gcs-connector)",
-    "az": "Hadoop's Azure connector (org.apache.hadoop:hadoop-azure, for abfss:// paths)",
+_CONNECTORS = {
+    "s3": "Hadoop's s3a connector (org.apache.hadoop:hadoop-aws)",
+    "gs": "a Cloud Storage connector for Hadoop "
+    "(com.google.cloud.bigdataoss:gcs-connector, or org.apache.hadoop:hadoop-gcp)",
+    "az": "Hadoop's Azure connector (org.apache.hadoop:hadoop-azure)",
 }
-"""Stores Spark reaches only through the Python data source (which reads and writes them
-with the providers' Python clients, like every other operation here)."""
+"""What Spark needs on its classpath to reach each kind of cloud table natively."""
 
 _reported: set[str] = set()
 _GLOB = re.compile(r"[*?\[\]{}\\]")
@@ -42,11 +46,16 @@ _GLOB = re.compile(r"[*?\[\]{}\\]")
 
 def hadoop_root(location: TableLocation) -> str:
     """The table root as Spark takes a path: ``file:/abs/path`` (not percent-encoded: Hadoop
-    encodes a path itself) or ``s3a://bucket/prefix``."""
+    encodes a path itself), ``s3a://bucket/prefix``, ``gs://bucket/prefix`` or
+    ``abfs[s]://container@account.dfs.core.windows.net/prefix``."""
     uri = location.objects_uri
     parsed = urlparse(uri)
     if parsed.scheme in ("s3", "s3a"):
         return f"s3a://{parsed.netloc}{parsed.path}".rstrip("/")
+    if parsed.scheme == "gs":
+        return uri.rstrip("/")
+    if parsed.scheme == "az":
+        return _azure(location)[0]
     path = parsed.path if parsed.scheme == "file" else uri
     return "file:" + os.path.abspath(path)
 
@@ -58,12 +67,67 @@ def hadoop_path(location: TableLocation, key: str) -> str:
 
 
 def hadoop_options(location: TableLocation) -> dict[str, str]:
-    """Reader and writer options that carry the table's storage options to Hadoop's s3a."""
+    """Reader and writer options that carry the table's storage options to its Hadoop connector."""
+    scheme = urlparse(location.objects_uri).scheme
+    if scheme == "gs":
+        return _gcs_settings(location)
+    if scheme == "az":
+        return _azure(location)[1]
     options = dict(location.storage_options or {})
     settings = {_S3A_SETTINGS[k]: v for k, v in options.items() if k in _S3A_SETTINGS}
     if "fs.s3a.endpoint" in settings:  # a custom endpoint (MinIO, moto) wants path-style URLs
         settings["fs.s3a.path.style.access"] = "true"
     return settings
+
+
+def _gcs_settings(location: TableLocation) -> dict[str, str]:
+    """The GCS connector's settings for the store's endpoint and credentials. An emulator
+    (``endpoint_url`` or ``$STORAGE_EMULATOR_HOST``) is reached without credentials, renaming
+    by copy and delete (Google's gcs-connector also calls GCS's move and folder APIs, which
+    emulators lack); Hadoop's own hadoop-gcp has no endpoint setting and reaches Google only."""
+    from ..storage.gcs import GcsStore  # google-cloud-storage: only for gs:// tables
+
+    connection = GcsStore.from_uri(location.objects_uri, location.storage_options).connection
+    settings = {"fs.gs.project.id": connection.project} if connection.project else {}
+    if connection.anonymous:
+        settings["fs.gs.auth.type"] = "UNAUTHENTICATED"
+    elif connection.key_file:
+        settings["fs.gs.auth.type"] = "SERVICE_ACCOUNT_JSON_KEYFILE"
+        settings["fs.gs.auth.service.account.json.keyfile"] = connection.key_file
+    if connection.endpoint:
+        settings["fs.gs.storage.root.url"] = connection.endpoint + "/"
+        settings["fs.gs.operation.move.enable"] = "false"
+        settings["fs.gs.hierarchical.namespace.folders.enable"] = "false"
+    return settings
+
+
+def _azure(location: TableLocation) -> tuple[str, dict[str, str]]:
+    """The ABFS path of the table root and ABFS's settings for the store's account. An
+    account at Azure is named by its host; an emulator's (a host whose first path segment is
+    the account, such as Azurite) through ``fs.azure.abfs.endpoint``, over the Blob API ABFS
+    uses for accounts without a hierarchical namespace (Hadoop 3.5). Without an account key,
+    ABFS's own authentication settings apply (OAuth, managed identity: the session's)."""
+    parsed = urlparse(location.objects_uri)
+    from ..storage.azure import AzureStore  # azure-storage-blob: only for az:// tables
+
+    account = AzureStore.from_uri(location.objects_uri, location.storage_options).account
+    endpoint, url = account.arrow_endpoint(), urlsplit(account.blob_url)
+    secure = url.scheme == "https"
+    dfs_host = f"{account.name}{endpoint['dfs_storage_authority']}"
+    settings: dict[str, str] = {}
+    if not endpoint["blob_storage_authority"].startswith("."):  # an emulator
+        dfs_host = f"{account.name}.dfs.core.windows.net"
+        settings |= {
+            "fs.azure.abfs.endpoint": url.netloc,
+            "fs.azure.account.hns.enabled": "false",
+            "fs.azure.fns.account.service.type": "BLOB",
+        }
+    if not secure:
+        settings |= {"fs.azure.always.use.https": "false", "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION"}
+    if account.key:
+        settings |= {"fs.azure.account.auth.type": "SharedKey", f"fs.azure.account.key.{dfs_host}": account.key}
+    root = f"{'abfss' if secure else 'abfs'}://{parsed.netloc}@{dfs_host}{parsed.path}".rstrip("/")
+    return root, settings
 
 
 def native_reachable(spark: Any, location: TableLocation) -> bool:
@@ -72,16 +136,8 @@ def native_reachable(spark: Any, location: TableLocation) -> bool:
         report_fallback(location, "glob", "the table's path has glob characters, which Spark would expand")
         return False
     scheme = urlparse(location.uri).scheme
-    if scheme in _NOT_WIRED:
-        report_fallback(
-            location,
-            scheme,
-            f"Spark's own Parquet path is not wired for {scheme}:// tables "
-            f"(it would need {_NOT_WIRED[scheme]} on Spark's classpath, and this library to pass "
-            "it the table's storage options)",
-        )
-        return False
-    if scheme not in ("s3", "s3a"):
+    kind = "s3" if scheme == "s3a" else scheme
+    if kind not in _CONNECTORS:
         return len(scheme) <= 1 or scheme == "file"  # a path, a Windows drive or file://
     try:
         # Resolving a file source relation checks that the path exists, which needs a
@@ -95,7 +151,8 @@ def native_reachable(spark: Any, location: TableLocation) -> bool:
         return True
     except Exception as exc:
         first_line = (str(exc).splitlines() or [""])[0][:200]
-        report_fallback(location, "s3a", f"Spark cannot open s3a:// paths ({first_line})")
+        reason = f"Spark cannot open {kind}:// tables ({first_line}); it needs {_CONNECTORS[kind]} on its classpath"
+        report_fallback(location, kind, reason)
         return False
 
 

@@ -3,10 +3,12 @@ natively, drop deleted rows by (file, row index).
 
 The driver reads the manifest of the version; the data files are plain Parquet, so
 ``spark.read.schema(s).parquet(*files)`` reads them with Spark's vectorised reader, column
-pruning, filter pushdown and AQE. Deleted rows are removed by a broadcast anti-join on
-(``_metadata.file_name``, ``_metadata.row_index``) against a small DataFrame built from the
-deletion bitmaps, and only for the files that have deletes: the clean files are read plainly
-and the two reads are unioned, so a table without deletes costs exactly a Parquet read.
+pruning, filter pushdown and AQE. Only the files that have deletes pay for them: the clean
+files are read plainly and the two reads are unioned, so a table without deletes costs
+exactly a Parquet read. Deleted rows are dropped inside the scan by a JVM function looking
+(the file, ``_metadata.row_index``) up in the deletion bitmaps (live_row.py);
+where that function is not available, by a broadcast anti-join on the same pair against a
+DataFrame built from the bitmaps (docs/design/006-spark-deletes.md measures both).
 
 Files are matched by name, not by ``_metadata.file_path``: Spark gives the path as a
 percent-encoded Hadoop URI (``file:/a%20b/...``), the manifest relative keys, and our writers
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..data.parquet_plan import ColumnPlan, by_column_plan
@@ -30,6 +32,7 @@ from ..data.scan import Snapshot
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..storage import FileIO
+from .live_row import live_row_filter
 from .native_location import hadoop_options, hadoop_path, native_reachable, report_fallback
 from .options import TableLocation
 from .schema import native_readable, spark_schema
@@ -66,6 +69,9 @@ def native_readable_snapshot(spark: Any, location: TableLocation, snapshot: Snap
     unreadable = [f.name for f in snapshot.schema if not native_readable(f.type)]
     if unreadable:
         report_fallback(location, "types", f"Spark's Parquet reader cannot read columns {unreadable}")
+        return False
+    if any(f.name.lower() == "_metadata" for f in snapshot.schema):
+        report_fallback(location, "metadata", "a column named _metadata hides the file metadata Spark's reader gives")
         return False
     names = [file_name(f) for f in snapshot.files]
     if len(set(names)) != len(names) or not all(_SAFE_NAME.fullmatch(n) for n in names):
@@ -111,12 +117,11 @@ def live_rows(
         parts.append(_parquet(spark, location, schema, plans, clean, with_positions))
     dirty = [f for f in files if f.deletes is not None]
     if dirty:
-        rows = _parquet(spark, location, schema, plans, dirty, with_positions=True)
-        gone = F.broadcast(_deleted_rows(spark, dirty, deleted))
-        kept = rows.join(
-            gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"]) & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti"
-        )
-        parts.append(kept if with_positions else kept.drop(FILE_COLUMN, ROW_COLUMN))
+        live = live_row_filter(spark, dirty, deleted, file_name)
+        if live is not None:
+            parts.append(_parquet(spark, location, schema, plans, dirty, with_positions, live))
+        else:
+            parts.append(_anti_joined(spark, location, schema, plans, dirty, deleted, with_positions))
     return reduce(DataFrame.unionByName, parts)
 
 
@@ -132,20 +137,47 @@ def _parquet(
     plans: dict[ColumnPlan, list[DataFile]],
     files: Sequence[DataFile],
     with_positions: bool,
+    keep: Column | None = None,
 ) -> DataFrame:
     """``files`` read as the table's columns: one Parquet read per column plan (one for all
-    until the schema changes), each projecting its files' columns onto the table's."""
+    until the schema changes), each projecting its files' columns onto the table's; ``keep``
+    filters the rows on Spark's ``_metadata`` columns first."""
     chosen = {f.path for f in files}
     parts = []
     for plan, group in plans.items():
         paths = [hadoop_path(location, f.path) for f in group if f.path in chosen]
         if paths:
-            parts.append(_read_plan(spark, location, schema, plan, paths, with_positions))
+            parts.append(_read_plan(spark, location, schema, plan, paths, with_positions, keep))
     return reduce(DataFrame.unionByName, parts)
 
 
+def _anti_joined(
+    spark: Any,
+    location: TableLocation,
+    schema: pa.Schema,
+    plans: dict[ColumnPlan, list[DataFile]],
+    files: Sequence[DataFile],
+    deleted: Callable[[DataFile], BitMap],
+    with_positions: bool,
+) -> DataFrame:
+    """The live rows of ``files`` without the JVM function: a broadcast anti-join on (file
+    name, row index) against the deleted positions."""
+    rows = _parquet(spark, location, schema, plans, files, with_positions=True)
+    gone = F.broadcast(_deleted_rows(spark, files, deleted))
+    kept = rows.join(
+        gone, (rows[FILE_COLUMN] == gone["_mt_dead_file"]) & (rows[ROW_COLUMN] == gone["_mt_dead_row"]), "left_anti"
+    )
+    return kept if with_positions else kept.drop(FILE_COLUMN, ROW_COLUMN)
+
+
 def _read_plan(
-    spark: Any, location: TableLocation, schema: pa.Schema, plan: ColumnPlan, paths: list[str], with_positions: bool
+    spark: Any,
+    location: TableLocation,
+    schema: pa.Schema,
+    plan: ColumnPlan,
+    paths: list[str],
+    with_positions: bool,
+    keep: Column | None,
 ) -> DataFrame:
     """Files of one column plan: their columns read by their own names and types, renamed,
     cast where the table widened them, NULL where they lack one."""
@@ -158,6 +190,17 @@ def _read_plan(
         ]
     )
     frame = spark.read.schema(spark_schema(stored)).options(**hadoop_options(location)).parquet(*paths)
+    if keep is not None:
+        frame = frame.filter(keep)
+    positions = (
+        [F.col("_metadata.file_name").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(ROW_COLUMN)]
+        if with_positions
+        else []
+    )
+    if all(source == name and file_type is None for name, source, file_type in plan):
+        # the files hold the table's columns as they are (no schema change since): no projection
+        # to build, which cost tens of round trips to the JVM per read
+        return frame.select("*", *positions) if positions else frame
     columns = []
     for (name, source, file_type), field in zip(plan, target.fields):
         if source is None:
@@ -165,9 +208,7 @@ def _read_plan(
         else:
             column = quoted(source)
             columns.append((column.cast(field.dataType) if file_type is not None else column).alias(name))
-    if with_positions:
-        columns += [F.col("_metadata.file_name").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(ROW_COLUMN)]
-    return frame.select(*columns)
+    return frame.select(*columns, *positions)
 
 
 def _deleted_rows(spark: Any, files: Sequence[DataFile], deleted: Callable[[DataFile], BitMap]) -> DataFrame:

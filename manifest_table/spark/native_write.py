@@ -93,6 +93,8 @@ def write(
         return None
     options = write_options or WriteOptions()
     frame = conform(df, target.table_schema)
+    if target.sort_by:  # the sort_by property: each task's rows sorted, as an append sorts its batch
+        frame = frame.sortWithinPartitions(*[quoted(name) for name in target.sort_by])
     files = [file for _, file in write_staged(frame, location, target.fields, options)]
     try:
         return target.commit(files)
@@ -146,7 +148,7 @@ def write_staged(
         found = []
         for key, file in zip(produced, files):
             if file.rows:
-                fs.move(f"{root}/{key}", f"{root}/{file.path}")
+                _move(fs, f"{root}/{key}", f"{root}/{file.path}")
                 moved.append(file.path)
                 found.append((key[len(staging) + 1 :].rpartition("/")[0], file))
         return found
@@ -199,6 +201,24 @@ def _filesystem(store: Any) -> tuple[pafs.FileSystem, str]:
     if found is None:  # native_reachable only passes locations with a filesystem
         raise InvalidArgumentError(f"{store!r} has no filesystem Spark could write to")
     return found
+
+
+def _move(fs: pafs.FileSystem, source: str, target: str) -> None:
+    """A rename, or a copy and a delete where the store has no rename (Azure accounts without a
+    hierarchical namespace: pyarrow's ``move`` is not implemented there, arrow/issues/40405).
+    ``target`` is a fresh unique name, and a failure removes the staging directory. On such
+    accounts Hadoop's ABFS marks each folder it creates with an empty blob of the folder's name
+    (``data``, metadata ``hdi_isfolder``), which pyarrow's copy takes for a file in the way: an
+    empty object where ``data/`` is can only be such a marker, and the folder stays without it."""
+    try:
+        fs.move(source, target)
+    except NotImplementedError:
+        parent = target.rsplit("/", 1)[0]
+        marker = fs.get_file_info(parent)
+        if marker.type == pafs.FileType.File and marker.size == 0:
+            fs.delete_file(parent)
+        fs.copy_file(source, target)
+        fs.delete_file(source)
 
 
 def _delete_dir(fs: pafs.FileSystem, path: str) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
-from ..arguments import check_location
+from ..arguments import check_location, check_time, parse_size
 from ..data.write import WriteOptions
 from ..database import DatabaseTable
 from ..database.database import database_above
@@ -37,6 +38,16 @@ STORAGE_KEYS = (
 unset ones come from the provider's standard chain of whichever process (driver or executor)
 opens the store."""
 
+STREAM_OPTIONS = (
+    "startingVersion",
+    "startingTimestamp",
+    "maxFilesPerTrigger",
+    "maxBytesPerTrigger",
+    "skipChangeCommits",
+    "readChangeFeed",
+)
+"""Options of streaming reads (spark.readStream), named as Delta's are."""
+
 KNOWN_OPTIONS = frozenset(
     {
         "path",
@@ -53,6 +64,7 @@ KNOWN_OPTIONS = frozenset(
         "app_id",
         "checkpointlocation",
         *STORAGE_KEYS,
+        *(name.lower() for name in STREAM_OPTIONS),
     }
 )
 """Every option the data source understands, in the lower case Spark hands them over in."""
@@ -116,6 +128,66 @@ def _check_not_in_database(uri: str, storage_options: dict[str, str] | None) -> 
 
 
 @dataclass(frozen=True)
+class StreamOptions:
+    """Where a streaming read starts, how much each micro-batch reads, and what it does with
+    commits that delete or update rows (docs/spark.md, "Streaming source")."""
+
+    starting_version: int | str | None = None
+    """A version, ``"latest"``, or None: the latest version's rows first."""
+    starting_timestamp: datetime | None = None
+    max_files: int | None = None
+    max_bytes: int | None = None
+    skip_change_commits: bool = False
+    read_change_feed: bool = False
+    """Stream the change rows of each commit (``Table.changes``) instead of appended rows."""
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamOptions:
+        given = options.get("startingversion")
+        timestamp = options.get("startingtimestamp")
+        if given is not None and timestamp is not None:
+            raise InvalidArgumentError("give startingVersion or startingTimestamp, not both")
+        version: int | str | None = given
+        if given is not None:
+            latest = str(given).strip().lower() == "latest"
+            version = "latest" if latest else _int(options, "startingversion", 0, name="startingVersion")
+        try:
+            when = check_time(timestamp) if timestamp is not None else None
+        except InvalidArgumentError:
+            raise InvalidArgumentError(f"option startingTimestamp is not an ISO 8601 time: {timestamp!r}") from None
+        max_bytes = options.get("maxbytespertrigger")
+        parsed = cls(
+            starting_version=version,
+            starting_timestamp=when,
+            max_files=_int(options, "maxfilespertrigger", 0, minimum=1, name="maxFilesPerTrigger") or None,
+            max_bytes=parse_size(str(max_bytes)) if max_bytes is not None else None,
+            skip_change_commits=_bool(options, "skipchangecommits", name="skipChangeCommits"),
+            read_change_feed=_bool(options, "readchangefeed", name="readChangeFeed"),
+        )
+        if parsed.read_change_feed and parsed.skip_change_commits:
+            raise InvalidArgumentError("skipChangeCommits applies to the append stream, not with readChangeFeed")
+        if parsed.read_change_feed and version is None and when is None:
+            raise InvalidArgumentError(
+                "readChangeFeed streams the changes of commits from startingVersion (a version, or latest) "
+                "or startingTimestamp: give one (to begin with the table's rows, read version V and stream "
+                "the changes from startingVersion V + 1)"
+            )
+        return parsed
+
+    def given(self) -> list[str]:
+        """The streaming options set (a batch read refuses them)."""
+        values = (
+            self.starting_version,
+            self.starting_timestamp,
+            self.max_files,
+            self.max_bytes,
+            self.skip_change_commits or None,
+            self.read_change_feed or None,
+        )
+        return [name for name, value in zip(STREAM_OPTIONS, values) if value is not None]
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     location: TableLocation
     version: int | None = None
@@ -132,6 +204,7 @@ class SourceOptions:
     """Overwrite: replace only the rows matching this filter (docs/expressions.md)."""
     require_match: bool = True
     """Overwrite with ``where``: every written row must satisfy it (option ``requireMatch``)."""
+    stream: StreamOptions = StreamOptions()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -162,7 +235,8 @@ class SourceOptions:
             app_id=options.get("app_id"),
             checkpoint_location=options.get("checkpointlocation"),
             where=to_expr(options["where"]) if options.get("where") else None,
-            require_match=_bool(options, "requirematch", default=True),
+            require_match=_bool(options, "requirematch", default=True, name="requireMatch"),
+            stream=StreamOptions.parse(options),
         )
 
     @property
@@ -172,21 +246,23 @@ class SourceOptions:
         return self.min_partitions or os.cpu_count() or 1
 
 
-def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
+def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 0, name: str | None = None) -> int:
+    """The integer option ``key`` (lower case, as Spark hands it over), named ``name`` in errors."""
     text = options.get(key)
     if text is None:
         return default
     try:
         value = int(text)
     except ValueError:
-        raise InvalidArgumentError(f"option {key} must be an integer, not {text!r}") from None
+        raise InvalidArgumentError(f"option {name or key} must be an integer, not {text!r}") from None
     if value < minimum:
-        raise InvalidArgumentError(f"option {key} must be at least {minimum}, got {value}")
+        raise InvalidArgumentError(f"option {name or key} must be at least {minimum}, got {value}")
     return value
 
 
-def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+def _bool(options: Mapping[str, str], key: str, default: bool = False, name: str | None = None) -> bool:
+    """The boolean option ``key`` (lower case, as Spark hands it over), named ``name`` in errors."""
     text = str(options.get(key, str(default))).strip().lower()
     if text not in ("true", "false"):
-        raise InvalidArgumentError(f"option {key} must be true or false, not {options[key]!r}")
+        raise InvalidArgumentError(f"option {name or key} must be true or false, not {options[key]!r}")
     return text == "true"

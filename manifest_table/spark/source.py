@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
     Filter,
@@ -24,16 +25,14 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..data.scan import Scan, Snapshot
-from ..data.tombstones import DeletionVectors
-from ..errors import InvalidArgumentError, SchemaMismatchError
+from ..errors import InvalidArgumentError, NotSupportedError
 from ..expressions import And, Expr
-from ..format.field_ids import FieldIds
+from ..feed import CHANGE_COLUMNS
 from ..format.manifest import DataFile
-from ..storage import FileIO
 from .from_spark import from_spark_filter
-from .options import SourceOptions, TableLocation
+from .options import SourceOptions
 from .planning import group_files
+from .read_files import for_spark, read_columns, scan_files
 from .schema import exchange_schema, spark_schema
 
 FORMAT_NAME = "manifest_table"
@@ -52,16 +51,40 @@ class ManifestTableDataSource(DataSource):
         # Spark pickles this instance after schema() and plans every query of the DataFrame
         # from it: pinning the version here makes them all read the same snapshot.
         self.pinned_version = snapshot.version
+        if opts.stream.read_change_feed:
+            return spark_schema(pa.schema([*snapshot.schema, *CHANGE_COLUMNS]))
         return spark_schema(snapshot.schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = SourceOptions.parse(self.options)
         if opts.where is not None:
             raise InvalidArgumentError("option where applies to overwrite writes; filter a read with .filter()")
+        if opts.stream.given():
+            raise InvalidArgumentError(
+                f"options {opts.stream.given()} apply to streaming reads (spark.readStream); a batch read of "
+                "the change feed is manifest_table.spark.read_changes"
+            )
         pinned = getattr(self, "pinned_version", None)  # unset when the user gave the schema
         if pinned is not None:
             opts = replace(opts, version=pinned, as_of=None)
         return FilteringTableReader(opts, schema) if opts.pushdown else TableReader(opts, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = SourceOptions.parse(self.options)
+        batch_only = [
+            name
+            for name, value in (("version", opts.version), ("as_of", opts.as_of), ("where", opts.where))
+            if value is not None
+        ]
+        if batch_only:
+            raise InvalidArgumentError(
+                f"options {batch_only} do not apply to streaming reads: start with startingVersion or startingTimestamp"
+            )
+        try:
+            from .stream_source import TableStreamReader
+        except ImportError as exc:  # pyspark.sql.streaming.datasource (admission control) came with 4.2
+            raise NotSupportedError(f"the streaming source needs pyspark >= 4.2 ({exc})") from None
+        return TableStreamReader(opts, schema, getattr(self, "pinned_version", None))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .writer import BatchWriter  # the writer imports what only writes need
@@ -91,7 +114,7 @@ class TableReader(DataSourceReader):
         self._version = snapshot.version
         self._table_schema = snapshot.schema
         self._fields = snapshot.fields
-        self._columns = _read_columns(schema, self._table_schema)
+        self._columns = read_columns(schema, self._table_schema)
         self._output = exchange_schema(schema)
         self._where: Expr | None = None
 
@@ -106,9 +129,7 @@ class TableReader(DataSourceReader):
         scan = scan_files(
             self._options.location, self._version, self._fields, partition.files, self._columns, self._where
         )
-        for batch in scan.to_batches():
-            # Spark wants its own types: microsecond UTC timestamps, no unsigned ints, ...
-            yield batch.cast(self._output, safe=False)
+        return for_spark(scan, self._output)
 
 
 class FilteringTableReader(TableReader):
@@ -124,31 +145,3 @@ class FilteringTableReader(TableReader):
             else:
                 accepted.append(expr)
         self._where = reduce(And, accepted) if accepted else None
-
-
-def scan_files(
-    location: TableLocation,
-    version: int,
-    fields: FieldIds,
-    files: Iterable[DataFile],
-    columns: list[str] | None,
-    where: Expr | None,
-) -> Scan:
-    """A scan of just ``files`` of one version (``fields``: its schema and field ids), as
-    run on an executor."""
-    store = location.store()
-    snapshot = Snapshot(version, fields.schema, tuple(files), DeletionVectors(store).of, fields=fields)
-    return Scan(snapshot, FileIO(store), columns, where)
-
-
-def _read_columns(schema: StructType, table: pa.Schema) -> list[str]:
-    """The columns Spark asked for: the table's, or a subset a user-given schema names (a
-    projection), whose types must then be the table's as Spark sees them."""
-    ours = {f.name: f.dataType for f in spark_schema(table).fields}
-    wrong = [f.name for f in schema.fields if ours.get(f.name) != f.dataType]
-    if wrong:
-        raise SchemaMismatchError(
-            f"the read schema does not match the table for columns {wrong}; "
-            f"the table's schema is {spark_schema(table).simpleString()}"
-        )
-    return schema.fieldNames()

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import chain
 from urllib.parse import urlparse
 
@@ -21,6 +22,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from ..clock import wall
 from ..commit import CommitInfo
 from ..data.write import WriteOptions
 from ..errors import InvalidArgumentError
@@ -34,23 +36,32 @@ from .options import SourceOptions, TableLocation
 
 @dataclass
 class WrittenFiles(WriterCommitMessage):
-    """A task's report: the data files it wrote (path, rows, size, stats)."""
+    """A task's report: the data files it wrote (path, rows, size, stats), and when it began
+    writing them (the executor's wall clock): the commit's deadline counts from the earliest
+    (deadline.py)."""
 
     files: list[DataFile]
+    began: float | None = None
 
 
 def write_task(
-    location: TableLocation, fields: FieldIds, options: WriteOptions, batches: Iterator[pa.RecordBatch]
+    location: TableLocation,
+    fields: FieldIds,
+    options: WriteOptions,
+    batches: Iterator[pa.RecordBatch],
+    sort_by: Sequence[str] = (),
 ) -> WrittenFiles:
-    """Executor side: write one task's batches, conformed to the table schema, as data files.
-    On failure the files written so far are removed before the error propagates."""
+    """Executor side: write one task's batches, conformed to the table schema (and sorted by
+    the table's ``sort_by``), as data files. On failure the files written so far are removed
+    before the error propagates."""
+    began = wall()
     first = next(batches, None)
     if first is None:
         return WrittenFiles([])
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_rows(io, stream, fields, options))
+        return WrittenFiles(write_rows(io, stream, fields, options, sort_by), began)
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -66,12 +77,15 @@ class _TableWrite:
         self._overwrite = overwrite
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        return write_task(self._options.location, self._target.fields, self._options.write, iterator)
+        target = self._target
+        return write_task(self._options.location, target.fields, self._options.write, iterator, target.sort_by)
 
     def _commit(
         self, messages: Iterable[WriterCommitMessage | None], app_transaction: tuple[str, int] | None = None
     ) -> CommitInfo:
-        return self._target.commit(_files(messages), app_transaction)
+        began = [m.began for m in messages if isinstance(m, WrittenFiles) and m.began is not None]
+        since = datetime.fromtimestamp(min(began), UTC) if began else None
+        return self._target.commit(_files(messages), app_transaction, since)
 
     def _abort(self, messages: Iterable[WriterCommitMessage | None]) -> None:
         """Spark also aborts when ``commit`` raised (see ``TableCommit.abort``)."""

@@ -73,10 +73,11 @@ class ObjectStore(ABC):
 
     @property
     def pointer_may_lag(self) -> bool:
-        """True where the store limits how often one object may be written (GCS: about once a
-        second), so the pointer cannot follow every commit: a commit whose pointer move is
-        refused with ``RateLimited`` is then acknowledged all the same, and readers probe past
-        the pointer (docs/protocol.md, "The pointer under rate limits"). Wrappers forward it."""
+        """True where the pointer may name an older version than the newest committed, so
+        readers probe past it (docs/protocol.md, "The pointer under rate limits"): where the
+        store limits how often one object may be written (GCS: about once a second), a commit
+        whose pointer move is refused with ``RateLimited`` is acknowledged all the same; on a
+        local directory the pointer's rename is not synced. Wrappers forward it."""
         return False
 
     def delete_unreferenced(self, keys: Iterable[str]) -> None:

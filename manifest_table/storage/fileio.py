@@ -25,8 +25,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import pyarrow as pa
-
 from ..errors import CorruptTableError, NotFound, StoreError
 from ..lazy import lazy
 from .base import ObjectStore
@@ -34,10 +32,12 @@ from .local import fsync_written
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 else:
+    pa = lazy("pyarrow")
     ds = lazy("pyarrow.dataset")
     pafs = lazy("pyarrow.fs")
     pq = lazy("pyarrow.parquet")

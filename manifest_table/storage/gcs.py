@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +49,20 @@ _ARROW_RETRY_LIMIT = timedelta(seconds=60)
 """How long pyarrow's GCS client retries a transient failure (its default is 15 minutes)."""
 _TOKEN_MARGIN = timedelta(minutes=5)
 """A data-plane access token is renewed this long before it expires."""
+
+
+@dataclass(frozen=True)
+class GcsConnection:
+    """Where a GCS store connects and as whom, resolved from its options and the environment
+    (what another client of the same bucket, such as Spark's connector, is given)."""
+
+    endpoint: str | None
+    """An emulator's URL, or None for Google's."""
+    project: str | None
+    key_file: str | None
+    """A service account's key file, or None."""
+    anonymous: bool
+    """No credentials: an emulator's, or ``token="anonymous"``."""
 
 
 class GcsStore(CloudStore):
@@ -93,6 +108,11 @@ class GcsStore(CloudStore):
         return cls(bucket, prefix, **resolve_options(storage_options, _OPTION_ALIASES, "GCS"))
 
     # --- clients ----------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> GcsConnection:
+        anonymous = self._anonymous()
+        return GcsConnection(self._endpoint(), self._project, None if anonymous else self._token, anonymous)
 
     def _endpoint(self) -> str | None:
         endpoint = self._endpoint_url or os.environ.get("STORAGE_EMULATOR_HOST")

@@ -11,9 +11,10 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -152,10 +153,12 @@ def measure(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> Timing:
 
 
 def compare(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1,
-            before: Callable[[str], Any] | None = None) -> dict[str, Timing]:
+            before: Callable[[str], Any] | None = None,
+            cpu_clock: Callable[[], float] = time.process_time) -> dict[str, Timing]:
     """Time each function ``repeat`` times, round-robin, so that load from elsewhere on the
     machine (a shared box, a noisy neighbour) falls on all of them alike. ``before(name)``
-    runs untimed before every call (clearing what the previous call wrote)."""
+    runs untimed before every call (clearing what the previous call wrote); ``cpu_clock``
+    gives the CPU seconds used so far (default: this process's)."""
     for name, fn in fns.items():
         for _ in range(warmup):
             if before:
@@ -167,10 +170,10 @@ def compare(fns: dict[str, Callable[[], Any]], repeat: int, warmup: int = 1,
         for name, fn in fns.items():
             if before:
                 before(name)
-            w, c = time.perf_counter(), time.process_time()
+            w, c = time.perf_counter(), cpu_clock()
             fn()
             wall[name].append(time.perf_counter() - w)
-            cpu[name].append(time.process_time() - c)
+            cpu[name].append(cpu_clock() - c)
     return {name: Timing(tuple(wall[name]), tuple(cpu[name])) for name in fns}
 
 

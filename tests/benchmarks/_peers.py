@@ -16,7 +16,8 @@ import os
 import sys
 import time
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,20 +44,20 @@ class Delta:
         self.root = root
 
     @classmethod
-    def create(cls, root: str, data: pa.Table) -> "Delta":
+    def create(cls, root: str, data: pa.Table) -> Delta:
         from deltalake import write_deltalake
         write_deltalake(root, data)
         return cls(root)
 
     @classmethod
-    def from_files(cls, root: str, paths: Sequence[str]) -> "Delta":
+    def from_files(cls, root: str, paths: Sequence[str]) -> Delta:
         from deltalake import convert_to_deltalake
         _link_all(paths, root)
         convert_to_deltalake(root)
         return cls(root)
 
     @classmethod
-    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> "Delta":
+    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> Delta:
         """``sample`` written, then one commit adding ``files``, then a checkpoint (as a table
         that size has: delta-rs checkpoints every 100 commits)."""
         from deltalake import DeltaTable, write_deltalake
@@ -113,7 +114,7 @@ class Iceberg:
         self.table = self.catalog.load_table("bench.t") if self.catalog.table_exists("bench.t") else None
 
     @classmethod
-    def _empty(cls, root: str, schema: pa.Schema) -> "Iceberg":
+    def _empty(cls, root: str, schema: pa.Schema) -> Iceberg:
         os.makedirs(root, exist_ok=True)
         peer = cls(root)
         peer.catalog.create_namespace("bench")
@@ -121,19 +122,19 @@ class Iceberg:
         return peer
 
     @classmethod
-    def create(cls, root: str, data: pa.Table) -> "Iceberg":
+    def create(cls, root: str, data: pa.Table) -> Iceberg:
         peer = cls._empty(root, data.schema)
         peer.append(data)
         return peer
 
     @classmethod
-    def from_files(cls, root: str, paths: Sequence[str]) -> "Iceberg":
+    def from_files(cls, root: str, paths: Sequence[str]) -> Iceberg:
         peer = cls._empty(root, pq.read_schema(paths[0]))
         peer.table.add_files(_link_all(paths, os.path.join(root, "files")))
         return peer
 
     @classmethod
-    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> "Iceberg":
+    def with_synthetic(cls, root: str, sample: pa.Table, files: SyntheticFiles) -> Iceberg:
         """``sample`` appended, then one fast append of ``files`` (one manifest)."""
         from pyiceberg.conversions import to_bytes
         from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -182,13 +183,13 @@ class Lance:
         self.root = root
 
     @classmethod
-    def create(cls, root: str, data: pa.Table) -> "Lance":
+    def create(cls, root: str, data: pa.Table) -> Lance:
         import lance
         lance.write_dataset(data, root)
         return cls(root)
 
     @classmethod
-    def from_files(cls, root: str, paths: Sequence[str]) -> "Lance":
+    def from_files(cls, root: str, paths: Sequence[str]) -> Lance:
         import lance
         lance.write_dataset(pq.ParquetDataset(paths).read(), root)
         return cls(root)

@@ -12,15 +12,30 @@ import os
 import tempfile
 import time
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import manifest_table as mt
 from manifest_table.format.manifest import manifest_key
 from manifest_table.storage import LocalStore, MemoryStore
 
 from . import _peers
-from ._common import (SCHEMA, CountingStore, compare, describe, machine, make_data, measure, parser, print_table,
-                      ratio, scratch, seconds, size, write_ours)
+from ._common import (
+    SCHEMA,
+    CountingStore,
+    compare,
+    describe,
+    machine,
+    make_data,
+    measure,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+    write_ours,
+)
 
 
 def main() -> None:
@@ -157,7 +172,7 @@ def _writer(name: str, root: str, count: int, barrier: Any, queue: Any) -> None:
         start = time.perf_counter()
         try:
             handle.append(batch)
-        except Exception as exc:  # noqa: BLE001 - a peer's failed commit is a result here
+        except Exception as exc:
             out["errors"].append(type(exc).__name__)
             continue
         out["latencies"].append(time.perf_counter() - start)

@@ -27,10 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa
 
-import manifest_table as mt  # noqa: E402
-from tests.benchmarks._common import compare, print_table, ratio, seconds  # noqa: E402
+import manifest_table as mt
+from tests.benchmarks._common import compare, print_table, ratio, seconds
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 ROW = pa.table({"id": [1], "v": [2]}, schema=SCHEMA)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -18,8 +19,22 @@ import manifest_table as mt
 from manifest_table.storage import MemoryStore
 
 from . import _peers
-from ._common import (CountingStore, SCHEMA, clone_dir, data_paths, describe, fresh_copy_rows, machine,
-                      make_data, parser, print_table, scratch, seconds, size, write_ours)
+from ._common import (
+    SCHEMA,
+    CountingStore,
+    clone_dir,
+    data_paths,
+    describe,
+    fresh_copy_rows,
+    machine,
+    make_data,
+    parser,
+    print_table,
+    scratch,
+    seconds,
+    size,
+    write_ours,
+)
 
 Setup = Callable[[str], Any]          # fresh directory -> handle
 Action = Callable[[Any, int], str]    # (handle, id) -> note

@@ -21,8 +21,20 @@ from pyroaring import BitMap
 
 import manifest_table as mt
 
-from ._common import (clone_dir, compare, data_paths, machine, make_data, parser, print_table, ratio, scratch,
-                      seconds, size, write_ours)
+from ._common import (
+    clone_dir,
+    compare,
+    data_paths,
+    machine,
+    make_data,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+    write_ours,
+)
 
 FULL = "SELECT count(*), sum(qty), sum(price), max(ts), max(category), max(name) FROM {}"
 SELECTIVE = "SELECT count(*), sum(price), max(name) FROM {} WHERE id >= {} AND id < {}"

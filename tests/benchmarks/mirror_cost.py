@@ -34,18 +34,19 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa
 
-import manifest_table as mt  # noqa: E402
-from tests.benchmarks.scale import REAL_FILES, REAL_ROWS, build  # noqa: E402
-from manifest_table.mirrors import delta, sync  # noqa: E402
-from manifest_table.mirrors.source import Source  # noqa: E402
-from manifest_table.storage import LocalStore, ObjectStore  # noqa: E402
+import manifest_table as mt
+from manifest_table.mirrors import delta, sync
+from manifest_table.mirrors.source import Source
+from manifest_table.storage import LocalStore, ObjectStore
+from tests.benchmarks.scale import REAL_FILES, REAL_ROWS, build
 
 
 class RecordingStore(ObjectStore):
@@ -147,7 +148,7 @@ class HookTimer:
         self.last = 0.0
         self._original = sync.start
 
-    def __enter__(self) -> "HookTimer":
+    def __enter__(self) -> HookTimer:
         def timed(*args: Any) -> Callable[[], None]:
             started = time.perf_counter()
             wait = self._original(*args)

@@ -25,8 +25,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 import manifest_table as mt
 from tests.reader_envs import installed
 
-from ._common import data_paths, make_wide_data, machine, parser, print_table, scratch, seconds
+from ._common import data_paths, machine, make_wide_data, parser, print_table, scratch, seconds
 
 DUCKLAKE_PACKAGES = ["duckdb==1.5.5", "duckdb-extension-ducklake==1.5.5", "pytz"]
 """DuckLake's extension is on PyPI for DuckDB 1.5.5 (and 1.4.4), not for the suite's DuckDB."""

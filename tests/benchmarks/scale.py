@@ -39,8 +39,9 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import manifest_table as mt
 from manifest_table.expressions import ColumnStats
@@ -48,8 +49,25 @@ from manifest_table.format.manifest import DataFile
 from manifest_table.storage import LocalStore
 
 from . import _peers
-from ._common import (WIDE_SCHEMA, CountingStore, Timing, bytes_written, compare, describe, files_of, machine,
-                      make_wide_data, measure, parser, print_table, ratio, scratch, seconds, size, synthetic_files)
+from ._common import (
+    WIDE_SCHEMA,
+    CountingStore,
+    Timing,
+    bytes_written,
+    compare,
+    describe,
+    files_of,
+    machine,
+    make_wide_data,
+    measure,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+    synthetic_files,
+)
 
 REAL_FILES, REAL_ROWS = 3, 1_000
 SMALL = "append on the smallest table"
@@ -68,7 +86,7 @@ class Median:
     cpu: float
 
     @classmethod
-    def of(cls, timing: Timing) -> "Median":
+    def of(cls, timing: Timing) -> Median:
         return cls(timing.median, timing.cpu_median)
 
 
@@ -200,7 +218,8 @@ def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool,
     if not keep:  # at 100k files on format v1: over a GiB of manifests
         for path in [root] + [os.path.join(work, f"{name}-{files}") for name in rivals]:
             shutil.rmtree(path)
-    return SizeResult(files, build_s, append, delete, Median.of(count), Median.of(point), Median.of(full), small), theirs
+    ours = SizeResult(files, build_s, append, delete, Median.of(count), Median.of(point), Median.of(full), small)
+    return ours, theirs
 
 
 def timed(fn: Callable[[], T]) -> tuple[float, T]:

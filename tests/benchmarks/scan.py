@@ -17,8 +17,20 @@ from pyroaring import BitMap
 import manifest_table as mt
 
 from . import _peers
-from ._common import (clone_dir, compare, data_paths, machine, make_data, parser, print_table, ratio, scratch,
-                      seconds, size, write_ours)
+from ._common import (
+    clone_dir,
+    compare,
+    data_paths,
+    machine,
+    make_data,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+    write_ours,
+)
 
 
 def main() -> None:

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,8 +23,21 @@ from pyroaring import BitMap
 import manifest_table as mt
 
 from . import _peers
-from ._common import (WIDE_SCHEMA, Timing, clone_dir, compare, data_paths, machine, make_wide_data, parser,
-                      print_table, ratio, scratch, seconds, size)
+from ._common import (
+    WIDE_SCHEMA,
+    Timing,
+    clone_dir,
+    compare,
+    data_paths,
+    machine,
+    make_wide_data,
+    parser,
+    print_table,
+    ratio,
+    scratch,
+    seconds,
+    size,
+)
 
 OURS, PYARROW, PYARROW_OWN = "manifest_table", "pyarrow", "pyarrow, own file"
 CODEC = "zstd"

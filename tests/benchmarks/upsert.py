@@ -11,7 +11,8 @@ some: nobody can skip a file), and clustered in one id range (stats prune the ot
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +20,18 @@ import pyarrow as pa
 import manifest_table as mt
 
 from . import _peers
-from ._common import (clone_dir, data_paths, fresh_copy_rows, machine, make_data, parser, print_table, scratch,
-                      size, write_ours)
+from ._common import (
+    clone_dir,
+    data_paths,
+    fresh_copy_rows,
+    machine,
+    make_data,
+    parser,
+    print_table,
+    scratch,
+    size,
+    write_ours,
+)
 
 Setup = Callable[[str], Any]                # fresh directory -> handle
 Action = Callable[[Any, pa.Table], str]     # (handle, source) -> note

@@ -1,6 +1,6 @@
 """Writes tests/data/table_with_second_units_by_0.2.0 (format version 2) and the rows of each
 of its versions into ...expected/v{N}.arrow (Arrow IPC: exact types). Run once, by the code
-of release 0.2.0 (main before issue 24); tests/test_old_tables.py checks that later releases
+of release 0.2.0 (main before issue 24); tests/format/test_old_tables.py checks that later releases
 read it.
 
 Its columns are the types 0.2.0 wrote segments of that no other handle could decode:

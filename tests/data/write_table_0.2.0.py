@@ -1,5 +1,5 @@
 """Writes tests/data/table_written_by_0.2.0 (format version 2) and what 0.2.0 reads at each
-version into ...expected/v{N}.parquet. Run once, by release 0.2.0; tests/test_old_tables.py
+version into ...expected/v{N}.parquet. Run once, by release 0.2.0; tests/format/test_old_tables.py
 then checks that every later release reads the table the same way.
 
 Limits are tiny so that the table holds everything format v2 has: segments, a tail, a

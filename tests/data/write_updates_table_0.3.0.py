@@ -1,7 +1,7 @@
 """Writes tests/data/table_with_updates_by_0.3.0: a table whose commits hold every kind of write
 of release 0.3.0, updates and upserts included, written before commits recorded which new row
 replaces which (``parameters.replaced``, 0.4.0). Run once, by release 0.3.0;
-tests/test_old_tables.py then checks that the change feed reads it, its updates and upserts as
+tests/format/test_old_tables.py then checks that the change feed reads it, its updates and upserts as
 deletes and inserts, each commit's rows the difference of the versions around it."""
 
 from __future__ import annotations

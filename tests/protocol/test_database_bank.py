@@ -78,7 +78,7 @@ def _worker(uri: str, writer: int, seconds: float, log_path: str, start: Any) ->
                 elif op == "compact":
                     db.compact(1 << 20, 0.1)
                 else:
-                    db.gc(retain_for=RETAIN, grace=RETAIN)
+                    db.gc(retain_for=RETAIN, grace=RETAIN, force=True)
             except CommitConflictError:
                 pass  # two transfers touched one account (or compaction lost): nothing committed
             except CommitFailedError as exc:

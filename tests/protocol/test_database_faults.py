@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import uuid
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -59,7 +60,7 @@ def _transaction(db: mt.Database) -> Any:
 
 def _gc(db: mt.Database) -> Any:
     return db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True,
-                 now=datetime.now(timezone.utc) + timedelta(hours=1))
+                 now=datetime.now(UTC) + timedelta(hours=1))
 
 
 BASE: State = {"a": Counter(range(10)), "b": Counter(i for i in range(10, 20) if i != 13)}

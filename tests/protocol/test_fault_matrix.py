@@ -16,13 +16,13 @@ from __future__ import annotations
 import functools
 import os
 import random
-
 import shutil
 import uuid
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -34,8 +34,17 @@ from manifest_table.format.manifest import manifest_key
 from manifest_table.operations.garbage_collection import collect_garbage
 from manifest_table.storage import LocalStore, MemoryStore, ObjectStore, store_for_uri
 from manifest_table.storage import fileio as files
-from manifest_table.testing import (CRASH_AFTER, CRASH_BEFORE, FAULTS, TIMEOUT, TRANSIENT, Call, FaultPlan,
-                                    FaultyStore, WriterCrashed)
+from manifest_table.testing import (
+    CRASH_AFTER,
+    CRASH_BEFORE,
+    FAULTS,
+    TIMEOUT,
+    TRANSIENT,
+    Call,
+    FaultPlan,
+    FaultyStore,
+    WriterCrashed,
+)
 from tests.conftest import store_location
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -79,7 +88,7 @@ def _compact(t: Table) -> Any:
 
 def _gc(t: Table) -> Any:
     return collect_garbage(t, retain_versions=1, retain_for=None, grace=timedelta(0), force=True,
-                           now=datetime.now(timezone.utc) + timedelta(hours=1))
+                           now=datetime.now(UTC) + timedelta(hours=1))
 
 
 BASE = Counter(i for i in range(30) if i not in (3, 13))

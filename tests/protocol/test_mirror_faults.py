@@ -111,14 +111,14 @@ def test_concurrent_writers_and_syncs_with_mirrors_on(tmp_path: Path) -> None:
             for _ in range(4):
                 history.t.append(history.batch(2))
                 history.t.delete(f"id = {history.next_id - 1}")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     def syncer() -> None:
         try:
             for _ in range(6):
                 Table(uri, LocalStore(uri)).sync_mirrors()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in (1, 2, 3)] + [threading.Thread(target=syncer)]

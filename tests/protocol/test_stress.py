@@ -116,7 +116,7 @@ def _worker(uri: str, options: dict[str, str] | None, writer: int, seconds: floa
                 elif op == "compact":
                     ack(table.compact(1 << 20, 0.1), {}, [])
                 else:
-                    table.gc(retain_for=RETAIN, grace=RETAIN)
+                    table.gc(retain_for=RETAIN, grace=RETAIN, force=True)
             except CommitConflictError:
                 pass  # a true conflict (an overwrite, update, upsert or compaction lost): nothing committed
             except CommitFailedError as exc:

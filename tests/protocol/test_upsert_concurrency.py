@@ -108,14 +108,14 @@ def test_racing_upserts_of_one_key_leave_one_live_version(table: mt.Table):
                         break
                     except CommitConflictError:
                         continue
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     def appender() -> None:
         try:
             for i in range(6):
                 mt.open_table(table.uri).append(rows([2000 + i]))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=upserter, args=(v,)) for v in (1, 2, 3)] + [threading.Thread(target=appender)]

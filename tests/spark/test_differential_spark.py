@@ -1,43 +1,51 @@
-"""The Spark sample of the differential read-path test (tests/test_differential.py).
+"""The Spark sample of the differential read-path test (tests/reads/test_differential.py).
 
 A few cases over the types Spark can read (``Kind.spark``), whose histories (without the
-NOT NULL race, whose nulls fail every Spark job slowly: tests/test_differential.py has it) also append
+NOT NULL race, whose nulls fail every Spark job slowly: tests/reads/test_differential.py has it) also append
 through Spark's native writer a DataFrame with a column Spark's optimizer knows is never null
 (a literal: issue 18 item 8). The latest version and two others are then read through Spark's native path
-(``manifest_table.spark.read``: Spark's own Parquet reader, deletes anti-joined) and through
-the data source (``spark.read.format("manifest_table")``), unfiltered and with a predicate
-Spark pushes down to the source, and compared with the model. Spark holds some types wider
+(``manifest_table.spark.read``: Spark's own Parquet reader, deleted rows dropped by the JVM
+function) and through the data source (``spark.read.format("manifest_table")``), unfiltered
+and with a predicate Spark pushes down to the source, and compared with the model. Then the
+streaming source reads the history from the first version after which every version is
+retained and has the latest schema (one to two files per micro-batch or everything at once),
+either the appended rows (``skipChangeCommits``: every micro-batch, or run of micro-batches
+splitting a commit, holds the rows the model says those commits appended, none for a commit
+that deleted or replaced rows) or the change rows (``readChangeFeed``: whole commits per
+micro-batch, each commit's rows the model's difference of its versions). Spark holds some types wider
 (unsigned integers, date64, views) and nanoseconds as microseconds: answers are cast back to
 the table's types, and the model's nanoseconds are cut to microseconds first.
 
 Environment: ``MT_DIFF_SPARK_CASES`` (default 3) and ``MT_DIFF_SPARK_STEPS`` (default 8);
-``MT_DIFF_SEED``, ``MT_DIFF_SECONDS`` and ``MT_DIFF_SKIP_KINDS`` as in tests/test_differential.py.
+``MT_DIFF_SEED``, ``MT_DIFF_SECONDS`` and ``MT_DIFF_SKIP_KINDS`` as in tests/reads/test_differential.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
-import manifest_table as mt  # noqa: E402
-from manifest_table.format.column_types import rebuilt  # noqa: E402
-from manifest_table.spark import read, write  # noqa: E402
-from manifest_table.spark.schema import spark_schema  # noqa: E402
-from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases  # noqa: E402
-from tests.differential_history import STEPS, History, Step, step_required_column  # noqa: E402
-from tests.differential_model import Oracle, State  # noqa: E402
-from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf  # noqa: E402
-from tests.differential_types import KINDS, Shape  # noqa: E402
+import manifest_table as mt
+from manifest_table.format.column_types import rebuilt
+from manifest_table.spark import read, write
+from manifest_table.spark.schema import spark_schema
+from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases
+from tests.differential_history import STEPS, History, Step, step_required_column
+from tests.differential_model import Oracle, State
+from tests.differential_reads import Failure, SimpleLeaf, compare_foreign, shorter, simple_leaf
+from tests.differential_types import KINDS, Shape
 
 pytest_plugins = ["tests.spark.fixtures"]
 
@@ -70,10 +78,19 @@ def spark_column(name: str) -> Any:
 
 
 def spark_predicate(leaf: SimpleLeaf) -> Any:
-    column = spark_column(leaf.column)
-    return {"=": lambda: column == leaf.value, "!=": lambda: column != leaf.value, "<": lambda: column < leaf.value,
-            ">=": lambda: column >= leaf.value, "IS NULL": column.isNull,
-            "IN": lambda: column.isin([leaf.value])}[leaf.op]()
+    column, value = spark_column(leaf.column), spark_literal(leaf.value)
+    return {"=": lambda: column == value, "!=": lambda: column != value, "<": lambda: column < value,
+            ">=": lambda: column >= value, "IS NULL": column.isNull,
+            "IN": lambda: column.isin([value])}[leaf.op]()
+
+
+def spark_literal(value: Any) -> Any:
+    """``value``, or a date before year 1000 as a typed SQL literal: PySpark sends a Python date
+    through ``java.sql.Date.valueOf(strftime("%Y-%m-%d"))``, whose unpadded year ``1-01-01``
+    Java refuses (IllegalArgumentException)."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime) and value.year < 1000:
+        return F.expr(f"DATE '{value.isoformat()}'")
+    return value
 
 
 class SparkChecker:
@@ -86,10 +103,13 @@ class SparkChecker:
         self.reads = 0
         latest = mt.open_table(uri).version
         self.sample = {latest} | set(rng.sample(range(latest), min(latest, versions - 1)))
+        self.states: dict[int, State] = {}
 
-    def version(self, version: int, state: State | None, as_of: Any) -> None:
+    def version(self, version: int, state: State | None, as_of: Any, damaged: bool) -> None:
+        if state is not None:
+            self.states[version] = state
         if state is None or version not in self.sample:
-            return  # expired versions: tests/test_differential.py checks the error
+            return  # expired or damaged versions: tests/reads/test_differential.py checks the error
         source = self.spark.read.format("manifest_table").option("version", version).load(self.uri)
         leaf = simple_leaf(self.rng, state)
         checks = [("manifest_table.spark.read", lambda: read(self.spark, self.uri, version=version), None),
@@ -108,7 +128,104 @@ class SparkChecker:
                 self.failures.append(Failure(f"{name} version {version}", message))
 
     def close(self) -> None:
-        pass
+        try:
+            self.stream()
+        except Exception as error:  # any error of the stream is a failure to report
+            self.failures.append(Failure("spark.readStream", f"raised {type(error).__name__}: {shorter(str(error))}"))
+
+    def stream(self) -> None:
+        """The streaming source from the first version ``start`` with every version from
+        ``start - 1`` on retained and under the latest schema, to the end: the appended rows
+        or, with ``readChangeFeed``, the change rows."""
+        latest = max(self.states)
+        start = latest + 1
+        while start - 2 in self.states and self.states[start - 1].schema.equals(self.states[latest].schema):
+            start -= 1
+        if start > latest:
+            return
+        limit = self.rng.choice([{"maxFilesPerTrigger": "1"}, {"maxFilesPerTrigger": "2"}, {}])
+        if self.rng.random() < 0.5:
+            self.stream_appends(start, latest, limit)
+        else:
+            self.stream_changes(start, latest, limit)
+
+    def run_stream(self, **options: str) -> tuple[list[pa.Table], dict[int, dict]]:
+        """Every micro-batch of a query reading everything available, and each one's end offset."""
+        batches: list[pa.Table] = []
+        query = (self.spark.readStream.format("manifest_table").options(**options).load(self.uri).writeStream
+                 .foreachBatch(lambda frame, batch_id: batches.append(frame.toArrow()))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        self.reads += 1
+        return batches, {p["batchId"]: json.loads(p["sources"][0]["endOffset"]) for p in query.recentProgress}
+
+    def stream_appends(self, start: int, latest: int, limit: dict[str, str]) -> None:
+        """Every micro-batch, or run of micro-batches splitting a commit, holds the rows the
+        model says those commits appended (``skipChangeCommits``: none for a commit that
+        deleted or replaced rows)."""
+        batches, ends = self.run_stream(startingVersion=str(start), skipChangeCommits="true", **limit)
+        first, rows = start, []
+        for batch_id, batch in enumerate(batches):
+            rows.append(batch)
+            end = ends[batch_id]
+            if end["index"] == 0:  # a commit boundary: these batches read versions first .. end - 1
+                expected = [self.appended(v) for v in range(first, end["version"])]
+                message = compare_spark(pa.concat_tables(rows), pa.concat_tables(expected)) if expected else (
+                    None if sum(r.num_rows for r in rows) == 0 else "rows where no version was read")
+                if message is not None:
+                    self.failures.append(Failure(f"spark.readStream {limit}, versions {first}..{end['version'] - 1}",
+                                                 message))
+                first, rows = end["version"], []
+        if first != latest + 1:
+            self.failures.append(Failure("spark.readStream", f"stopped before version {first}, not after {latest}"))
+
+    def stream_changes(self, start: int, latest: int, limit: dict[str, str]) -> None:
+        """``readChangeFeed``: no commit split across micro-batches, and each commit's rows are
+        the model's difference of its versions: the rows of the parent it lacks as deletes
+        (or update pre-images), its rows the parent lacks as inserts (or post-images); which
+        rows pair up is tests/differential_changes.py's to check."""
+        name = f"spark.readStream readChangeFeed {limit}"
+        if not self.states[start - 1].schema.equals(self.states[latest].schema):
+            start += 1  # deleted rows of a parent are compared as the parent holds them
+            if start > latest:
+                return
+        batches, _ = self.run_stream(startingVersion=str(start), readChangeFeed="true", **limit)
+        seen: set[int] = set()
+        for batch in batches:
+            versions = set(batch.column("_commit_version").to_pylist())
+            if versions & seen:
+                self.failures.append(Failure(name, f"versions {sorted(versions & seen)} split across micro-batches"))
+            seen |= versions
+        if seen - set(range(start, latest + 1)):
+            self.failures.append(Failure(name, f"rows of versions {sorted(seen)}, read from {start} to {latest}"))
+        names = self.states[latest].schema.names
+        rows = pa.concat_tables(batches) if batches else None
+        for v in range(start, latest + 1):
+            for kinds, expected in ((("delete", "update_preimage"), self.gone(v)), (("insert", "update_postimage"),
+                                                                                   self.appended(v, changed=True))):
+                got = pa.table({n: [] for n in names}) if rows is None else rows.filter(
+                    pc.and_(pc.equal(rows.column("_commit_version"), v),
+                            pc.is_in(rows.column("_change_type"), pa.array(kinds)))).select(names)
+                message = compare_spark(got, expected)
+                if message is not None:
+                    self.failures.append(Failure(f"{name}, version {v}, {kinds[0]}s", message))
+
+    def gone(self, version: int) -> pa.Table:
+        """The rows of version ``version - 1`` that ``version`` lacks (by the model's identity)."""
+        before, after = self.states[version - 1], self.states[version]
+        kept = set(after.uids.to_pylist())
+        lost = pa.array([uid not in kept for uid in before.uids.to_pylist()], pa.bool_())
+        return pa.Table.from_arrays(before.data.filter(lost).columns, schema=before.schema)
+
+    def appended(self, version: int, changed: bool = False) -> pa.Table:
+        """The rows of ``version`` its parent lacks (by the model's identity); unless
+        ``changed``, none when it removed a row (what the append stream reads of it)."""
+        before, after = self.states[version - 1], self.states[version]
+        old = set(before.uids.to_pylist())
+        new = pa.array([uid not in old for uid in after.uids.to_pylist()], pa.bool_())
+        if not changed and len(old - set(after.uids.to_pylist())):
+            new = pa.array([False] * len(after.uids), pa.bool_())
+        return pa.Table.from_arrays(after.data.filter(new).columns, schema=after.schema)
 
 
 def spark_write_step(spark: Any) -> Step:
@@ -155,7 +272,7 @@ def test_spark_reads_return_the_model_rows(spark: Any, tmp_path: Path) -> None:
     nullable id, so that ``write`` takes the native path with a folded date literal (issue 18
     item 8); odd seeds: every type Spark reads, except unsigned integers, which Spark's reader
     refuses inside a list or struct ("Spark cannot represent"; top-level ones are read by
-    tests/test_spark_source.py)."""
+    tests/spark/test_spark_source.py)."""
     readable = [k for k in KINDS if k.spark and not k.label.startswith("uint")]
     native = Shape([k for k in readable if k.label in NATIVE_WRITABLE], ("date32",), nullable_id=True, collisions=False)
     choices = [s for s in STEPS if s[0] is not step_required_column] + [spark_write_step(spark)]
@@ -164,5 +281,5 @@ def test_spark_reads_return_the_model_rows(spark: Any, tmp_path: Path) -> None:
         return run_case(seed, directory, native if seed % 2 == 0 else Shape(readable), SPARK_STEPS,
                         lambda uri, hive, oracle, writer, rng: SparkChecker(spark, uri, oracle, rng), choices)
     replay = "MT_DIFF_SEED={seed} MT_DIFF_SPARK_CASES=1 .venv/bin/python -m pytest -q -p no:cacheprovider " \
-             "tests/test_differential_spark.py"
+             "tests/spark/test_differential_spark.py"
     run_cases(SEED, SPARK_CASES, SECONDS, run, tmp_path, replay, "differential (Spark)")

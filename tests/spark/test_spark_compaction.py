@@ -1,7 +1,7 @@
 """Spark's native compaction (``manifest_table.spark.compact``, spark/native_compact.py) at a
 size where groups are cut into several outputs: the same plan, the same outputs near the
 target and the same record as the local path, and a delete racing it is remapped onto the
-right output. The data is tests/test_realistic_sizes.py's."""
+right output. The data is tests/reads/test_realistic_sizes.py's."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from manifest_table.operations.compaction import CompactionGroup, commit_compact
 from manifest_table.spark import compact
 from manifest_table.spark.native_compact import rewrite_groups
 from manifest_table.spark.options import TableLocation
-from tests.test_realistic_sizes import SCHEMA, realistic
+from tests.reads.test_realistic_sizes import SCHEMA, realistic
 
 pytest_plugins = ["tests.spark.fixtures"]
 

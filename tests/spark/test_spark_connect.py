@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-import manifest_table as mt  # noqa: E402
+import manifest_table as mt
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
@@ -37,7 +37,7 @@ def rows(start: int, stop: int) -> pa.Table:
         "id": list(ids),
         "name": [None if i % 7 == 0 else f"n{i}" for i in ids],
         "x": [i / 3 for i in ids],
-        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i) for i in ids],
+        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i) for i in ids],
     }, schema=SCHEMA)
 
 
@@ -132,14 +132,14 @@ def _child(uri: str) -> None:
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from manifest_table.spark import compact, delete, read, upsert, write
+    from manifest_table.spark import compact, delete, live_row, read, upsert, write
     from tests.spark.fixtures import sorted_rows
 
     started = time.monotonic()
     spark = _connect_session()
     assert isinstance(spark, ConnectSession)
     try:
-        spark.sparkContext  # noqa: B018
+        spark.sparkContext
         raise AssertionError("a Spark Connect session has no SparkContext")
     except PySparkException:
         pass
@@ -147,6 +147,7 @@ def _child(uri: str) -> None:
     t = mt.open_table(uri)
 
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.scan().to_arrow())
+    assert spark.catalog.functionExists(live_row.FUNCTION)  # deletes dropped by the JVM function, uploaded
     assert sorted_rows(read(spark, uri, version=2)) == sorted_rows(t.scan(version=2).to_arrow())
     assert read(spark, uri).filter("id >= 30").select("id").count() == 9
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import zipfile
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,35 +16,50 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark import TaskContext
+from pyspark.sql import functions as F
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
-from manifest_table.errors import (InvalidArgumentError, InvalidFilterError, SchemaMismatchError,
-                                   TableNotFoundError, VersionNotFoundError)
+from manifest_table.errors import (
+    InvalidArgumentError,
+    InvalidFilterError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from manifest_table.format.stats import table_stats
-from manifest_table.spark import compact, delete, read, register, upsert, write
-from manifest_table.spark import native_location
+from manifest_table.spark import compact, delete, live_row, native_location, read, register, upsert, write
 from manifest_table.storage import LocalStore
 from tests.catalog import assert_rejected
 from tests.spark.fixtures import failing_at_marker, sorted_rows
 
 pytest_plugins = ["tests.spark.fixtures"]
 
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64()),
-                    ("ts", pa.timestamp("us", "UTC")), ("amount", pa.decimal128(10, 2)),
-                    ("tags", pa.list_(pa.int32()))])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("x", pa.float64()),
+        ("ts", pa.timestamp("us", "UTC")),
+        ("amount", pa.decimal128(10, 2)),
+        ("tags", pa.list_(pa.int32())),
+    ]
+)
 
 
 def rows(start: int, stop: int) -> pa.Table:
     ids = range(start, stop)
-    return pa.table({
-        "id": list(ids),
-        "name": [None if i % 7 == 0 else f"n{i}" for i in ids],
-        "x": [float("nan") if i % 9 == 0 else i / 3 for i in ids],
-        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i) for i in ids],
-        "amount": [Decimal(i) / 4 for i in ids],
-        "tags": [[i, i + 1] if i % 3 else None for i in ids],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": list(ids),
+            "name": [None if i % 7 == 0 else f"n{i}" for i in ids],
+            "x": [float("nan") if i % 9 == 0 else i / 3 for i in ids],
+            "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i) for i in ids],
+            "amount": [Decimal(i) / 4 for i in ids],
+            "tags": [[i, i + 1] if i % 3 else None for i in ids],
+        },
+        schema=SCHEMA,
+    )
 
 
 FLAT = SCHEMA.remove(SCHEMA.get_field_index("tags"))
@@ -57,8 +73,11 @@ def flat_rows(start: int, stop: int) -> pa.Table:
 def frame(spark, start: int, stop: int, partitions: int = 2):
     """Rows of the flat columns Spark writes natively, NaN and a long string included."""
     return spark.range(start, stop, numPartitions=partitions).selectExpr(
-        "id", "CASE WHEN id % 50 = 3 THEN repeat('z', 300) ELSE concat('n', id) END AS name",
-        "CASE WHEN id % 9 = 0 THEN double('NaN') ELSE id / 4 END AS score", "timestamp_seconds(id) AS ts")
+        "id",
+        "CASE WHEN id % 50 = 3 THEN repeat('z', 300) ELSE concat('n', id) END AS name",
+        "CASE WHEN id % 9 = 0 THEN double('NaN') ELSE id / 4 END AS score",
+        "timestamp_seconds(id) AS ts",
+    )
 
 
 def ids_of(table: mt.Table, **scan) -> list[int]:
@@ -87,8 +106,19 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
     return t
 
 
-def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table):
-    for version in (0, 4, 5, 7):  # empty, no deletes, deletes, deletes and a clean new file
+@pytest.fixture(params=["jvm", "anti-join"])
+def deletes_by(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a native read drops deleted rows: the JVM function, and the anti-join it
+    falls back to (live_row.py). Projections and filters on top are Spark's own work: read
+    tests of them run with the function only."""
+    if request.param == "anti-join":
+        monkeypatch.setenv(live_row.SWITCH, "0")
+    return request.param
+
+
+def test_native_read_equals_the_python_api_and_the_data_source_for_every_version(spark, table, deletes_by):
+    versions = (0, 4, 5, 7) if deletes_by == "jvm" else (5, 7)  # (the anti-join only reads files with deletes)
+    for version in versions:  # empty, no deletes, deletes, deletes and a clean new file
         expected = sorted_rows(table.scan(version=version).to_arrow())
         assert sorted_rows(read(spark, table.uri, version=version)) == expected, version
         if version in (4, 7):
@@ -98,12 +128,15 @@ def test_native_read_equals_the_python_api_and_the_data_source_for_every_version
     assert sorted_rows(read(spark, table.uri, as_of=as_of)) == sorted_rows(table.scan(as_of=as_of).to_arrow())
 
 
-@pytest.mark.parametrize("columns,where", [
-    (["name", "id"], "id >= 20 AND id < 70"),
-    (["ts", "amount"], "name IS NULL"),
-    (["id", "x"], "id > 90 AND name IS NOT NULL"),
-    (["id", "tags"], "amount <= 3.5 OR id = 104"),
-])
+@pytest.mark.parametrize(
+    "columns,where",
+    [
+        (["name", "id"], "id >= 20 AND id < 70"),
+        (["ts", "amount"], "name IS NULL"),
+        (["id", "x"], "id > 90 AND name IS NOT NULL"),
+        (["id", "tags"], "amount <= 3.5 OR id = 104"),
+    ],
+)
 def test_native_read_projections_and_filters(spark, table, columns, where):
     df = read(spark, table.uri).filter(where).select(*columns)
     key = columns[0]
@@ -111,7 +144,7 @@ def test_native_read_projections_and_filters(spark, table, columns, where):
     assert sorted(map(str, sorted_rows(df, key))) == sorted(map(str, sorted_rows(expected, key)))
 
 
-def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
+def test_native_read_filters_only_files_with_deletes(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(rows(0, 10))
     t.append(rows(10, 20))
@@ -120,11 +153,89 @@ def test_native_read_joins_only_files_with_deletes(spark, tmp_path: Path):
         return df._jdf.queryExecution().executedPlan().toString()
 
     clean = plan(read(spark, t.uri))
-    assert "FileScan parquet" in clean and "Join" not in clean
+    assert "FileScan parquet" in clean and "Join" not in clean and live_row.FUNCTION not in clean
     t.delete("id = 4")
     dirty = plan(read(spark, t.uri))
-    assert "BroadcastHashJoin" in dirty and "LeftAnti" in dirty and "Union" in dirty
+    assert live_row.FUNCTION in dirty and "Union" in dirty and "Join" not in dirty
     assert sorted(r.id for r in read(spark, t.uri).select("id").collect()) == [i for i in range(20) if i != 4]
+    monkeypatch.setenv(live_row.SWITCH, "0")
+    joined = plan(read(spark, t.uri))
+    assert "BroadcastHashJoin" in joined and "LeftAnti" in joined and live_row.FUNCTION not in joined
+
+
+def test_native_read_drops_runs_and_positions_past_65535(spark, tmp_path: Path, deletes_by):
+    """Bitmaps with run containers (a clustered delete) and positions in a second roaring
+    container reach the JVM function intact; a projection and a pushed filter on top keep
+    the right rows."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"id": pa.array(range(70_000), pa.int64()), "v": [f"v{i % 10}" for i in range(70_000)]}))
+    t.delete("(id >= 60000 AND id < 66000) OR id IN (3, 65535, 65536, 69999)")
+    df = read(spark, t.uri)
+    assert df.count() == t.scan().to_arrow().num_rows == 70_000 - 6_002
+    picked = df.filter("v = 'v6' AND id > 59990").select("id").toArrow().column("id").to_pylist()
+    assert sorted(picked) == [i for i in range(59991, 70_000) if i % 10 == 6 and not 60000 <= i < 66000]
+
+
+def test_files_are_keyed_by_size_unless_two_have_the_same_size(spark, tmp_path: Path):
+    """The JVM function tells files apart by ``_metadata.file_size`` (a constant of the scan)
+    when their sizes differ, else by a hash of their names (computed per row): both drop
+    exactly the deleted rows."""
+
+    def plan(df) -> str:
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    differ = mt.create_table(str(tmp_path / "differ"), SCHEMA)
+    differ.append(rows(0, 10))
+    differ.append(rows(10, 30))
+    same = mt.create_table(str(tmp_path / "same"), SCHEMA)
+    same.append(rows(0, 10))
+    same.append(rows(0, 10))
+    assert len({f.size for f in same.manifest().files}) == 1
+    for t, key in ((differ, "file_size"), (same, "xxhash64")):
+        t.delete("id IN (4, 17)")
+        df = read(spark, t.uri)
+        assert key in plan(df) and live_row.FUNCTION in plan(df)
+        assert sorted_rows(df) == sorted_rows(t.scan().to_arrow())
+
+
+def test_the_jvm_function_fails_rather_than_guess(spark, tmp_path: Path):
+    """Two files of one read with the same key, and a row of a file its literal does not
+    list (a size that is not the manifest's), fail the query instead of keeping deleted rows."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))
+    t.delete("id = 4")
+    f = t.manifest().files[0]
+    assert live_row.available(spark)
+    deleted = t.scan().snapshot.deleted
+
+    def call(files, key: int) -> None:
+        literal = live_row.deletes_literal(files, deleted, lambda file: file.path.rsplit("/", 1)[-1], by_size=True)
+        row = F.call_function(live_row.FUNCTION, F.lit(key).cast("long"), F.lit(4).cast("long"), F.lit(literal))
+        spark.range(1).select(row).collect()
+
+    with pytest.raises(Exception, match="have the same size"):
+        call([f, f], f.size)
+    with pytest.raises(Exception, match="does not list"):
+        call([f], f.size + 1)
+
+
+def test_without_a_jdk_the_function_is_not_built_and_the_log_says_why(tmp_path: Path, monkeypatch, caplog):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no javac
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(live_row, "_reported", set())
+    with caplog.at_level(logging.WARNING, logger="manifest_table.spark"):
+        assert live_row.built_jar() is None
+    assert "cannot build manifest_table.spark.LiveRow: no JDK (javac) on the driver" in caplog.text
+    assert "broadcast anti-join instead" in caplog.text
+
+
+def test_the_jvm_function_is_built_from_its_source_and_registered(spark):
+    jar = live_row.built_jar()
+    assert jar is not None and jar == live_row.built_jar()  # cached: built once per Spark version
+    with zipfile.ZipFile(jar) as built:
+        assert "manifest_table/spark/LiveRow.class" in built.namelist()
+    assert live_row.available(spark) and spark.catalog.functionExists(live_row.FUNCTION)
 
 
 def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
@@ -133,8 +244,9 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
     info = write(df, uri)
     t = mt.open_table(uri)
     assert (info.version, info.operation, info.metrics["rows_added"]) == (1, "append", 300)
-    assert t.schema == pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
-                                  ("ts", pa.timestamp("us", "UTC"))])
+    assert t.schema == pa.schema(
+        [("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("ts", pa.timestamp("us", "UTC"))]
+    )
     assert sorted_rows(t.to_arrow()) == sorted_rows(df)
     assert files_on_disk(uri) == referenced(t)  # no staging directory, no .crc, no _SUCCESS
     assert len(t.manifest().files) == 3
@@ -145,8 +257,7 @@ def test_native_write_round_trip_with_exact_stats(spark, tmp_path: Path):
         assert f.stats["score"].max is None and f.stats["name"].max is None  # NaN, long string
 
     # Column order and a narrower type (int into bigint) are conformed; overwrite with where.
-    more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score",
-                                               "CAST(id AS INT) AS id")
+    more = frame(spark, 1000, 1010).selectExpr("ts", "name", "CAST(score AS FLOAT) AS score", "CAST(id AS INT) AS id")
     write(more, uri, "overwrite", where="id < 100 OR id >= 1000")
     assert ids_of(t) == list(range(100, 300)) + list(range(1000, 1010))
     assert ids_of(t, version=1) == list(range(300))
@@ -177,11 +288,14 @@ def test_native_write_of_columns_spark_makes_not_null(spark, tmp_path: Path, exi
     assert t.compact(min_deleted_fraction=1.0).committed and sorted_rows(t.to_arrow()) == expected
 
 
-@pytest.mark.parametrize("column, data, match", [
-    (pa.field("id", pa.int64()), [1, 2], None),  # nullable in the file, no nulls: fits NOT NULL
-    (pa.field("id", pa.int64()), [1, None], "column 'id' is not nullable but holds nulls"),
-    (pa.field("id", pa.int32()), [1, 2], "column 'id' is int32, the table has int64"),
-])
+@pytest.mark.parametrize(
+    "column, data, match",
+    [
+        (pa.field("id", pa.int64()), [1, 2], None),  # nullable in the file, no nulls: fits NOT NULL
+        (pa.field("id", pa.int64()), [1, None], "column 'id' is not nullable but holds nulls"),
+        (pa.field("id", pa.int32()), [1, 2], "column 'id' is int32, the table has int64"),
+    ],
+)
 def test_footer_check_lets_the_table_decide_nullability(tmp_path: Path, column, data, match):
     from manifest_table.spark.footer_stats import data_file_from_footer
     from manifest_table.storage import FileIO
@@ -207,7 +321,9 @@ def test_footer_stats_of_columns_after_a_nested_column(tmp_path: Path):
     pq.write_table(data, tmp_path / "f.parquet")
     entry = data_file_from_footer(FileIO(LocalStore(tmp_path)), "f.parquet", data.schema)
     assert {name: (s.min, s.max, s.null_count) for name, s in entry.stats.items()} == {
-        "b": (500, 700, 0), "c": ("p", "q", 0)}  # the struct's own nulls: unknown from its leaves
+        "b": (500, 700, 0),
+        "c": ("p", "q", 0),
+    }  # the struct's own nulls: unknown from its leaves
 
 
 def test_native_read_under_key_value_directories(spark, tmp_path: Path):
@@ -228,19 +344,30 @@ def test_native_read_under_key_value_directories(spark, tmp_path: Path):
 
 
 BAD_CALLS = [  # (call on a DataFrame and the URI of a one-version table, error, message)
-    (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError,
-     r"mode must be one of \['append', 'overwrite'\]"),
+    (lambda df, uri: write(df, uri, "upsert"), InvalidArgumentError, r"mode must be one of \['append', 'overwrite'\]"),
     (lambda df, uri: write(df, uri, where="id < 3"), InvalidArgumentError, "where applies to overwrites only"),
-    (lambda df, uri: write(df, uri, write_options={"compression": "gzip"}), InvalidArgumentError,
-     "write_options must be a WriteOptions, not dict"),
+    (
+        lambda df, uri: write(df, uri, write_options={"compression": "gzip"}),
+        InvalidArgumentError,
+        "write_options must be a WriteOptions, not dict",
+    ),
     (lambda df, uri: write(df, uri, "overwrite", where="nope < 3"), InvalidFilterError, "unknown column 'nope'"),
-    (lambda df, uri: write(df.selectExpr("id"), uri), SchemaMismatchError,
-     r"missing columns \['name', 'score', 'ts'\]"),
-    (lambda df, uri: write(df.selectExpr("id", "name", "'x' AS score", "ts"), uri), SchemaMismatchError,
-     "column 'score' is string, the table has double"),
+    (
+        lambda df, uri: write(df.selectExpr("id"), uri),
+        SchemaMismatchError,
+        r"missing columns \['name', 'score', 'ts'\]",
+    ),
+    (
+        lambda df, uri: write(df.selectExpr("id", "name", "'x' AS score", "ts"), uri),
+        SchemaMismatchError,
+        "column 'score' is string, the table has double",
+    ),
     (lambda df, uri: read(df.sparkSession, uri, version=7), VersionNotFoundError, "7"),
-    (lambda df, uri: read(df.sparkSession, uri, version=1, as_of="2020-01-01"), InvalidArgumentError,
-     "version or as_of"),
+    (
+        lambda df, uri: read(df.sparkSession, uri, version=1, as_of="2020-01-01"),
+        InvalidArgumentError,
+        "version or as_of",
+    ),
     (lambda df, uri: delete(df.sparkSession, uri, "nope = 1"), InvalidFilterError, "unknown column 'nope'"),
     (lambda df, uri: delete(df.sparkSession, uri, "id <"), InvalidFilterError, None),
 ]
@@ -254,17 +381,25 @@ def test_bad_calls_change_nothing(spark, tmp_path: Path, call, error, match):
 
 
 @pytest.mark.parametrize("location", ["", "  "])
-def test_an_empty_location_is_refused_before_spark_runs(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       location: str):
+def test_an_empty_location_is_refused_before_spark_runs(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, location: str
+):
     """The empty path is the working directory: ``write(df, "")`` made a table there."""
     monkeypatch.chdir(tmp_path)
     df = frame(spark, 0, 3)
-    for call in (lambda: read(spark, location), lambda: write(df, location), lambda: compact(spark, location),
-                 lambda: delete(spark, location, "id = 1"), lambda: upsert(spark, location, df, ["id"])):
+    for call in (
+        lambda: read(spark, location),
+        lambda: write(df, location),
+        lambda: compact(spark, location),
+        lambda: delete(spark, location, "id = 1"),
+        lambda: upsert(spark, location, df, ["id"]),
+    ):
         with pytest.raises(InvalidArgumentError, match="the table location is"):
             call()
-    for call in (lambda: df.write.format("manifest_table").mode("append").save(location),
-                 lambda: spark.read.format("manifest_table").load(location).count()):
+    for call in (
+        lambda: df.write.format("manifest_table").mode("append").save(location),
+        lambda: spark.read.format("manifest_table").load(location).count(),
+    ):
         with pytest.raises(Exception, match="the table location is|no table URI"):
             call()
     assert list(tmp_path.iterdir()) == []
@@ -335,8 +470,7 @@ def test_native_delete_and_compact_race_a_python_writer(spark, tmp_path: Path):
     where = "name LIKE 'n1%' OR id IN (15, 301) OR ts < TIMESTAMP '2020-01-01 00:30:00'"
     expected_gone = set(t.scan(where=where).to_arrow().column("id").to_pylist())
     info = delete(WithoutContext(spark), t.uri, where)
-    compacted = compact(WithoutContext(spark), t.uri, target_file_size=64 * 1024 * 1024,
-                        min_deleted_fraction=0.01)
+    compacted = compact(WithoutContext(spark), t.uri, target_file_size=64 * 1024 * 1024, min_deleted_fraction=0.01)
     thread.join()
     assert info.committed and info.metrics["rows_deleted"] == len(expected_gone)
     assert compacted.committed and compacted.parameters["engine"] == "spark"
@@ -386,9 +520,24 @@ def test_fallback_to_the_data_source_is_logged_once(spark, tmp_path: Path, caplo
     assert sorted_rows(read(spark, uri)) == sorted_rows(t.to_arrow())
 
 
+def test_a_column_named_metadata_goes_through_the_data_source(spark, tmp_path: Path):
+    """Spark's ``_metadata`` (the file and row position a native read with deletes needs) is
+    hidden by a column of that name: such a table is read by the data source."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("_METADATA", pa.string())]))
+    t.append(pa.table({"id": [1, 2, 3], "_METADATA": ["a", "b", "c"]}))
+    t.delete("id = 2")
+    df = read(spark, t.uri)
+    assert "BatchScan manifest_table" in df._jdf.queryExecution().executedPlan().toString()
+    assert sorted_rows(df) == sorted_rows(t.to_arrow())
+
+
 def test_s3_without_s3a_falls_back(spark, s3_uri: str, moto_endpoint: str):
-    options = {"endpoint_url": moto_endpoint, "region": "us-east-1",
-               "access_key_id": "testing", "secret_access_key": "testing"}
+    options = {
+        "endpoint_url": moto_endpoint,
+        "region": "us-east-1",
+        "access_key_id": "testing",
+        "secret_access_key": "testing",
+    }
     t = mt.create_table(s3_uri, SCHEMA, storage_options=options)
     t.append(rows(0, 20))
     t.delete("id < 5")
@@ -419,8 +568,12 @@ def test_literals_a_column_cannot_hold_are_left_to_our_evaluator(spark, tmp_path
         assert exact(parse(text).bind(schema), schema) is None, text
     assert exact(parse("i = 5 AND d = 1.25 OR i IN (1, 2, 3)").bind(schema), schema) is not None
 
-    data = pa.table({"i": pa.array([-1, 0, 1, 2], pa.int32()),
-                     "d": pa.array([Decimal("0.99"), Decimal("1.00"), Decimal("1.01"), None], pa.decimal128(10, 2))})
+    data = pa.table(
+        {
+            "i": pa.array([-1, 0, 1, 2], pa.int32()),
+            "d": pa.array([Decimal("0.99"), Decimal("1.00"), Decimal("1.01"), None], pa.decimal128(10, 2)),
+        }
+    )
     python, native = (mt.create_table(str(tmp_path / name), data.schema) for name in ("python", "native"))
     for t in (python, native):
         t.append(data)
@@ -437,19 +590,27 @@ def test_an_overwrite_refuses_rows_outside_its_condition(spark, tmp_path: Path):
     uri = str(tmp_path / "t")
     df = spark.sql("SELECT 1L AS id, DATE '2026-11-01' AS day UNION ALL SELECT 2L, DATE '2026-11-02'")
     where = "day = DATE '2026-11-01'"
-    assert_rejected(LocalStore(uri), InvalidArgumentError, lambda: write(df, uri, "overwrite", where=where),
-                    match=r"1 of the 2 new rows does not satisfy .* day = DATE '2026-11-02'.*requireMatch false")
+    assert_rejected(
+        LocalStore(uri),
+        InvalidArgumentError,
+        lambda: write(df, uri, "overwrite", where=where),
+        match=r"1 of the 2 new rows does not satisfy .* day = DATE '2026-11-02'.*requireMatch false",
+    )
     with pytest.raises(TableNotFoundError):
         mt.open_table(uri)  # (Spark's staging directories are left empty: no object)
     write(df, uri)
     t = mt.open_table(uri)
     for path in ("native", "source"):
-        attempt = (lambda: write(df, uri, "overwrite", where=where)) if path == "native" else (
-            lambda: df.write.format("manifest_table").mode("overwrite").option("where", where).save(uri))
+        attempt = (
+            (lambda: write(df, uri, "overwrite", where=where))
+            if path == "native"
+            else (lambda: df.write.format("manifest_table").mode("overwrite").option("where", where).save(uri))
+        )
         with pytest.raises(Exception, match="does not satisfy"):
             attempt()
         assert t.version == 1 and {f.name for f in Path(uri, "data").iterdir()} == {
-            f.path[len("data/"):] for f in t.manifest().files}
+            f.path[len("data/") :] for f in t.manifest().files
+        }
     write(df.filter(where), uri, "overwrite", where=where)
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
     df.write.format("manifest_table").mode("overwrite").option("where", where).option("requireMatch", "false").save(uri)
@@ -478,8 +639,9 @@ def test_a_delete_by_what_sql_users_type_deletes_what_python_does(spark, tmp_pat
 
 
 @pytest.mark.parametrize("python", ["/nonexistent/python3", "/usr/bin/python3"])
-def test_workers_without_the_package_are_refused_before_the_job(spark, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch, python: str):
+def test_workers_without_the_package_are_refused_before_the_job(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: str
+):
     """Issue 30 item 10: a worker Python that cannot import the package (missing, or one
     without it or its dependencies) is one clear error before any job starts, not a hundred
     lines ending in ModuleNotFoundError from a task."""
@@ -489,6 +651,8 @@ def test_workers_without_the_package_are_refused_before_the_job(spark, tmp_path:
     t.append(flat_rows(0, 10))
     monkeypatch.setattr(spark.sparkContext, "pythonExec", python)  # as if PYSPARK_PYTHON named it
     for call in (lambda: delete(spark, t.uri, "id < 3"), lambda: register(spark)):
-        with pytest.raises(InvalidArgumentError, match=f"Spark starts its Python workers with '{python}'.*set PYSPARK_PYTHON"):
+        with pytest.raises(
+            InvalidArgumentError, match=f"Spark starts its Python workers with '{python}'.*set PYSPARK_PYTHON"
+        ):
             call()
     assert t.version == 1

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import manifest_table as mt
-from manifest_table.format.root import FIELD_ID
+from manifest_table.format.field_ids import FIELD_ID
 from manifest_table.spark import compact, delete, read, write
 from tests.spark.fixtures import sorted_rows
 
@@ -36,7 +36,7 @@ def test_spark_over_renamed_and_dropped_columns(spark, tmp_path: Path) -> None:
     assert info is not None and info.committed
     added = next(f for f in t.manifest().files if f.path not in {g.path for g in t.manifest(before).files})
     file_schema = pq.read_schema(Path(uri) / added.path)
-    assert [int(f.metadata[FIELD_ID]) for f in file_schema] == list(t.manifest().index.field_ids)
+    assert [int(f.metadata[FIELD_ID]) for f in file_schema] == list(t.manifest().fields.ids)
     physical = list(t.manifest().fields.physical_names)  # what Delta mirrors' readers match
     assert file_schema.names == physical and physical[1] == "name" and physical[3] != "tag"
 

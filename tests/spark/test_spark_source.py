@@ -37,7 +37,7 @@ def batch(start: int, stop: int) -> pa.Table:
         "x": [float("nan") if i % 9 == 0 else None if i % 11 == 0 else i / 3 for i in ids],
         "flag": [i % 2 == 0 for i in ids],
         "day": [dt.date(2020, 1, 1) + dt.timedelta(days=i // 10) for i in ids],
-        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=7 * i) for i in ids],
+        "ts": [dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=7 * i) for i in ids],
         "amount": [Decimal(i) / 4 for i in ids],
         "tags": [[i, i + 1] if i % 3 else None for i in ids],
     }, schema=SCHEMA)
@@ -198,7 +198,7 @@ def test_types_spark_lacks_are_widened(spark, tmp_path: Path):
     rows = sorted_rows(df)
     assert [r["u"] for r in rows] == [0, 2**32 - 1]
     assert [r["big"] for r in rows] == [Decimal(0), Decimal(2**64 - 1)]
-    assert rows[1]["ns"] == dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.timezone.utc)
+    assert rows[1]["ns"] == dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.UTC)
     assert df.filter("u > 5").count() == 1  # unsigned columns are pushed: same values in Spark
     assert "Filter " in df.filter("ns > TIMESTAMP'2000-01-01'")._jdf.queryExecution().executedPlan().toString()
 

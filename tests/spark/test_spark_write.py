@@ -238,7 +238,7 @@ def test_the_pipeline_runs(spark, tmp_path: Path, capsys):
 
     pipeline.run(spark, tmp_path, str(tmp_path / "events"), rows=20_000, users=200)
     steps = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert steps == ["generated", "ingested", "erased", "read", "time", "compaction", "gc"]
+    assert steps == ["generated", "ingested", "erased", "read", "time", "purge", "gc"]
 
 
 def test_maintenance_job_under_spark_submit(tmp_path: Path):
@@ -254,7 +254,7 @@ def test_maintenance_job_under_spark_submit(tmp_path: Path):
     script = Path(__file__).resolve().parents[2] / "gc" / "maintain_spark.py"
     result = subprocess.run(
         [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(script),
-         str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0"],
+         str(tmp_path), "--retain-versions", "1", "--retain-for", "0", "--grace", "0", "--force"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("compaction: version 5: 3 files -> 1") == 2

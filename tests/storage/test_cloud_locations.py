@@ -1,7 +1,7 @@
 """gs:// and az:// wherever a location is accepted: the CLI (with ``--storage-option``), DuckDB
-and Polars (through Arrow and our scan), and Spark's native path, which is not wired for
-them and says so, naming what it would need. The Python API: test_cloud_tables.py; the
-maintenance job: tests/test_maintenance_job.py."""
+and Polars (through Arrow and our scan), and Spark's data source. The Python API:
+test_cloud_tables.py; the maintenance job: tests/maintenance/test_maintenance_job.py; Spark's native path:
+tests/spark/test_spark_cloud.py."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.cli import main
-from manifest_table.spark import native_location
-from manifest_table.spark.options import TableLocation
 from tests.conftest import store_location
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -52,16 +50,6 @@ def test_duckdb_and_polars_read_through_arrow(kind: str, request: pytest.Fixture
         assert sorted(view.fetchall()) == [(1,), (3,)]
     assert "in-memory Arrow table" in caplog.text
     assert sorted(table.to_polars().collect()["id"].to_list()) == [1, 3]
-
-
-@pytest.mark.parametrize("uri, needs", [("gs://bucket/t", "gcs-connector"), ("az://container/t", "hadoop-azure")])
-def test_spark_falls_back_to_the_data_source_naming_the_connector(uri: str, needs: str,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    """Decided from the location alone: no Spark session is asked (None stands for it)."""
-    native_location._reported.clear()
-    with caplog.at_level(logging.WARNING, logger="manifest_table.spark"):
-        assert not native_location.native_reachable(None, TableLocation(uri))
-    assert needs in caplog.text and "Python data source" in caplog.text
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -8,10 +8,11 @@ import json
 import pickle
 import sys
 import threading
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import requests
@@ -19,7 +20,6 @@ from azure.core.exceptions import ServiceResponseError
 from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.blob import ContainerClient, LinearRetry
 from google.api_core import exceptions as google_errors
-from google.cloud import storage
 
 from manifest_table.errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
 from manifest_table.storage import store_for_uri
@@ -399,7 +399,7 @@ def test_gcs_token_file_signs_in_both_planes(gcs_uri: str, gcs_endpoint: str, tm
     fs, root = store.arrow_filesystem()
     options = fs.__reduce__()[1][0]
     assert (options["anonymous"], options["access_token"]) == (False, f"token-{signed_in}")
-    assert options["credential_token_expiration"] - datetime.now(timezone.utc) < timedelta(seconds=271)
+    assert options["credential_token_expiration"] - datetime.now(UTC) < timedelta(seconds=271)
     renewed, _ = store.arrow_filesystem()
     assert renewed is not fs and renewed.__reduce__()[1][0]["access_token"] == f"token-{signed_in + 1}"
     assert renewed.open_input_file(root + "/k").read() == b"v"

@@ -9,10 +9,11 @@ import os
 import pickle
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import boto3
 import pyarrow as pa
@@ -26,7 +27,6 @@ from hypothesis import strategies as st
 
 from manifest_table.errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
 from manifest_table.storage.base import ObjectInfo, ObjectStore
-from manifest_table.storage.local import LocalStore
 from manifest_table.storage.memory import MemoryStore
 from manifest_table.storage.s3 import S3Store
 from tests.conftest import STORE_KINDS, make_store
@@ -61,7 +61,7 @@ def test_missing_key(store: ObjectStore) -> None:
 
 
 def test_put_if_absent_then_read(store: ObjectStore) -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     etag = store.put_if_absent("_latest_manifest", b"v1")
     assert isinstance(etag, str) and etag
     assert store.get("_latest_manifest") == b"v1"
@@ -70,7 +70,7 @@ def test_put_if_absent_then_read(store: ObjectStore) -> None:
     assert (info.key, info.size, info.etag) == ("_latest_manifest", 2, etag)
     assert info.last_modified.utcoffset() == timedelta(0)
     # S3 keeps whole seconds; allow for that and for clock skew between test and store.
-    assert before - timedelta(seconds=5) <= info.last_modified <= datetime.now(timezone.utc) + timedelta(seconds=5)
+    assert before - timedelta(seconds=5) <= info.last_modified <= datetime.now(UTC) + timedelta(seconds=5)
 
 
 def test_put_if_absent_on_existing_key_fails(store: ObjectStore) -> None:
@@ -342,15 +342,24 @@ def _race_setup(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: 
     return store, request.getfixturevalue("process_pool"), PROCESSES
 
 
-RACES = [("local", "threads"), ("local", "processes"), ("s3", "threads"), ("s3", "processes"),
-         ("seaweedfs", "threads"), ("gcs", "threads"), ("azure", "threads")]
+RACES = [
+    ("local", "threads"),
+    ("local", "processes"),
+    ("s3", "threads"),
+    ("s3", "processes"),
+    ("seaweedfs", "threads"),
+    ("gcs", "threads"),
+    ("azure", "threads"),
+]
 """moto is made atomic by its server's lock (tests/s3_server.py); SeaweedFS, fake-gcs-server
 and Azurite check conditions atomically themselves, and these races are what shows it.
 Their requests are concurrent from threads as from processes: threads are enough there."""
 
 
 @pytest.mark.parametrize("kind,mode", RACES)
-def test_race_put_if_absent_has_one_winner(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_race_put_if_absent_has_one_winner(
+    kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     store, workers, n = _race_setup(kind, mode, request, tmp_path)
     for round_ in range(3):
         key = f"manifest/v{round_}.json"
@@ -360,7 +369,9 @@ def test_race_put_if_absent_has_one_winner(kind: str, mode: str, request: pytest
 
 
 @pytest.mark.parametrize("kind,mode", RACES)
-def test_race_compare_and_swap_loses_no_update(kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_race_compare_and_swap_loses_no_update(
+    kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     store, workers, n = _race_setup(kind, mode, request, tmp_path)
     store.put_if_absent("counter", b"0")
     times = 10

@@ -1,0 +1,45 @@
+"""What the retained versions of a table need: every object key they reference (GC keeps
+these and may delete the rest of our writers' objects)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..commit.changes import rewrites_from_json
+from ..format.listed_once import ListedPaths
+from ..log.version import Version
+
+
+def referenced_keys(manifests: Iterable[Version]) -> set[str]:
+    """Every object key the manifests need: segments, data files, their bitmaps, and the
+    bitmaps a compaction's rewrites record (a concurrent delete rebasing onto it reads them).
+    Roots share most segments: each distinct one is read once. A segment entry's bitmap
+    that the root's ``deletes`` map overrides is not needed by that root. A root that lists a
+    file twice is corrupt: GC stops rather than judge its objects."""
+    keys: set[str] = set()
+    vectors: dict[str, list[tuple[str, str]]] = {}  # segment -> (file, its stored bitmap's object)
+    listed: dict[str, ListedPaths] = {}
+    for manifest in manifests:
+        index = manifest.index
+        for summary in index.segments if index is not None else ():
+            if summary.path not in vectors:
+                segment = manifest.segment(summary.path)
+                entries, listed[summary.path] = segment.table, segment.listed
+                keys.add(summary.path)
+                keys.update(entries.column("path").to_pylist())
+                vectors[summary.path] = [
+                    (p, v)
+                    for p, v in zip(entries.column("path").to_pylist(), entries.column("dv_path").to_pylist())
+                    if v
+                ]
+            keys.update(v for p, v in vectors[summary.path] if p not in index.deletes)  # type: ignore[union-attr]
+        if index is not None:
+            manifest.check_listed_once([listed[s.path] for s in index.segments])
+        keys.update(ref.path for ref in (index.deletes.values() if index is not None else ()))
+        for f in manifest.tail:
+            keys.add(f.path)
+            if f.deletes:
+                keys.add(f.deletes.path)
+        for rewrite in rewrites_from_json(manifest.parameters.get("rewrites", [])):
+            keys.update(src.deletes.path for src in rewrite.sources if src.deletes)
+    return keys

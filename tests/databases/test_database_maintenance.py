@@ -1,0 +1,116 @@
+"""A database's maintenance (docs/databases.md): gc over every table, the maintenance job on
+a database and on ``DB_URI/TABLE``, and the command line's ``db`` commands and ``DB_URI/TABLE``
+arguments."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import manifest_table as mt
+from manifest_table.cli import main
+from manifest_table.maintenance.job import JobOptions, find_tables, run_job
+
+SCHEMA = pa.schema([("id", pa.int64())])
+LATER = datetime.now(UTC) + timedelta(hours=1)
+
+
+def files_of(db: mt.Database, table_id: str) -> set[str]:
+    root = Path(db.uri) / "tables" / table_id
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_dropped_tables_files_go_only_after_retention_and_grace(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    kept, dropped = db.create_table("kept", SCHEMA), db.create_table("dropped", SCHEMA)
+    kept.append(pa.table({"id": [1]}, schema=SCHEMA))
+    dropped.append(pa.table({"id": [2]}, schema=SCHEMA))
+    notes = Path(db.uri) / "tables" / dropped.table_id / "notes.txt"
+    notes.write_text("not ours")
+    db.drop_table("dropped")
+    report = db.gc(retain_versions=10, retain_for=None, grace=timedelta(0), force=True, now=LATER)
+    assert not report.deleted_keys  # a retained version still holds the dropped table
+    assert content_after_gc(db, "dropped", version=4) == [2]
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True, now=LATER)
+    assert files_of(db, dropped.table_id) == {"notes.txt"}  # only the writers' shapes go
+    assert any(k.endswith("notes.txt") for k in report.unknown_keys)
+    assert db.tables() == ["kept"] and kept.to_arrow().column("id").to_pylist() == [1]
+    with pytest.raises(mt.errors.VersionExpiredError):
+        db.tables(version=4)
+
+
+def test_gc_keeps_what_is_younger_than_the_grace_period(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    t = db.create_table("t", SCHEMA)
+    t.append(pa.table({"id": [1]}, schema=SCHEMA))
+    orphan = f"data/{uuid.uuid4().hex}.parquet"  # staged by a commit still in flight
+    t.store.put_if_absent(orphan, b"staged")
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(hours=1), force=True)
+    assert not report.deleted_keys and report.in_grace["data files"].count == 1
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True, now=LATER)
+    assert f"tables/{t.table_id}/{orphan}" in report.deleted_keys
+    assert t.to_arrow().column("id").to_pylist() == [1]
+
+
+def test_database_maintenance_takes_duration_and_size_strings(tmp_path: Path) -> None:
+    """As ``Table.gc`` and ``Table.compact`` do: one parser for Python and the CLI."""
+    db = mt.create_database(str(tmp_path / "db"))
+    t = db.create_table("t", SCHEMA)
+    for i in range(3):
+        t.append(pa.table({"id": [i]}, schema=SCHEMA))
+    assert db.compact(target_file_size="128MiB")["t"].metrics["files_removed"] == 3
+    report = db.gc(retain_versions=1, retain_for=None, grace="0s", force=True, now=LATER)
+    assert report.versions_expired and t.to_arrow().column("id").to_pylist() == [0, 1, 2]
+    assert db.gc(retain_for="7d", grace="1d").versions_retained
+
+
+def content_after_gc(db: mt.Database, name: str, version: int) -> list[int]:
+    return sorted(db.snapshot(version=version).table(name).to_arrow().column("id").to_pylist())
+
+
+def test_the_maintenance_job_compacts_every_table_and_collects_once(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    for name in ("a", "b"):
+        table = db.create_table(name, SCHEMA)
+        for i in range(3):
+            table.append(pa.table({"id": [i]}, schema=SCHEMA))
+    standalone = mt.create_table(str(tmp_path / "plain"), SCHEMA)
+    standalone.append(pa.table({"id": [9]}, schema=SCHEMA))
+    assert find_tables(str(tmp_path)) == [db.uri, standalone.uri]
+    lines: list[str] = []
+    assert run_job(find_tables(str(tmp_path)), JobOptions(retain_for=None, retain_versions=1, grace=timedelta(0),
+                                                          force=True), show=lines.append) == 0
+    assert "a: compaction: version" in lines[0] and "b: compaction: version" in lines[0]
+    assert all(db.table(n).manifest().totals.files == 1 for n in ("a", "b"))
+    assert db.history()[-1].version == db.version  # gc kept the latest version only
+    assert find_tables(f"{db.uri}/a") == [f"{db.uri}/a"]
+
+
+def test_the_command_line_takes_db_uri_slash_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = str(tmp_path / "db")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": 1}\n{"id": 2}\n')
+    for argv in (["db", "create", uri], ["create", f"{uri}/t", "--schema", "id:int64"],
+                 ["append", f"{uri}/t", str(rows)], ["delete", f"{uri}/t", "id = 1"],
+                 ["compact", f"{uri}/t"], ["gc", f"{uri}/t", "--dry-run"]):
+        assert main(argv) == 0, argv
+    capsys.readouterr()
+    assert main(["count", f"{uri}/t"]) == 0 and capsys.readouterr().out == "1\n"
+    assert main(["db", "tables", uri]) == 0 and capsys.readouterr().out == "t\n"
+    assert main(["db", "tables", uri, "--version", "0"]) == 0 and capsys.readouterr().out == ""
+    assert main(["db", "history", uri, "--json"]) == 0
+    history = json.loads(capsys.readouterr().out)
+    assert [h["operation"] for h in history][-3:] == ["append", "create_table", "create_database"]
+    assert history[-3]["parameters"]["tables"] == {"t": "append"}
+    assert main(["db", "snapshot", uri, "--json", "--version", "2"]) == 0
+    tables = json.loads(capsys.readouterr().out)["tables"]
+    assert list(tables) == ["t"] and (tables["t"]["live_rows"], tables["t"]["data_files"]) == (2, 1)
+    assert main(["db", "tables", f"{uri}/t"]) == 1
+    assert "no database at" in capsys.readouterr().err
+    assert main(["create", f"{uri}/t", "--schema", "id:int64"]) == 1
+    assert "already exists in database" in capsys.readouterr().err

@@ -1,0 +1,368 @@
+"""Mirrors (docs/mirrors.md): every retained version of random histories reads the same
+through pyiceberg and deltalake as through ``scan()``, on a local directory and on S3 (moto);
+the API, its typed errors, the CLI, and garbage collection of mirror objects.
+
+``MT_MIRROR_STEPS`` lengthens the random histories (default 30 steps; CI cost: a few seconds
+per history)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import manifest_table as mt
+from manifest_table.cli import main
+from manifest_table.cli.mirror import versions
+from manifest_table.errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    MirrorTypeError,
+    SchemaEvolutionError,
+    UpgradeRequiredError,
+)
+from manifest_table.format.keys import is_writer_key
+from manifest_table.maintenance.job import JobOptions, maintain
+from manifest_table.operations.gc_report import GCReport
+from manifest_table.storage import LocalStore
+from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
+
+STEPS = int(os.environ.get("MT_MIRROR_STEPS", "30"))
+BOTH = {"iceberg": {}, "delta": {"checkpoint_interval": 4}}
+
+
+def _retained(t: mt.Table) -> list[int]:
+    return [info.version for info in t.history()]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_histories_read_the_same_through_both_mirrors(tmp_path: Path, seed: int) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties=PROPERTIES, mirrors=BOTH)
+    kinds = run_history(t, seed, STEPS, widen=False, gc_every=12)
+    assert {"append", "delete", "update", "upsert", "overwrite", "compact", "schema", "gc"} <= set(kinds), kinds
+    assert t.sync_mirrors() == {"iceberg": t.version, "delta": t.version}
+    for version in _retained(t):
+        check_version(t, version, ["iceberg", "delta"])
+    # The pointers: readers that find the latest version by path.
+    assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
+
+
+def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> None:
+    """Issue 34: ``sort_by`` as Iceberg's sort order, ``cluster_by`` as Delta's clustering
+    domain (a checkpoint included); histories that cluster read the same through both."""
+    from pyiceberg.table import StaticTable
+
+    t = mt.create_table(
+        str(tmp_path / "t"),
+        SCHEMA,
+        properties={**PROPERTIES, "cluster_by": ["small", "id"], "sort_by": ["id"]},
+        mirrors=BOTH,
+    )
+    run_history(t, 5, 16, widen=False)
+    t.compact(target_file_size=2_000)
+    assert {"compact"} <= {c.operation for c in t.history()}
+    for version in _retained(t)[:4]:
+        check_version(t, version, ["iceberg", "delta"])
+    order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
+    assert [(f.source_id, str(f.direction), str(f.null_order)) for f in order.fields] == [(1, "ASC", "NULLS LAST")]
+    domains = [
+        json.loads(line)["domainMetadata"]
+        for line in (tmp_path / "t" / "_delta_log").joinpath(f"{1:020d}.json").read_text().splitlines()
+        if "domainMetadata" in line
+    ]
+    assert [json.loads(d["configuration"])["clusteringColumns"] for d in domains] in ([], [[["small"], ["id"]]])
+    checkpoint = pq.read_table(next((tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet")))
+    found = [d for d in checkpoint["domainMetadata"].to_pylist() if d]
+    assert [json.loads(d["configuration"])["clusteringColumns"] for d in found] == [[["small"], ["id"]]]
+    protocol = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()[1])
+    assert {"domainMetadata", "clustering"} <= set(protocol["protocol"]["writerFeatures"])
+
+
+def test_a_widened_column_reads_the_same_through_iceberg(tmp_path: Path) -> None:
+    """Iceberg follows every schema change (int -> long included); Delta refuses widening."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties=PROPERTIES, mirrors=["iceberg"])
+    run_history(t, 3, 8, widen=True)
+    with t.update_schema() as s:
+        s.widen("small", pa.int64())
+    run_history(t, 4, 8, widen=True)
+    for version in _retained(t):
+        check_version(t, version, ["iceberg"])
+
+
+def test_mirrors_on_s3(s3_uri: str, moto_endpoint: str) -> None:
+    t = mt.create_table(s3_uri, SCHEMA, properties=PROPERTIES, mirrors=BOTH)
+    run_history(t, 5, max(12, STEPS // 2), widen=False)
+    credentials = {"access-key-id": "testing", "secret-access-key": "testing", "region": "us-east-1"}
+    iceberg = {"s3.endpoint": moto_endpoint, **{f"s3.{k}": v for k, v in credentials.items()}}
+    delta = {
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }
+    for version in _retained(t):
+        check_version(t, version, ["iceberg", "delta"], iceberg=iceberg, delta=delta)
+
+
+def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
+    """Time travel maps both ways: a snapshot's summary names our version."""
+    from pyiceberg.table import StaticTable
+
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    run_history(t, 6, 6, widen=False)
+    table = StaticTable.from_metadata(t.uri)
+    for snapshot in table.metadata.snapshots:
+        version = int(snapshot.summary["manifest-table.version"])
+        assert rows(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()) == rows(t.scan(version=version).to_arrow())
+    assert table.metadata.format_version == 3 and table.metadata.next_row_id is not None
+
+
+# --- the API and its errors ---------------------------------------------------------------
+def test_set_mirrors_is_one_commit_and_writes_the_current_version(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.Table.from_pylist([{"id": 1}, {"id": 2}], schema=SCHEMA))
+    assert t.mirrors == []
+    info = t.set_mirrors(["iceberg", "delta"])
+    assert info.committed and info.version == 2 and info.operation == "set_mirrors"
+    assert t.mirrors == ["iceberg", "delta"]
+    assert iceberg_rows(t.uri, 2) == delta_rows(t.uri, 2) == rows(t.to_arrow())
+    assert not (tmp_path / "t" / "metadata" / "v1.metadata.json").exists()  # a mirror starts where enabled
+    assert (tmp_path / "t" / "_delta_log" / f"{2:020d}.checkpoint.parquet").exists()
+    assert not t.set_mirrors(["delta", "iceberg"]).committed  # the same set: nothing to commit
+    t.set_mirrors(["iceberg"])
+    t.delete("id = 1")
+    assert t.mirrors == ["iceberg"] and t.sync_mirrors() == {"iceberg": 4}
+    assert delta_rows(t.uri) == delta_rows(t.uri, 2)  # delta stopped where it was turned off
+
+
+def test_a_mirror_kept_on_keeps_its_identity(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    uuid = t.manifest().mirrors["iceberg"]["table_uuid"]
+    t.set_mirrors(["iceberg", "delta"])
+    assert t.manifest().mirrors["iceberg"]["table_uuid"] == uuid
+    metadata = json.loads((tmp_path / "t" / "metadata" / "v1.metadata.json").read_text())
+    assert metadata["table-uuid"] == uuid
+
+
+@pytest.mark.parametrize(
+    "mirror, column",
+    [
+        ("iceberg", pa.field("u", pa.uint64())),
+        ("delta", pa.field("u", pa.uint32())),
+        ("iceberg", pa.field("l", pa.list_(pa.int64()))),
+        ("delta", pa.field("t", pa.timestamp("ns"))),
+        ("iceberg", pa.field("t", pa.timestamp("ms"))),
+        ("iceberg", pa.field("z", pa.timestamp("us", tz="Asia/Tokyo"))),
+    ],
+)
+def test_a_type_a_mirror_cannot_represent_is_refused_naming_the_column(
+    tmp_path: Path, mirror: str, column: pa.Field
+) -> None:
+    schema = pa.schema([("id", pa.int64()), column])
+    with pytest.raises(MirrorTypeError, match=f"column '{column.name}'.*{mirror.capitalize()}"):
+        mt.create_table(str(tmp_path / "a"), schema, mirrors=[mirror])
+    assert not (tmp_path / "a").exists()
+    t = mt.create_table(str(tmp_path / "b"), schema)
+    with pytest.raises(MirrorTypeError, match=f"column '{column.name}'"):
+        t.set_mirrors([mirror])
+    assert t.version == 0 and t.mirrors == []
+
+
+def test_schema_changes_a_mirror_cannot_follow_are_refused(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg", "delta"])
+    with pytest.raises(MirrorTypeError, match="'u'"):
+        with t.update_schema() as s:
+            s.add_column("u", pa.uint16())
+    with pytest.raises(SchemaEvolutionError, match="delta mirror"):
+        with t.update_schema() as s:
+            s.widen("small", pa.int64())
+    assert t.version == 0
+    t.set_mirrors(["iceberg"])
+    with t.update_schema() as s:
+        s.widen("small", pa.int64())
+
+
+def test_bad_mirror_arguments(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown mirror 'hudi'"):
+        mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["hudi"])
+    with pytest.raises(InvalidArgumentError, match="list of names"):
+        mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors="iceberg")
+    with pytest.raises(InvalidArgumentError, match="format version 2"):
+        mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["delta"], format_version=1)
+    v1 = mt.create_table(str(tmp_path / "v1"), SCHEMA, format_version=1)
+    with pytest.raises(UpgradeRequiredError):
+        v1.set_mirrors(["iceberg"])
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize(
+    "stored, field",
+    [
+        ([], "mirrors"),
+        ({"iceberg": "x"}, "mirrors.iceberg"),
+        ({"iceberg": {"table_uuid": 5}}, "mirrors.iceberg.table_uuid"),
+        ({"delta": {"table_id": "not a uuid", "checkpoint_interval": 5}}, "mirrors.delta.table_id"),
+        (
+            {"delta": {"table_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "checkpoint_interval": 0}},
+            "mirrors.delta.checkpoint_interval",
+        ),
+    ],
+)
+def test_a_stored_mirror_setting_is_validated(tmp_path: Path, stored: object, field: str) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    key = tmp_path / "t" / "manifest" / f"v{0:020d}.json"
+    doc = json.loads(key.read_text())
+    doc["mirrors"] = stored
+    key.write_text(json.dumps(doc))
+    with pytest.raises(CorruptTableError, match=f"field {field} "):
+        mt.open_table(t.uri).manifest(0)
+
+
+def test_a_mirror_of_a_newer_release_is_kept_and_ignored(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["delta"])
+    key = tmp_path / "t" / "manifest" / f"v{0:020d}.json"
+    doc = json.loads(key.read_text())
+    doc["mirrors"]["hudi"] = {"anything": 1}
+    key.write_text(json.dumps(doc))
+    t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    assert t.mirrors == ["delta"] and t.manifest().mirrors["hudi"] == {"anything": 1}
+    assert t.sync_mirrors() == {"delta": 1}
+
+
+def test_a_renamed_column_keeps_its_physical_name_in_new_files(tmp_path: Path) -> None:
+    """Delta readers match Parquet columns by physical name even in id mode (docs/design/004-mirrors.md)."""
+    import pyarrow.parquet as pq
+
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["delta"])
+    with t.update_schema() as s:
+        s.rename_column("name", "label")
+        s.drop_column("score")
+        s.add_column("score", pa.float64())
+    t.append(
+        pa.table(
+            {
+                "id": [1],
+                "label": ["a"],
+                "score": [0.5],
+                "amount": pa.array([None], pa.decimal128(9, 2)),
+                "ts": pa.array([None], pa.timestamp("us", tz="UTC")),
+                "small": pa.array([1], pa.int32()),
+            }
+        )
+    )
+    written = pq.read_schema(tmp_path / "t" / t.manifest().files[0].path).names
+    assert written == ["id", "name", "amount", "ts", "small", "score_7"]
+    assert delta_rows(t.uri) == rows(t.to_arrow())
+
+
+def test_files_written_before_field_ids_are_mirrored(tmp_path: Path) -> None:
+    """Files without field ids (format v1, and 0.2.0): Iceberg resolves them through the name
+    mapping, Delta by their physical names (the names they were written with)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, format_version=1)
+    history = History(t, 9, widen=False)
+    for _ in range(3):
+        t.append(history.batch(5))
+    t.delete("id = 3 OR id = 12")
+    t.upgrade()
+    with t.update_schema() as s:
+        s.rename_column("name", "label")
+        s.drop_column("score")
+        s.add_column("score", pa.float64())
+    enabled = t.set_mirrors(["iceberg", "delta"]).version
+    run_history(t, 10, 6, widen=False)
+    for version in range(enabled, t.version + 1):
+        check_version(t, version, ["iceberg", "delta"])
+
+
+def test_a_0_2_0_table_gets_a_delta_mirror(tmp_path: Path) -> None:
+    root = tmp_path / "old"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "table_written_by_0.2.0", root)
+    t = mt.open_table(str(root))
+    with pytest.raises(MirrorTypeError, match="'ts'.*Iceberg"):
+        t.set_mirrors(["iceberg"])  # its zone is Europe/Berlin
+    t.set_mirrors(["delta"])
+    t.delete("id = 1 OR id = 90")
+    for version in (t.version - 1, t.version):
+        check_version(t, version, ["delta"])
+
+
+def test_cli_mirror_and_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = str(tmp_path / "t")
+    mt.create_table(uri, SCHEMA)
+    assert main(["mirror", uri, "--iceberg", "--delta"]) == 0
+    assert "mirrors iceberg, delta from version 1" in capsys.readouterr().out
+    assert main(["info", uri, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mirrors"] == {"iceberg": 1, "delta": 1}
+    assert main(["mirror", uri, "--sync"]) == 0
+    assert "iceberg at version 1, delta at version 1" in capsys.readouterr().out
+    assert main(["mirror", uri, "--off"]) == 0
+    assert "mirrors off" in capsys.readouterr().out
+    assert main(["info", uri]) == 0
+    assert "mirrors:                 no mirrors" in capsys.readouterr().out
+
+
+# --- garbage collection -----------------------------------------------------------------------
+def _gc(t: mt.Table, keep: int) -> GCReport:
+    return t.gc(retain_versions=keep, retain_for=None, grace=timedelta(0), force=True)
+
+
+def test_gc_expires_mirror_objects_with_our_versions(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties=PROPERTIES, mirrors=BOTH)
+    run_history(t, 7, 20, widen=False)
+    before = {info.key for info in t.store.list()}
+    report = _gc(t, 3)
+    after = {info.key for info in t.store.list()}
+    oldest = min(_retained(t))
+    assert report.deleted["mirrors"].count > 0
+    metadata = [int(k[len("metadata/v") : -len(".metadata.json")]) for k in after if k.endswith(".metadata.json")]
+    assert min(metadata) == oldest
+    log = [int(k[len("_delta_log/") :][:20]) for k in after if k.startswith("_delta_log/0")]
+    assert min(log) == oldest  # GC wrote a checkpoint there: the log offers no expired version
+    assert f"_delta_log/{oldest:020d}.checkpoint.parquet" in after
+    assert {k for k in before - after if not is_writer_key(k)} == set()
+    for version in _retained(t):
+        check_version(t, version, ["iceberg", "delta"])
+    # Every puffin and DV file kept belongs to a kept tombstone.
+    tombstones = {k for k in after if k.endswith(".roaring")}
+    assert {k for k in after if k.endswith(".puffin")} == {k.replace(".roaring", ".puffin") for k in tombstones}
+
+
+def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    lagging = t.version
+    plain = mt.Table(t.uri, LocalStore(tmp_path / "t"))
+    (tmp_path / "t" / "metadata" / "version-hint.text").write_text(str(lagging))
+    for i in range(3):  # commits whose mirror writes fail
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
+            plain.append(pa.Table.from_pylist([{"id": 10 + i}], schema=SCHEMA))
+    _gc(t, 1)
+    assert min(_retained(t)) == lagging  # kept for the mirror
+    assert iceberg_rows(t.uri) == rows(t.scan(version=lagging).to_arrow())
+    t.sync_mirrors()
+    _gc(t, 1)
+    assert _retained(t) == [t.version]
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
+
+
+def _fail(*args: object) -> None:
+    raise OSError("injected: the mirror write fails")
+
+
+def test_the_maintenance_job_syncs_mirrors(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg", "delta"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
+        t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    assert versions(t) == {"iceberg": 0, "delta": 0}
+    outcome = maintain(t.uri, JobOptions(retain_for=None, grace=timedelta(0), force=True, compact=False))
+    assert outcome.ok and "mirrors: iceberg at version 1, delta at version 1" in outcome.lines
+    assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
