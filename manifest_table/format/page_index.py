@@ -13,7 +13,9 @@ than the row group's); else the chunk has no index here, and is read as one with
 
 Page bounds are decoded for the types whose plain encoding maps onto a Python value without
 a conversion of units: integers, floats, dates, timestamps of s/ms/us, booleans and strings.
-Anything else has unknown bounds (never wrong ones)."""
+Zoned timestamps' bounds are UTC instants, as their footer stats and ours are
+(``stats.instant_type``). Anything else has unknown bounds (never wrong ones), and so has a
+chunk whose bounds are no Python value (a timestamp beyond year 9999)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from .parquet_pages import Page, decode_struct, encoded_int, scan_struct
+from .stats import instant_type
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,13 @@ def _values(raw: list[bytes], null_pages: list[bool], physical: str, natural: pa
         filled = b"".join(bytes(width) if null else b for b, null in zip(raw, null_pages))
         if pa.types.is_integer(natural) or pa.types.is_floating(natural):
             values = np.frombuffer(filled, unsigned if pa.types.is_unsigned_integer(natural) else signed).tolist()
-        else:  # dates and timestamps: the stored integers are the Arrow values
-            values = pa.Array.from_buffers(natural, len(raw), [None, pa.py_buffer(filled)]).to_pylist()
+        else:  # dates and timestamps: the stored integers are the Arrow values (of UTC instants)
+            try:
+                values = pa.Array.from_buffers(
+                    instant_type(natural), len(raw), [None, pa.py_buffer(filled)]
+                ).to_pylist()
+            except (OverflowError, ValueError):  # beyond Python's datetimes
+                return None
     elif physical == "BOOLEAN" and pa.types.is_boolean(natural):
         values = [bool(b[0]) if b else None for b in raw]
     elif physical == "BYTE_ARRAY" and (pa.types.is_string(natural) or pa.types.is_large_string(natural)):

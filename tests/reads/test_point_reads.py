@@ -12,6 +12,7 @@ page bounds against DuckDB's rows."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import decimal
 import random
 from pathlib import Path
@@ -244,6 +245,24 @@ def test_a_filter_on_added_columns_selecting_another_added_column(tmp_path: Path
         change.add_column("n2", pa.int64())
     got = table.scan(columns=["n1"], where="n2 IS NULL").to_arrow()
     assert got.num_rows == ROWS and got["n1"].null_count == ROWS
+
+
+def test_zoned_timestamp_bounds_at_the_ends_of_the_calendar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zoned column's page bounds are UTC instants, as its footer's are: the first instant of
+    year 1 has no wall clock in New York (an OverflowError decoding the bounds in the column's
+    zone, on every filtered read of the file)."""
+    monkeypatch.setattr(point_reads, "LARGE_GROUP_ROWS", 0)  # (every filtered read by pages)
+    first = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
+    data = pa.table({"id": pa.array([0, 1, 2], pa.int64()),
+                     "at": pa.array([first, None, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)],
+                                    pa.timestamp("us", "America/New_York"))})
+    table = mt.write_table(str(tmp_path / "t"), data)
+    source = _source(str(Path(table.store.inner.root) / table.manifest().files[0].path))
+    layout = point_reads.chunk_pages(source, 0, leaf_columns(source.fragment.physical_schema)["at"])
+    assert layout is not None and layout.bounds is not None
+    assert (layout.bounds.mins, layout.bounds.maxes) == ([first], [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    assert table.scan(where="at IS NOT NULL").to_arrow()["id"].to_pylist() == [0, 2]
+    assert table.scan(where="at < TIMESTAMP '0001-01-02 00:00:00+00:00'").to_arrow()["id"].to_pylist() == [0]
 
 
 def test_a_page_layout_that_does_not_add_up_is_refused() -> None:
