@@ -70,7 +70,7 @@ def by_column_plan(io: FileIO, fields: FieldIds, files: Sequence[DataFile]) -> d
         return {tuple((n, n, None) for n in names): list(files)} if files else {}
     with ThreadPoolExecutor(_FOOTER_THREADS) as pool:
         footers = list(
-            pool.map(lambda f: io.read_parquet(f.path, f.size, lambda fragment, _: fragment.physical_schema), files)
+            pool.map(lambda f: io.read_parquet(f.path, f.size, lambda source: source.fragment.physical_schema), files)
         )
     groups: dict[ColumnPlan, list[DataFile]] = {}
     for file, footer in zip(files, footers):

@@ -1,20 +1,28 @@
-"""A selective read of large row groups in two steps: the filter's columns first, then the
-other columns only where rows matched, page by page.
+"""A selective read of large row groups page by page: the filter's columns only in the pages
+whose bounds may match, then the other columns only in the pages holding the matching rows.
 
 pyarrow decodes whole column chunks, so a scan for one row of a 217k-row row group decoded
 all ten columns of the group: 17 ms, where the key column alone takes 0.4 ms (10M rows x 10
-columns, docs/design/008-point-reads.md). Here the filter's columns are read and evaluated
-first (positions exact: row-group start + index), and each other column is read from the
-pages holding the matching rows only (``format/parquet_pages.py``), as a one-column file
-pyarrow decodes. A column that cannot be read that way (nested, a page layout that does not
-add up, a type pyarrow would write differently) is read whole for the row groups that
-matched, never wrongly.
+columns, docs/design/008-point-reads.md). Here:
+1. ``candidate_spans``: the rows of each row group whose pages' bounds (the column index,
+   ``format/page_index.py``) may match the filter, cut at every page boundary of the filter's
+   columns, so each piece lies in one page of each;
+2. ``read_spans``: the filter's columns at those rows, read from their pages;
+3. the caller evaluates the filter there (positions exact: row-group start + index);
+4. ``read_others``: each other column at the matching rows, from the pages holding them.
+Pages are located by the offset index, or by walking their headers in files without one
+(``format/parquet_pages.py``); both are kept with the file's footer
+(``ParquetSource.derived``), so a long-lived handle finds them once. The pages of several
+columns that hold the same rows are decoded as one file, in one call. A column that cannot be
+read this way (nested, a page layout that does not add up, a type pyarrow would write
+differently) is read whole for the row groups that matched, never wrongly.
 
 Only where byte ranges cost no request: a local file, or one already in memory. On an object
 store each extra read is a round trip of tens of ms, more than the decoding it saves."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,63 +31,157 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from ..format import page_index
 from ..format import parquet_pages as pp
+from ..format.stats import ColumnStats
 from ..lazy import lazy
+from ..storage.fileio import ParquetSource
 
 if TYPE_CHECKING:
-    import pyarrow.dataset as ds
-    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
-else:  # (the scan imports this module: pyarrow.dataset imports pandas, 0.2 s, docs/benchmarks.md)
-    pafs = lazy("pyarrow.fs")
+else:  # (the scan imports this module; a count reads no Parquet)
     pq = lazy("pyarrow.parquet")
 
 LARGE_GROUP_ROWS = 40_000
-"""Row groups at least this large take the two-step read: two pages of parquet-cpp's
-default 20,000 rows. Smaller ones decode whole in about as long as the second step costs."""
+"""Row groups at least this large are read page by page: two pages of parquet-cpp's default
+20,000 rows. Smaller ones decode whole in about as long as the page steps cost."""
 
 FEW_ROWS = 256
 """At most this many matching rows are read page by page; more are read with their row
 groups' whole chunks (only the groups that matched)."""
 
+Lookup = Callable[[str], ColumnStats | None]
+"""A file column's statistics over some rows (None: unknown)."""
+
+
+def applies(source: ParquetSource, groups: Sequence[int]) -> bool:
+    """Whether a filtered read of ``groups`` should take the page route."""
+    meta = source.metadata
+    return source.local and any(meta.row_group(g).num_rows >= LARGE_GROUP_ROWS for g in groups)
+
 
 @dataclass(frozen=True)
-class Matches:
-    """The rows of one file that the filter selected: their columns (file names) and their
-    physical positions in the file."""
+class ChunkPages:
+    """Where one column chunk's pages are (its dictionary page first, if any) and, from the
+    column index, each data page's bounds."""
 
-    table: pa.Table
-    positions: np.ndarray
+    pages: list[pp.Page]
+    bounds: page_index.PageBounds | None
+    column: bytes
+    """Its ``ColumnMetaData`` fields a ``pages_file`` keeps, encoded (``pp.column_meta``)."""
+    text: str
+    """Its Parquet column as pyarrow prints it (``ColumnSchema``), to check the template by."""
+
+    @functools.cached_property
+    def data(self) -> list[pp.Page]:
+        return [p for p in self.pages if not p.dictionary]
+
+    @functools.cached_property
+    def firsts(self) -> list[int]:
+        return [p.first_row for p in self.data]
+
+    def holding(self, rows: np.ndarray) -> list[pp.Page]:
+        """The data pages holding ``rows`` (ascending), in order."""
+        index = np.searchsorted(np.asarray(self.firsts), rows, side="right") - 1
+        first = np.ones(len(index), dtype=bool)
+        first[1:] = index[1:] != index[:-1]
+        return [self.data[i] for i in index[first].tolist()]
+
+    def stats(self, lo: int, hi: int) -> ColumnStats | None:
+        """Bounds of rows ``[lo, hi)`` of the row group, which lie in one data page."""
+        if self.bounds is None:
+            return None
+        i = bisect.bisect_right(self.firsts, lo) - 1
+        nulls, page_rows = self.bounds.null_counts[i], self.data[i].rows
+        if nulls == page_rows:  # every row null
+            return ColumnStats(None, None, hi - lo, hi - lo)
+        return ColumnStats(self.bounds.mins[i], self.bounds.maxes[i], 0 if nulls == 0 else None, hi - lo)
 
 
-def applies(fragment: ds.ParquetFileFragment, meta: pq.FileMetaData, groups: Sequence[int]) -> bool:
-    """Whether a filtered read of ``groups`` should take the two-step route."""
-    cheap = fragment.buffer is not None or isinstance(fragment.filesystem, pafs.LocalFileSystem)
-    return cheap and any(meta.row_group(g).num_rows >= LARGE_GROUP_ROWS for g in groups)
+def candidate_spans(
+    source: ParquetSource,
+    groups: Sequence[int],
+    starts: np.ndarray,
+    leaves: Mapping[str, int],
+    may_match: Callable[[Lookup], bool],
+) -> list[tuple[int, int]]:
+    """The row spans (file positions, ascending) of ``groups`` in which the filter may match,
+    judged by ``may_match`` on the page bounds of the filter's columns (``leaves``: file
+    column -> leaf); a row group without bounds is one whole span."""
+    spans: list[tuple[int, int]] = []
+    meta = source.metadata
+    for group in groups:
+        start, rows = int(starts[group]), meta.row_group(group).num_rows
+        known = (
+            {} if rows < LARGE_GROUP_ROWS else {name: chunk_pages(source, group, leaf) for name, leaf in leaves.items()}
+        )
+        bounded = {name: c for name, c in known.items() if c is not None and c.bounds is not None}
+        if not bounded:
+            spans.append((start, start + rows))
+            continue
+        cuts = sorted({row for c in bounded.values() for row in c.firsts} | {rows})
+        for lo, hi in zip(cuts, cuts[1:]):
+            if may_match(functools.partial(_piece_stats, bounded, lo, hi)):
+                if spans and spans[-1][1] == start + lo:
+                    spans[-1] = (spans[-1][0], start + hi)
+                else:
+                    spans.append((start + lo, start + hi))
+    return spans
+
+
+def _piece_stats(chunks: Mapping[str, ChunkPages], lo: int, hi: int, name: str) -> ColumnStats | None:
+    return chunks[name].stats(lo, hi) if name in chunks else None
+
+
+def read_spans(
+    source: ParquetSource,
+    leaves: Mapping[str, int],
+    columns: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    starts: np.ndarray,
+) -> pa.Table | None:
+    """File ``columns`` over the rows of ``spans``, in order; None if a column cannot be read
+    from its pages (the caller then reads whole row groups)."""
+    rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
+    found = _read_at(source, leaves, columns, rows, starts)
+    if any(found[c] is None for c in columns):
+        return None
+    return _table(source, columns, {c: [found[c]] for c in columns})
 
 
 def read_others(
-    fragment: ds.ParquetFileFragment,
-    meta: pq.FileMetaData,
-    leaves: Mapping[str, int],
-    columns: Sequence[str],
-    positions: np.ndarray,
-    starts: np.ndarray,
+    source: ParquetSource, leaves: Mapping[str, int], columns: Sequence[str], positions: np.ndarray, starts: np.ndarray
 ) -> pa.Table:
     """File ``columns`` at the physical ``positions`` (ascending), in that order: page by page
     when they are few, else from the whole chunks of the row groups that hold them."""
-    groups = np.searchsorted(starts, positions, side="right") - 1
+    if not columns:  # (a table without columns keeps its row count this way)
+        return pa.table({"_": pa.nulls(len(positions))}).select([])
     pieces: dict[str, list[pa.ChunkedArray | pa.Array]] = {c: [] for c in columns}
-    for group in (int(g) for g in np.unique(groups)):
-        rows = positions[groups == group] - starts[group]
-        read = _page_reader(fragment, meta, group) if len(positions) <= FEW_ROWS else None
-        paged = {c: read(leaves.get(c), rows) for c in columns} if read is not None else {}
+    for group, rows in _by_group(positions, starts):
+        paged = _read_at(source, leaves, columns, rows + starts[group], starts) if len(positions) <= FEW_ROWS else {}
         rest = [c for c in columns if paged.get(c) is None]
-        whole = fragment.subset(row_group_ids=[group]).to_table(columns=rest, use_threads=False) if rest else None
+        if rest:
+            whole = source.fragment.subset(row_group_ids=[group]).to_table(columns=rest, use_threads=False)
+            paged.update({name: whole.column(name).take(pa.array(rows)) for name in rest})
         for name in columns:
-            column = paged.get(name)
-            pieces[name].append(column if column is not None else whole.column(name).take(pa.array(rows)))  # type: ignore[union-attr]
-    schema = fragment.physical_schema
+            pieces[name].append(paged[name])
+    return _table(source, columns, pieces)
+
+
+def _by_group(positions: np.ndarray, starts: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(row group, its rows) for the file ``positions`` (ascending), ``starts`` being each
+    group's first row and then the file's rows."""
+    edges = np.searchsorted(positions, starts)
+    return [
+        (group, positions[edges[group] : edges[group + 1]] - starts[group])
+        for group in np.flatnonzero(edges[1:] > edges[:-1]).tolist()
+    ]
+
+
+def _table(
+    source: ParquetSource, columns: Sequence[str], pieces: Mapping[str, list[pa.ChunkedArray | pa.Array]]
+) -> pa.Table:
+    schema = source.fragment.physical_schema
     return pa.Table.from_arrays(
         [pa.chunked_array([a for p in pieces[c] for a in _chunks(p)], type=schema.field(c).type) for c in columns],
         names=list(columns),
@@ -90,63 +192,183 @@ def _chunks(array: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
     return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
-def _page_reader(
-    fragment: ds.ParquetFileFragment, meta: pq.FileMetaData, group: int
-) -> Callable[[int | None, np.ndarray], pa.Array | None]:
-    """Reads one flat column's values at some rows of ``group`` from their pages; None when
-    it cannot (the caller then reads the chunk whole)."""
-    source = fragment.open()
-    row_group = meta.row_group(group)
-    schema = fragment.physical_schema
+# --- one row group's pages -------------------------------------------------------------
+@dataclass(frozen=True)
+class _Planned:
+    """One column's part of a decode: what to read of it, and how."""
 
-    def read(leaf: int | None, rows: np.ndarray) -> pa.Array | None:
-        if leaf is None:
+    name: str
+    field: pa.Field
+    text: str
+    """Its Parquet column as pyarrow prints it (``ColumnSchema``), checked against the template."""
+    chunk: pp.ChunkBytes
+    dictionary_strings: bool
+    """Dictionary-encoded strings: decoded as a dictionary, then cast (20k strings are not
+    built for the one row wanted)."""
+
+
+def _read_at(
+    source: ParquetSource,
+    leaves: Mapping[str, int],
+    columns: Sequence[str],
+    positions: np.ndarray,
+    starts: np.ndarray,
+) -> dict[str, pa.Array | None]:
+    """File ``columns`` at ``positions`` (ascending) of one or more row groups, from their
+    pages; a column that cannot be read that way is None."""
+    found: dict[str, list[pa.Array | None]] = {c: [] for c in columns}
+    with source.fragment.open() as file:
+        for group, rows in _by_group(positions, starts):
+            values = _group_reader(source, file, group)([(c, leaves.get(c)) for c in columns], rows)
+            for c in columns:
+                found[c].append(values.get(c))
+    return {c: None if any(v is None for v in found[c]) else _concat(found[c]) for c in columns}
+
+
+def _concat(arrays: list[pa.Array]) -> pa.Array:
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+
+
+def _group_reader(
+    source: ParquetSource, file: pa.NativeFile, group: int
+) -> Callable[[list[tuple[str, int | None]], np.ndarray], dict[str, pa.Array]]:
+    """Reads flat columns at some rows of ``group``: the columns whose chosen pages hold the
+    same rows decode together. A column missing from the answer cannot be read this way."""
+    schema = source.fragment.physical_schema
+
+    def plan(name: str, leaf: int | None, rows: np.ndarray) -> tuple[tuple[tuple[int, int], ...], _Planned] | None:
+        if leaf is None or name not in schema.names:
             return None
-        chunk = row_group.column(leaf)
-        column = meta.schema.column(leaf)
-        if column.max_repetition_level:
+        layout = chunk_pages(source, group, leaf)
+        field = schema.field(name)
+        if layout is None or _template((field,), (layout.text,)) is None:
             return None
-        if column.name not in schema.names:
-            return None
-        field = schema.field(column.name)
-        template = _template(field, str(column))
-        if template is None:
-            return None
-        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-        end = start + chunk.total_compressed_size
-        try:
-            pages = pp.walk_pages(_reads(source), start, end, row_group.num_rows, int(rows[-1]))
-            meta_fields = pp.column_meta(chunk.physical_type, chunk.encodings, column.name, chunk.compression)
-        except (ValueError, KeyError):
-            return None
-        chosen = pp.pages_for_rows(pages, rows.tolist())
-        dictionary = b"".join(source.read_at(p.size, p.offset) for p in pages if p.dictionary)
-        body = b"".join(source.read_at(p.size, p.offset) for p in chosen)
-        mini = pp.one_column_file(template, meta_fields, dictionary, body, sum(p.rows for p in chosen))
-        values = pq.ParquetFile(pa.BufferReader(mini)).read(use_threads=False).column(0)
-        if values.type != field.type:
-            return None
-        before = np.cumsum([0] + [p.rows for p in chosen])
-        firsts = np.array([p.first_row for p in chosen], dtype=np.int64)
-        page = np.searchsorted(firsts, rows, side="right") - 1
-        return values.take(pa.array(before[page] + rows - firsts[page]))
+        chosen = layout.holding(rows)
+        dictionary = b"".join(file.read_at(p.size, p.offset) for p in layout.pages if p.dictionary)
+        body = b"".join(file.read_at(p.size, p.offset) for p in chosen)
+        strings = bool(dictionary) and (pa.types.is_string(field.type) or pa.types.is_large_string(field.type))
+        return tuple((p.first_row, p.rows) for p in chosen), _Planned(
+            name, field, layout.text, pp.ChunkBytes(layout.column, dictionary, body), strings
+        )
+
+    def read(columns: list[tuple[str, int | None]], rows: np.ndarray) -> dict[str, pa.Array]:
+        together: dict[tuple[tuple[int, int], ...], list[_Planned]] = {}
+        for name, leaf in columns:
+            planned = plan(name, leaf, rows)
+            if planned is not None:
+                together.setdefault(planned[0], []).append(planned[1])
+        out: dict[str, pa.Array] = {}
+        for spans, planned_columns in together.items():
+            out.update(_decode(planned_columns, spans, rows))
+        return out
 
     return read
 
 
-def _reads(source: pa.NativeFile) -> Callable[[int, int], bytes]:
-    return lambda offset, n: source.read_at(n, offset)
+def _decode(columns: list[_Planned], spans: tuple[tuple[int, int], ...], rows: np.ndarray) -> dict[str, pa.Array]:
+    """The values at ``rows`` of ``columns``, whose pages hold the row ``spans`` (first row,
+    rows), decoded as one file."""
+    template = _template(tuple(c.field for c in columns), tuple(c.text for c in columns))
+    if template is None:
+        return {}
+    total = sum(n for _, n in spans)
+    data = pp.pages_file(template, [c.chunk for c in columns], total)
+    dictionary = [c.name for c in columns if c.dictionary_strings]
+    table = pq.ParquetFile(pa.BufferReader(data), read_dictionary=dictionary or None).read(use_threads=False)
+    firsts = np.array([first for first, _ in spans], dtype=np.int64)
+    before = np.cumsum([0] + [n for _, n in spans])
+    page = np.searchsorted(firsts, rows, side="right") - 1
+    index = before[page] + rows - firsts[page]
+    contiguous = int(index[-1] - index[0]) + 1 == len(index)  # (spans of whole pages: a slice)
+    out = {}
+    for i, c in enumerate(columns):
+        values = table.column(i)
+        values = values.slice(int(index[0]), len(index)) if contiguous else values.take(pa.array(index))
+        if c.dictionary_strings and pa.types.is_dictionary(values.type):
+            values = values.cast(c.field.type)
+        if values.type == c.field.type:
+            out[c.name] = values.combine_chunks()
+    return out
 
 
 @functools.lru_cache(maxsize=256)
-def _template(field: pa.Field, column: str) -> pp.Footer | None:
-    """The footer of a one-column file pyarrow writes for ``field``, if its Parquet column is
-    the one described by ``column`` (a ``ColumnSchema``'s text); None if it differs (a file
-    another writer made, with a physical type pyarrow would not choose)."""
+def _template(fields: tuple[pa.Field, ...], columns: tuple[str, ...]) -> pp.Footer | None:
+    """The footer of a file pyarrow writes for ``fields``, if its Parquet columns are those
+    described by ``columns`` (``ColumnSchema`` texts); None if one differs (a file another
+    writer made, with a physical type pyarrow would not choose)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table({field.name: pa.array([], field.type)}, schema=pa.schema([field])), sink)
+    schema = pa.schema(list(fields))
+    pq.write_table(schema.empty_table(), sink)
     data = sink.getvalue().to_pybytes()
-    if str(pq.ParquetFile(pa.BufferReader(data)).schema.column(0)) != column:
+    written = pq.ParquetFile(pa.BufferReader(data)).schema
+    if tuple(str(written.column(i)) for i in range(len(fields))) != columns:
         return None
     length = int.from_bytes(data[-8:-4], "little")
     return pp.Footer.of(pp.decode_struct(data[-8 - length : -8])[0])
+
+
+# --- page layouts, kept with the footer --------------------------------------------------
+def chunk_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | None:
+    """Where the pages of column chunk (``group``, ``leaf``) are, from its offset index or its
+    page headers, with its page bounds if it has a column index; None for a nested column or
+    one whose pages do not add up. Found once per file (``ParquetSource.derived``)."""
+    key = ("pages", group, leaf)
+    if key not in source.derived:
+        source.derived[key] = _find_pages(source, group, leaf)
+    return source.derived[key]
+
+
+def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | None:
+    meta = source.metadata
+    row_group, column = meta.row_group(group), meta.schema.column(leaf)
+    if column.max_repetition_level:
+        return None
+    chunk = row_group.column(leaf)
+    try:
+        encoded = pp.column_meta(chunk.physical_type, chunk.encodings, column.name, chunk.compression)
+    except KeyError:  # an encoding or codec newer than this module
+        return None
+    text = str(column)
+    facts = page_index.ChunkFacts(
+        chunk.data_page_offset,
+        chunk.dictionary_page_offset if chunk.has_dictionary_page else None,
+        chunk.total_compressed_size,
+        row_group.num_rows,
+    )
+    with source.fragment.open() as file:
+        if chunk.has_offset_index:
+            for where in page_index.locate(_footer(source, file), facts):
+                pages = page_index.decode_offsets(file.read_at(where.offset_index[1], where.offset_index[0]), facts)
+                if pages is None:
+                    continue
+                at, length = where.column_index
+                bounds = None
+                natural = _natural_schema(source).get_field_index(column.path)
+                if length and chunk.has_column_index and natural >= 0:
+                    count = sum(not p.dictionary for p in pages)
+                    stored = _natural_schema(source).field(natural).type
+                    bounds = page_index.decode_bounds(file.read_at(length, at), count, chunk.physical_type, stored)
+                return ChunkPages(pages, bounds, encoded, text)
+        try:
+            end = facts.start + facts.total_compressed_size
+            reads = lambda offset, n: file.read_at(n, offset)  # noqa: E731
+            return ChunkPages(pp.walk_pages(reads, facts.start, end, facts.rows, facts.rows - 1), None, encoded, text)
+        except (ValueError, IndexError):
+            return None
+
+
+def _footer(source: ParquetSource, file: pa.NativeFile) -> bytes:
+    """The file's encoded footer (``FileMetaData``), read once."""
+    if "footer" not in source.derived:
+        size = file.size()
+        length = int.from_bytes(file.read_at(8, size - 8)[:4], "little")
+        source.derived["footer"] = file.read_at(length, size - 8 - length) if 0 < length <= size - 12 else b""
+    return source.derived["footer"]
+
+
+def _natural_schema(source: ParquetSource) -> pa.Schema:
+    """The Arrow types of the file's columns as stored (the units of their integers), before
+    the casts to the table's types."""
+    if "natural" not in source.derived:
+        source.derived["natural"] = source.metadata.schema.to_arrow_schema()
+    return source.derived["natural"]

@@ -4,6 +4,7 @@ the residual filter, and stream record batches while files are read in parallel.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,11 +18,12 @@ from pyroaring import BitMap
 from ..arguments import check_columns
 from ..errors import CorruptTableError, NotFound, StoreError, VersionExpiredError
 from ..expressions import ColumnStats, Expr
+from ..expressions.arrow import matching_rows
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..format.stats import leaf_columns
 from ..lazy import lazy
-from ..storage import FileIO
+from ..storage import FileIO, ParquetSource
 from . import point_reads
 from .file_sets import FileSet, ListedFiles, VersionFiles
 
@@ -244,7 +246,7 @@ class Scan:
         needed = list(dict.fromkeys(columns + sorted(where.columns() if where is not None else ())))
         deleted = self.snapshot.deleted(file)
         read = self._io.read_parquet(
-            file.path, file.size, lambda fragment, meta: self._read_groups(file, fragment, meta, deleted, needed)
+            file.path, file.size, lambda source: self._read_groups(file, source, deleted, needed)
         )
         if read is None:
             return None
@@ -255,69 +257,80 @@ class Scan:
             table = table.filter(where.to_arrow())
         return table.select(columns + ([POSITION_COLUMN] if with_positions else []))
 
-    def _read_groups(
-        self,
-        file: DataFile,
-        fragment: ds.ParquetFileFragment,
-        meta: pq.FileMetaData,
-        deleted: BitMap,
-        needed: list[str],
-    ) -> _Rows | None:
+    def _read_groups(self, file: DataFile, source: ParquetSource, deleted: BitMap, needed: list[str]) -> _Rows | None:
         """The ``needed`` columns of the row groups that may hold live matching rows, deleted
         rows dropped. None when no row group qualifies."""
-        where = self.where
+        where, meta = self.where, source.metadata
         if meta.num_rows != file.rows:
             raise CorruptTableError(
                 f"{file.path}: its Parquet footer has {meta.num_rows} rows, the manifest's rows field says {file.rows}"
             )
         fields = self.snapshot.fields
-        sources = fields.sources(fragment.physical_schema, needed)
-        leaves = leaf_columns(fragment.physical_schema)
-        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        schema = source.fragment.physical_schema
+        sources = fields.sources(schema, needed)
+        leaves = leaf_columns(schema)
+        starts = _starts(source)
         groups = [
             i
             for i in range(meta.num_row_groups)
             if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-            and (where is None or where.may_match(_row_group_stats(meta.row_group(i), leaves, file, sources)))
+            and (
+                where is None
+                or where.may_match(_stats_lookup(file, sources, functools.partial(_group_stats, source, i, leaves)))
+            )
         ]
         if not groups:
             return None
+        if where is not None and point_reads.applies(source, groups):
+            return self._read_matching(file, source, groups, deleted, needed)
         spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
         keep = _kept_rows(deleted, spans) if deleted else None
-        filtering = sorted(where.columns()) if where is not None else []
-        if filtering and len(filtering) < len(needed) and point_reads.applies(fragment, meta, groups):
-            return self._read_matching(fragment, meta, groups, _Rows(pa.table({}), spans, keep), starts, needed)
-        table = _decode(fragment, meta, groups, [sources[c] for c in needed if c in sources], keep)
+        table = _decode(source, groups, [sources[c] for c in needed if c in sources], keep)
         return _Rows(fields.conform(table, sources, needed), spans, keep)
 
     def _read_matching(
-        self,
-        fragment: ds.ParquetFileFragment,
-        meta: pq.FileMetaData,
-        groups: list[int],
-        read: _Rows,
-        starts: np.ndarray,
-        needed: list[str],
+        self, file: DataFile, source: ParquetSource, groups: list[int], deleted: BitMap, needed: list[str]
     ) -> _Rows | None:
-        """The filter's columns of ``groups`` first, then the other columns only at the rows
-        that match (``point_reads``): a point read decodes a page per column, not row groups."""
+        """The filter's columns first, only in the pages whose bounds may match, then the
+        other columns only at the rows that match (``point_reads``): a point read decodes a
+        page per column, not row groups."""
         where = self.where
         assert where is not None
         fields = self.snapshot.fields
-        sources = fields.sources(fragment.physical_schema, needed)
+        schema = source.fragment.physical_schema
+        sources = fields.sources(schema, needed)
+        leaves = leaf_columns(schema)
+        starts = _starts(source)
         filtering = sorted(where.columns())
-        keys = _decode(fragment, meta, groups, [sources[c] for c in filtering if c in sources], read.keep)
+        in_file = [sources[c] for c in filtering if c in sources]
+        whole = [(int(starts[i]), int(starts[i + 1])) for i in groups]
+        spans = point_reads.candidate_spans(
+            source,
+            groups,
+            starts,
+            {c: leaves[c] for c in in_file if c in leaves},
+            lambda lookup: where.may_match(_stats_lookup(file, sources, lookup)),
+        )
+        if not spans:
+            return None
+        keys = None
+        if sum(b - a for a, b in spans) * 2 <= sum(b - a for a, b in whole):
+            keys = point_reads.read_spans(source, leaves, in_file, spans, starts)
+        if keys is None:
+            spans = whole
+        keep = _kept_rows(deleted, spans) if deleted else None
+        if keys is None:
+            keys = _decode(source, groups, in_file, keep)
+        elif keep is not None:
+            keys = keys.filter(pa.array(keep))
         keys = fields.conform(keys, sources, filtering)
-        index = keys.append_column(_INDEX, pa.array(np.arange(keys.num_rows))).filter(where.to_arrow())[_INDEX]
+        read = _Rows(keys, spans, keep)
+        index = matching_rows(keys, where.to_arrow())
         if not len(index):
             return None
-        chosen = index.to_numpy()
-        positions = read.positions(chosen)
+        positions = read.positions(index)
         others = [c for c in needed if c not in filtering]
-        leaves = leaf_columns(fragment.physical_schema)
-        rest = point_reads.read_others(
-            fragment, meta, leaves, [sources[c] for c in others if c in sources], positions, starts
-        )
+        rest = point_reads.read_others(source, leaves, [sources[c] for c in others if c in sources], positions, starts)
         rest = fields.conform(rest, sources, others)
         keys = keys.take(index)
         columns = {**dict(zip(filtering, keys.columns)), **dict(zip(others, rest.columns))}
@@ -325,10 +338,7 @@ class Scan:
             [columns[c] for c in needed],
             schema=pa.schema([keys.schema.field(c) if c in filtering else rest.schema.field(c) for c in needed]),
         )
-        return _Rows(table, read.spans, read.keep, positions, filtered=True)
-
-
-_INDEX = "__index"
+        return _Rows(table, spans, keep, positions, filtered=True)
 
 
 @dataclass(frozen=True)
@@ -362,15 +372,10 @@ def _span_positions(spans: list[tuple[int, int]], read: np.ndarray) -> np.ndarra
     return np.array([a for a, _ in spans], dtype=np.int64)[span] + read - firsts[span]
 
 
-def _decode(
-    fragment: ds.ParquetFileFragment,
-    meta: pq.FileMetaData,
-    groups: list[int],
-    columns: list[str],
-    keep: np.ndarray | None,
-) -> pa.Table:
+def _decode(source: ParquetSource, groups: list[int], columns: list[str], keep: np.ndarray | None) -> pa.Table:
     """File ``columns`` of row ``groups``, the rows ``keep`` drops dropped."""
-    if len(groups) < meta.num_row_groups:
+    fragment = source.fragment
+    if len(groups) < source.metadata.num_row_groups:
         fragment = fragment.subset(row_group_ids=groups)
     # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
     # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
@@ -407,31 +412,62 @@ def _drop_deleted(batches: Iterator[pa.RecordBatch], keep: np.ndarray) -> Iterat
         offset = end
 
 
-def _row_group_stats(
-    group: pq.RowGroupMetaData, leaves: Mapping[str, int], file: DataFile, sources: Mapping[str, str]
+def _starts(source: ParquetSource) -> np.ndarray:
+    """Each row group's first row, and the file's rows last (kept with the footer)."""
+    if "starts" not in source.derived:
+        meta = source.metadata
+        source.derived["starts"] = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    return source.derived["starts"]
+
+
+def _group_stats(source: ParquetSource, group: int, leaves: Mapping[str, int], name: str) -> ColumnStats | None:
+    """Parquet footer stats of file column ``name`` in row ``group`` (``leaves``: flat columns
+    -> their leaf chunks, ``stats.leaf_columns``), as they are stored; None when there are
+    none. Kept with the footer: building them from pyarrow's statistics objects was most of a
+    row group's pruning."""
+    leaf = leaves.get(name)
+    if leaf is None:
+        return None
+    key = ("stats", group, leaf)
+    if key not in source.derived:
+        row_group = source.metadata.row_group(group)
+        stats = row_group.column(leaf).statistics
+        found = None
+        if stats is not None:
+            nulls = stats.null_count if stats.has_null_count else None
+            found = (
+                ColumnStats(stats.min, stats.max, nulls, row_group.num_rows)
+                if stats.has_min_max
+                else (ColumnStats(None, None, nulls, row_group.num_rows))
+            )
+        source.derived[key] = found
+    return source.derived[key]
+
+
+def _stats_lookup(
+    file: DataFile, sources: Mapping[str, str], stored: Callable[[str], ColumnStats | None]
 ) -> Callable[[str], ColumnStats | None]:
-    """Parquet footer stats of one row group, as ``ColumnStats`` keyed by table column name
-    (``sources``: table column -> the file's column; ``leaves``: the file's flat columns ->
-    their leaf chunks, ``stats.leaf_columns``; a column the file lacks is unknown).
-    Each bound is trusted only where the file's own stats have it: Parquet writers leave NaN
-    out of a float max (SQL sorts NaN above every number), and our file stats record NaN by
-    having no max; they also drop long strings, whose footer bounds may be truncated.
-    Footer bounds of zoned timestamps are UTC datetimes already, as ours are."""
+    """Footer stats of some rows (a row group's, or a page's: ``stored``, by the file's column
+    names) as ``ColumnStats`` keyed by table column name (``sources``: table column -> the
+    file's column; a column the file lacks is unknown). Each bound is trusted only where the
+    file's own stats have it: Parquet writers leave NaN out of a float max (SQL sorts NaN
+    above every number), and our file stats record NaN by having no max; they also drop long
+    strings, whose footer bounds may be truncated. Footer bounds of zoned timestamps are UTC
+    datetimes already, as ours are."""
 
     def lookup(name: str) -> ColumnStats | None:
-        leaf = leaves.get(sources.get(name, ""))
-        stats = group.column(leaf).statistics if leaf is not None else None
+        column = sources.get(name)
+        stats = stored(column) if column is not None else None
         if stats is None:
             return None
-        null_count = stats.null_count if stats.has_null_count else None
         known = file.stats.get(name)
-        if not stats.has_min_max or known is None:
-            return ColumnStats(None, None, null_count, group.num_rows)
+        if known is None or (stats.min is None and stats.max is None):
+            return ColumnStats(None, None, stats.null_count, stats.row_count)
         return ColumnStats(
             stats.min if known.min is not None else None,
             stats.max if known.max is not None else None,
-            null_count,
-            group.num_rows,
+            stats.null_count,
+            stats.row_count,
         )
 
     return lookup

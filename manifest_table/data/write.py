@@ -18,7 +18,7 @@ from ..arguments import check_size
 from ..errors import InvalidArgumentError, StoreError
 from ..format.keys import DATA_PREFIX
 from ..format.manifest import DataFile
-from ..format.stats import FooterGaps, stats_from_parquet
+from ..format.stats import FooterGaps, encode_stats, stats_from_parquet
 from ..format.stored_schema import with_field_ids
 from ..lazy import lazy
 from ..storage import FileIO
@@ -105,6 +105,7 @@ def write_data_files(
     from ..format.schema import check_schema  # (opening a table imports this module for WriteOptions)
 
     check_schema(schema, appending=True)
+    table_schema = schema
     keys: list[str] = []
     source = _Source(batches)
     table_names = schema.names
@@ -124,7 +125,9 @@ def write_data_files(
     if names != table_names:
         table_name = dict(zip(names, table_names))
         files = [replace(f, stats={table_name[n]: s for n, s in f.stats.items()}) for f in files]
-    return files
+    # Encoded once, as a manifest stores them: a file stays in the root's tail for up to
+    # ``tail_limit`` commits, each of which writes its entry again.
+    return [replace(f, encoded_stats=encode_stats(f.stats, table_schema)) for f in files]
 
 
 class _Source:
@@ -159,13 +162,28 @@ def _write(
     file_rows: int | None,
 ) -> list[DataFile]:
     """Cut the row groups into files on this thread (where the caller's stream is read) and
-    encode the files on ``workers`` threads."""
+    encode the files on ``workers`` threads; an input of one small row group is encoded here
+    (an update of one row: starting and joining a thread cost 0.2 ms on a quiet machine, up
+    to 6 ms under load, for nothing to overlap)."""
+    flow = _Flow(MAX_BUFFERED)
+    file_schema = schema if field_ids is None else with_field_ids(schema, field_ids)
+    groups = _row_groups(batches, schema, options.row_group_size)
+    first = next(groups, None)
+    if first is None:
+        return []
+    dictionary = dictionary_columns(first)
+    encoding = _Encoding(dictionary, delta_columns(schema, dictionary))
+    max_rows = min(file_rows or MAX_FILE_ROWS, MAX_FILE_ROWS)
+    second = next(groups, None)
+    if second is None and first.nbytes <= INLINE_BYTES and first.num_rows <= max_rows:
+        keys.append(new_data_key())
+        jobs = _Jobs()
+        flow.take(first.nbytes)
+        jobs.put_all([first])
+        return [_write_file(io, keys[-1], schema, file_schema, options, encoding, jobs, flow)]
     from concurrent.futures import ThreadPoolExecutor  # (as check_schema: with the first write)
 
-    flow = _Flow(MAX_BUFFERED)
     futures: list[Future[DataFile]] = []
-    encoding = _Encoding(True, None)
-    file_schema = schema if field_ids is None else with_field_ids(schema, field_ids)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mt-write") as pool:
 
         def start_file() -> _Jobs:
@@ -175,27 +193,15 @@ def _write(
             return jobs
 
         try:
-            groups = _row_groups(batches, schema, options.row_group_size)
-            first = next(groups, None)
-            if first is not None:
-                dictionary = dictionary_columns(first)
-                encoding = _Encoding(dictionary, delta_columns(schema, dictionary))
-                target = options.target_file_size if file_rows is None else sys.maxsize
-                last = _cut(
-                    itertools.chain([first], groups),
-                    target,
-                    min(file_rows or MAX_FILE_ROWS, MAX_FILE_ROWS),
-                    flow,
-                    start_file,
-                )
-                # The input has ended: while a thread would stay idle, the second half of the
-                # last file's unencoded row groups becomes a file of its own (an append of one
-                # file's worth or less uses every core too).
-                while (
-                    file_rows is None and sum(not f.done() for f in futures) < workers and (tail := last.split_tail())
-                ):
-                    last = start_file()
-                    last.put_all(tail)
+            target = options.target_file_size if file_rows is None else sys.maxsize
+            rest = itertools.chain([first], [second] if second is not None else [], groups)
+            last = _cut(rest, target, max_rows, flow, start_file)
+            # The input has ended: while a thread would stay idle, the second half of the
+            # last file's unencoded row groups becomes a file of its own (an append of one
+            # file's worth or less uses every core too).
+            while file_rows is None and sum(not f.done() for f in futures) < workers and (tail := last.split_tail()):
+                last = start_file()
+                last.put_all(tail)
         except _Aborted:
             pass  # an encoding thread failed: its error is raised below
         except BaseException:
@@ -205,6 +211,10 @@ def _write(
     if errors:
         raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
     return [f.result() for f in futures]
+
+
+INLINE_BYTES = 1024 * 1024
+"""An input of one row group up to this many Arrow bytes is encoded on the calling thread."""
 
 
 def _cut(groups: Iterator[pa.Table], target: int, max_rows: int, flow: _Flow, start_file: Callable[[], _Jobs]) -> _Jobs:

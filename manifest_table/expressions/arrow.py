@@ -162,6 +162,25 @@ def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
     return plan.to_table(use_threads=False)  # one thread keeps row order
 
 
+def matching_rows(table: pa.Table, where: pc.Expression) -> np.ndarray:
+    """The indexes of the rows of ``table`` where ``where`` is true (not false, not null),
+    ascending. A few pages' rows on one thread: ``Table.filter`` hands its plan to a thread
+    pool, and under load that hand-off cost a point read more than the filter itself. Many
+    rows (a key spread over every row group) by ``Table.filter`` on an index column, 2-3x
+    faster there than a mask (10M rows: 27-41 ms -> 8-14 ms), the indexes sorted after."""
+    if table.num_rows <= _ONE_THREAD_ROWS:
+        mask = project(table, {"m": where}).column(0)
+        return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+    index = "__matching_row"
+    while index in table.column_names:
+        index += "_"
+    indexed = table.append_column(index, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    return np.sort(indexed.filter(where).column(index).to_numpy())
+
+
+_ONE_THREAD_ROWS = 1 << 16
+
+
 def _grouped(
     items: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]
 ) -> pc.Expression:

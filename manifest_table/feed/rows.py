@@ -20,7 +20,7 @@ from ..errors import CorruptTableError, NotFound, StoreError, VersionExpiredErro
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..lazy import lazy
-from ..storage import FileIO
+from ..storage import FileIO, ParquetSource
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -47,8 +47,8 @@ def rows_at(
     done = 0
     while done < len(positions):
 
-        def read(fragment: ds.ParquetFileFragment, meta: pq.FileMetaData, after: int = done) -> tuple[pa.Table, int]:
-            return _read(fragment, meta, file, positions, after, fields, columns)
+        def read(source: ParquetSource, after: int = done) -> tuple[pa.Table, int]:
+            return _read(source.fragment, source.metadata, file, positions, after, fields, columns)
 
         try:
             table, done = io.read_parquet(file.path, file.size, read)

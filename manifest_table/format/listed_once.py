@@ -5,12 +5,14 @@ segment and the tail, is refused instead of read twice.
 
 Vectorised: each path becomes a 64-bit fingerprint read straight from the Arrow buffers (its
 length and last 32 bytes, which hold 24 hex digits of a writer's ``data/<uuid>.parquet``);
-each part's fingerprints are sorted once (a segment keeps them: segments are write-once), a
-check merges the sorted runs (a stable sort: timsort), and only equal fingerprints are
-compared as strings. Over 1M paths in 31 segments (best of 5, 2 busy cores): 65-80 ms to
-fingerprint and sort them segment by segment, 20-32 ms to merge, where
-``pc.count_distinct`` over the strings took 360-1,500 ms. A cold point-lookup plan at 1M files took 41.7 ms of CPU
-against 38.1 ms without the check (medians of 15)."""
+each part's fingerprints are sorted once (a segment keeps them: segments are write-once, and
+its decode uses them to refuse a path listed twice within it, ``twice``), a check merges the
+sorted runs (a stable sort: timsort), and only equal fingerprints are compared as strings.
+Measured on 2026-11-27 (CPU, medians, 2 cores at load 16; tests/benchmarks/scale.py's 1M-file
+table): over 1M paths in 32 segments, 77 ms to fingerprint and sort them segment by segment
+and 26 ms to merge, where ``pc.count_distinct`` over the strings took 340-400 ms; a cold
+point-lookup plan at 1M files took 24.5 ms of CPU against 21.4 ms without the check
+(medians of 9)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,22 @@ class ListedPaths:
             paths = paths.combine_chunks()
         paths = pa.array(paths, pa.string()) if not isinstance(paths, pa.Array) else paths.cast(pa.string())
         return cls(where, paths, np.sort(_fingerprints(paths)))
+
+    def twice(self) -> str | None:
+        """A path listed more than once within this part, if any (equal fingerprints are
+        compared as strings): what ``pc.unique`` over the strings told at several times the
+        cost."""
+        prints = self.prints
+        repeated = prints[1:][prints[1:] == prints[:-1]]
+        if not len(repeated):
+            return None
+        seen: set[str] = set()
+        for i in np.flatnonzero(np.isin(_fingerprints(self.paths), repeated)):
+            path = self.paths[int(i)].as_py()
+            if path in seen:
+                return path
+            seen.add(path)
+        return None
 
 
 def check_listed_once(root: str, parts: Sequence[ListedPaths]) -> None:

@@ -174,7 +174,7 @@ class Manifest:
         if self.index is None or field_ids is None:  # (both or neither: __post_init__)
             doc["files"] = [_encode_file(f, self.schema) for f in self.tail]
         else:
-            doc.update(encode_index(self.index, self.schema, field_ids))
+            doc.update(encode_index(self.index, self.stored_schema))
             doc["tail"] = [_encode_file(f, self.schema, field_ids) for f in self.tail]
             if self.mirrors:
                 doc["mirrors"] = self.mirrors
@@ -207,6 +207,7 @@ class Manifest:
                 doc,
                 key,
                 last,
+                text,
                 lambda raw, rows, at: _CheckedStats(schema.by_name(raw), schema, rows, key, at),
                 lambda raw, rows, at: _decode_deletes(raw, rows, key, at),
             )

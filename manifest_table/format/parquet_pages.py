@@ -1,12 +1,14 @@
-"""The pages of a Parquet column chunk, and a one-column Parquet file made of a few of them.
+"""The pages of a Parquet column chunk, and a Parquet file made of a few of them.
 
 pyarrow 26 decodes whole column chunks: its reader does not use the page index, and its
 Python API exposes neither the index nor where it lies. A point read needs the values of a
 few rows, which sit in one page (at most 20,000 rows: parquet-cpp's default) of each column.
 So this module finds the pages of a chunk by walking their headers (each states its size and
-value count, in every Parquet file ever written, with or without a page index), and wraps the
-pages a read needs, after the chunk's dictionary page, into a valid one-column Parquet file:
-pyarrow decodes that like any other (docs/design/008-point-reads.md).
+value count, in every Parquet file ever written, with or without a page index; the page
+index, where there is one, is read by ``page_index.py``), and wraps the pages a read needs,
+after each chunk's dictionary page, into a valid Parquet file of one row group: pyarrow
+decodes that like any other, several columns in one call when their pages hold the same
+rows (docs/design/008-point-reads.md).
 
 Everything here is pure bytes: the Thrift compact protocol (the encoding of Parquet's page
 headers and footer), as much of it as these two structures need. A malformed header raises
@@ -103,9 +105,20 @@ def _put_varint(out: bytearray, n: int) -> None:
     out.append(n)
 
 
+def _zigzag_encode(n: int) -> int:
+    return (n << 1) ^ (n >> 63)
+
+
+def encoded_int(n: int) -> bytes:
+    """An i16/i32/i64 value as the compact protocol writes it (zigzag, then varint)."""
+    out = bytearray()
+    _put_varint(out, _zigzag_encode(n))
+    return bytes(out)
+
+
 def _put_value(out: bytearray, kind: int, value: Any) -> None:
     if kind in (_I16, _I32, _I64):
-        _put_varint(out, (value << 1) ^ (value >> 63))
+        _put_varint(out, _zigzag_encode(value))
     elif kind == _BYTE:
         out += struct.pack("<b", value)
     elif kind == _DOUBLE:
@@ -126,7 +139,7 @@ def _put_value(out: bytearray, kind: int, value: Any) -> None:
             else:
                 _put_value(out, item, element)
     elif kind == _STRUCT:
-        out += encode_struct(value)
+        out += value if isinstance(value, bytes) else encode_struct(value)  # bytes: encoded already
     else:
         raise ValueError(f"unsupported Thrift compact type {kind}")
 
@@ -194,16 +207,16 @@ def _skip(data: bytes | memoryview, i: int, kind: int) -> int:
             i = i + 1 if item in (_TRUE, _FALSE) else _skip(data, i, item)
         return i
     if kind == _STRUCT:
-        return _fields(data, i, {})
+        return scan_struct(data, i, {})
     raise ValueError(f"unsupported Thrift compact type {kind}")
 
 
-def _fields(data: bytes | memoryview, i: int, wanted: dict[int, int]) -> int:
+def scan_struct(data: bytes | memoryview, i: int, wanted: dict[int, int], last: int = 0) -> int:
     """Walk the struct at ``data[i]``, filling ``wanted`` (field id -> 0) with the integer
     fields it names; a struct field named is read as its first field (``num_values`` of a
     data page header, ``num_values`` of a v2 one's is field 3: see ``_count``). Returns the
-    offset just past the struct."""
-    last = 0
+    offset just past the struct. ``last``: the id of the field before ``data[i]``, to walk
+    the rest of a struct from one of its fields on."""
     while True:
         head = data[i]
         i += 1
@@ -222,7 +235,7 @@ def _fields(data: bytes | memoryview, i: int, wanted: dict[int, int]) -> int:
             wanted[last] = _zigzag(n)
         elif last in wanted and kind == _STRUCT:
             inner = {_count(last): -1}
-            i = _fields(data, i, inner)
+            i = scan_struct(data, i, inner)
             wanted[last] = inner[_count(last)]
         else:
             i = _skip(data, i, kind)
@@ -250,10 +263,10 @@ def walk_pages(read: Callable[[int, int], bytes], start: int, end: int, rows: in
         header = read(offset, min(HEADER_BYTES, end - offset))
         found = {1: -1, 3: -1, 5: -1, 8: -1}
         try:
-            body = _fields(header, 0, found)
+            body = scan_struct(header, 0, found)
         except IndexError:
             header = read(offset, end - offset)  # a long header: read the rest of the chunk once
-            body = _fields(header, 0, found)
+            body = scan_struct(header, 0, found)
         kind, size = found[1], found[3]
         if size < 0 or offset + body + size > end:
             raise ValueError("a page header without a size, or past its column chunk")
@@ -273,25 +286,11 @@ def walk_pages(read: Callable[[int, int], bytes], start: int, end: int, rows: in
     return pages
 
 
-def pages_for_rows(pages: Sequence[Page], rows: Sequence[int]) -> list[Page]:
-    """The data pages holding any of ``rows`` (ascending, in the row group), in order."""
-    chosen, wanted = [], iter(rows)
-    row = next(wanted, None)
-    for page in pages:
-        if page.dictionary or row is None:
-            continue
-        if row < page.first_row + page.rows:
-            chosen.append(page)
-            while row is not None and row < page.first_row + page.rows:
-                row = next(wanted, None)
-    return chosen
-
-
 @dataclass(frozen=True)
 class Footer:
-    """A one-column file's footer with its row count and row group left out: the encoded
-    fields before them (version, schema) and after them (key-value metadata with the Arrow
-    schema, created_by, column orders), taken from a file pyarrow wrote with that column."""
+    """A footer with its row count and row group left out: the encoded fields before them
+    (version, schema) and after them (key-value metadata with the Arrow schema, created_by,
+    column orders), taken from a file pyarrow wrote with the same columns."""
 
     before: bytes
     after: bytes
@@ -304,19 +303,32 @@ class Footer:
         )
 
 
-def one_column_file(footer: Footer, column: Fields, dictionary: bytes, pages: bytes, rows: int) -> bytes:
-    """A Parquet file of one row group of ``rows`` rows and one column: ``dictionary`` (the
-    chunk's dictionary page, or empty) then ``pages`` (data pages, headers included, in
-    order). ``column``: the chunk's ``ColumnMetaData`` fields to keep (type, encodings, path,
-    codec)."""
-    size = len(dictionary) + len(pages)
-    meta = {**column, 5: (_I64, rows), 6: (_I64, size), 7: (_I64, size), 9: (_I64, 4 + len(dictionary))}
-    if dictionary:
-        meta[11] = (_I64, 4)
-    chunk = {2: (_I64, 4), 3: (_STRUCT, meta)}
-    group = {1: (_LIST, (_STRUCT, [chunk])), 2: (_I64, size), 3: (_I64, rows)}
+@dataclass(frozen=True)
+class ChunkBytes:
+    """One column of a ``pages_file``: its ``ColumnMetaData`` fields to keep (type,
+    encodings, path, codec), encoded (``column_meta``), its dictionary page (or empty), then
+    its data pages, headers included, in order."""
+
+    column: bytes
+    dictionary: bytes
+    pages: bytes
+
+
+def pages_file(footer: Footer, chunks: Sequence[ChunkBytes], rows: int) -> bytes:
+    """A Parquet file of one row group of ``rows`` rows: the ``chunks``, in the order of the
+    footer's columns, whose pages must each hold exactly those rows."""
+    entries, offset = [], 4
+    for chunk in chunks:
+        size = len(chunk.dictionary) + len(chunk.pages)
+        meta: Fields = {5: (_I64, rows), 6: (_I64, size), 7: (_I64, size), 9: (_I64, offset + len(chunk.dictionary))}
+        if chunk.dictionary:
+            meta[11] = (_I64, offset)
+        entries.append({2: (_I64, offset), 3: (_STRUCT, chunk.column + _encode_fields(meta, 4) + bytes([_STOP]))})
+        offset += size
+    group = {1: (_LIST, (_STRUCT, entries)), 2: (_I64, offset - 4), 3: (_I64, rows)}
     encoded = footer.before + _encode_fields({3: (_I64, rows), 4: (_LIST, (_STRUCT, [group]))}, 2) + footer.after
-    return b"".join([b"PAR1", dictionary, pages, encoded, struct.pack("<I", len(encoded)), b"PAR1"])
+    body = [part for chunk in chunks for part in (chunk.dictionary, chunk.pages)]
+    return b"".join([b"PAR1", *body, encoded, struct.pack("<I", len(encoded)), b"PAR1"])
 
 
 ENCODINGS = {
@@ -344,11 +356,13 @@ PHYSICAL_TYPES = {
 """Parquet's enums by the names pyarrow reports them under."""
 
 
-def column_meta(physical_type: str, encodings: Sequence[str], name: str, compression: str) -> Fields:
-    """The ``ColumnMetaData`` fields a one-column file keeps from the original chunk."""
-    return {
+def column_meta(physical_type: str, encodings: Sequence[str], name: str, compression: str) -> bytes:
+    """The ``ColumnMetaData`` fields a ``pages_file`` keeps from the original chunk (1-4:
+    type, encodings, path, codec), encoded, without the struct's end."""
+    fields = {
         1: (_I32, PHYSICAL_TYPES[physical_type]),
         2: (_LIST, (_I32, [ENCODINGS[e] for e in encodings])),
         3: (_LIST, (_BINARY, [name.encode()])),
         4: (_I32, CODECS[compression]),
     }
+    return _encode_fields(fields, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -38,21 +39,30 @@ def check_schema(schema: pa.Schema, *, appending: bool = False) -> None:
     supports (format/column_types.py), naming the column, the type and what to use instead.
     ``appending``: the check of a write to an existing table, which also lets through the
     types release 0.2.0 created tables with and appended to (``Refusal.appendable``)."""
+    problem = _schema_problem(schema, appending)
+    if problem is not None:
+        raise InvalidArgumentError(problem)
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_problem(schema: pa.Schema, appending: bool) -> str | None:
+    """What ``check_schema`` refuses ``schema`` for, or None. Kept per schema (field metadata
+    aside, which none of the checks reads): every write checks its schema, and building a
+    Parquet writer for it was 0.3 ms of a 1-row update."""
     if len(set(schema.names)) != len(schema.names) or not all(schema.names):
-        raise InvalidArgumentError(f"column names must be unique and non-empty: {schema.names}")
+        return f"column names must be unique and non-empty: {schema.names}"
     for field in schema:
         found = refusal(field.type)
         if found is not None and not (appending and found[1].appendable):
-            raise InvalidArgumentError(_refused(field, *found))
+            return _refused(field, *found)
     problem = _parquet_refuses(schema)  # (one writer for the whole schema: every write checks)
     if problem is not None:
         for field in schema:
             refused = _parquet_refuses(pa.schema([field]))
             if refused is not None:
-                raise InvalidArgumentError(
-                    f"column {field.name!r} has type {field.type}, which Parquet cannot store: {refused}"
-                )
-        raise InvalidArgumentError(f"the schema cannot be stored in Parquet: {problem}")
+                return f"column {field.name!r} has type {field.type}, which Parquet cannot store: {refused}"
+        return f"the schema cannot be stored in Parquet: {problem}"
+    return None
 
 
 def _parquet_refuses(schema: pa.Schema) -> str | None:

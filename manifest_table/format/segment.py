@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -77,11 +76,18 @@ def entries_schema(schema: pa.Schema, field_ids: Sequence[int], runs: bool = Fal
     return pa.schema(fields)
 
 
+_FEW_ENTRIES = 64
+"""Entries taken one by one below this; more convert whole columns to Python once."""
+
+
 class Segment:
     """The decoded entries of one segment object, as an Arrow table."""
 
-    def __init__(self, key: str, table: pa.Table, schema: pa.Schema, field_ids: Sequence[int]) -> None:
+    def __init__(
+        self, key: str, table: pa.Table, schema: pa.Schema, field_ids: Sequence[int], listed: ListedPaths | None = None
+    ) -> None:
         self.key, self.table = key, table
+        self._listed = listed
         self.shape = shape(schema, field_ids)
         self._names = {column.name: fid for column, fid in zip(schema, field_ids)}
         self._types = {column.name: column.type for column in schema}
@@ -92,10 +98,13 @@ class Segment:
     def __len__(self) -> int:
         return self.table.num_rows
 
-    @cached_property
+    @property
     def listed(self) -> ListedPaths:
-        """Its paths, fingerprinted once, to check that a version lists each file once."""
-        return ListedPaths.of(f"segment {self.key}", self.table.column("path"))
+        """Its paths, fingerprinted once (when decoded, or at first use), to check that a
+        version lists each file once."""
+        if self._listed is None:
+            self._listed = ListedPaths.of(f"segment {self.key}", self.table.column("path"))
+        return self._listed
 
     def index_of(self, path: str) -> int | None:
         if self._index is None:
@@ -129,9 +138,10 @@ class Segment:
         """Entries as ``DataFile``; ``deletes`` (the root's override map) replaces the stored
         deletion vector of the files it names."""
         rows = range(len(self)) if indices is None else [int(i) for i in indices]
-        paths, counts, sizes = (self._column(name) for name in ("path", "rows", "size"))
-        dv = [self._column(name) for name in _DV_FIELDS]
-        runs = self._column(CLUSTER_RUN) if CLUSTER_RUN in self.table.column_names else [None] * len(paths)
+        column = self._column if len(rows) > _FEW_ENTRIES else self._values_at(rows)
+        paths, counts, sizes = (column(name) for name in ("path", "rows", "size"))
+        dv = [column(name) for name in _DV_FIELDS]
+        runs = column(CLUSTER_RUN) if CLUSTER_RUN in self.table.column_names else None
         out = []
         for i in rows:
             path = paths[i]
@@ -140,18 +150,28 @@ class Segment:
                 ref = DeletionVector(dv[0][i], dv[1][i], dv[2][i], dv[3][i])
             elif ref is not None:
                 self._check_override(path, ref, counts[i])
-            out.append(DataFile(path, counts[i], sizes[i], _EntryStats(self, i), deletes=ref, cluster_run=runs[i]))
+            run = None if runs is None else runs[i]
+            out.append(DataFile(path, counts[i], sizes[i], _EntryStats(self, i), deletes=ref, cluster_run=run))
         return out
 
     def column_stats(self, name: str, i: int) -> ColumnStats | None:
         fid = self._names.get(name)
         if fid is None:
             return None
-        nulls = self._column(f"nulls_{fid}")[i]
-        rows = self._column("rows")[i]
+        nulls, rows = self._value(f"nulls_{fid}", i), self._value("rows", i)
         if not has_stats(self._types[name]):
             return ColumnStats(None, None, nulls, rows)
-        return ColumnStats(self._column(f"min_{fid}")[i], self._column(f"max_{fid}")[i], nulls, rows)
+        return ColumnStats(self._value(f"min_{fid}", i), self._value(f"max_{fid}", i), nulls, rows)
+
+    def _value(self, name: str, i: int) -> Any:
+        """One entry's value: from the column's Python list once there is one, else alone (a
+        point-lookup plan uses one entry of 32k: converting whole columns cost it 6 ms)."""
+        values = self._values.get(name)
+        return values[i] if values is not None else self.table.column(name)[i].as_py()
+
+    def _values_at(self, rows: Sequence[int]) -> Callable[[str], Mapping[int, Any]]:
+        """For a few entries: each column's values at ``rows`` only, by row."""
+        return lambda name: {i: self._value(name, i) for i in rows}
 
     def _column(self, name: str) -> list:
         values = self._values.get(name)
@@ -288,8 +308,9 @@ def decode_segment(data: bytes, key: str, schema: pa.Schema, field_ids: Sequence
     expected = entries_schema(schema, field_ids, CLUSTER_RUN in table.column_names)
     if not table.schema.equals(expected):
         table = _evolved(table, expected, key)
-    _check_entries(table, key)
-    return Segment(key, table, schema, field_ids)
+    listed = ListedPaths.of(f"segment {key}", table.column("path"))
+    _check_entries(table, key, listed)
+    return Segment(key, table, schema, field_ids, listed)
 
 
 def _evolved(table: pa.Table, expected: pa.Schema, key: str) -> pa.Table:
@@ -335,7 +356,7 @@ def _cast(column: pa.ChunkedArray, dtype: pa.DataType, key: str) -> pa.ChunkedAr
         raise CorruptTableError(f"{key}: a statistics column does not hold values of type {dtype}: {exc}") from None
 
 
-def _check_entries(table: pa.Table, key: str) -> None:
+def _check_entries(table: pa.Table, key: str, listed: ListedPaths) -> None:
     def fail(field: str, expected: str) -> CorruptTableError:
         return CorruptTableError(f"{key}: field {field} of some entry is out of range; expected {expected}")
 
@@ -352,8 +373,9 @@ def _check_entries(table: pa.Table, key: str) -> None:
     plain = _writer_data_keys(paths)
     for i in np.flatnonzero(~plain):
         stored_key(paths[int(i)].as_py(), DATA_PREFIX, key, "path")
-    if len(pc.unique(paths)) != len(paths):
-        raise CorruptTableError(f"{key} lists a data file more than once")
+    twice = listed.twice()
+    if twice is not None:
+        raise CorruptTableError(f"{key} lists a data file more than once ({twice})")
     dv = [table.column(name) for name in _DV_FIELDS]
     unset = [pc.is_null(c) for c in dv]
     if not all(pc.all(pc.equal(u, unset[0])).as_py() is not False for u in unset[1:]):
@@ -365,15 +387,17 @@ def _check_entries(table: pa.Table, key: str) -> None:
     shaped = pc.match_substring_regex(dv[0], _TOMBSTONE)
     for i in np.flatnonzero(pc.invert(shaped).fill_null(False).to_numpy(zero_copy_only=False)):
         stored_key(dv[0][int(i)].as_py(), TOMBSTONE_PREFIX, key, "dv_path")
+    rows = table.column("rows").to_numpy()
     for name in table.schema.names:
-        if name.startswith("nulls_"):
-            column = table.column(name)
-            if pc.any(pc.or_(pc.less(column, 0), pc.greater(column, table.column("rows")))).as_py():
+        if name.startswith("nulls_"):  # (in numpy: a compute kernel per comparison cost 4x)
+            counts = table.column(name).fill_null(0).to_numpy()
+            if ((counts < 0) | (counts > rows)).any():
                 raise fail(name, "a null count between 0 and the file's rows")
 
 
+_HEX_DIGITS = b"0123456789abcdef"
 _HEX = np.zeros(256, dtype=bool)
-_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = True
+_HEX[np.frombuffer(_HEX_DIGITS, np.uint8)] = True
 _DATA_KEY_SHAPE = (b"data/", 32, b".parquet")
 
 
@@ -391,11 +415,12 @@ def _writer_data_keys(paths: pa.ChunkedArray) -> np.ndarray:
         return pc.match_substring_regex(array, _DATA_KEY).fill_null(False).to_numpy(zero_copy_only=False)
     data = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]].reshape(len(array), width)
     hex_part = data[:, len(prefix) : len(prefix) + digits]
-    return (
-        (data[:, : len(prefix)] == np.frombuffer(prefix, np.uint8)).all(axis=1)
-        & (data[:, len(prefix) + digits :] == np.frombuffer(suffix, np.uint8)).all(axis=1)
-        & _HEX[hex_part].all(axis=1)
-    )
+    shaped = (data[:, : len(prefix)] == np.frombuffer(prefix, np.uint8)).all(axis=1) & (
+        data[:, len(prefix) + digits :] == np.frombuffer(suffix, np.uint8)
+    ).all(axis=1)
+    if not hex_part.tobytes().translate(None, _HEX_DIGITS):  # every digit hex: one pass in C
+        return shaped
+    return shaped & _HEX[hex_part].all(axis=1)
 
 
 def _within(column: pa.ChunkedArray, lo: int, hi: int) -> bool:

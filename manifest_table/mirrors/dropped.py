@@ -34,7 +34,7 @@ def check_dropped_columns(version: Version, files: FileIO) -> None:
     by_name = dict(mapping)
 
     def refused(f: DataFile) -> tuple[DataFile, pa.Field] | None:
-        schema = files.read_parquet(f.path, f.size, lambda _, footer: footer.schema.to_arrow_schema())
+        schema = files.read_parquet(f.path, f.size, lambda source: source.metadata.schema.to_arrow_schema())
         for column in schema:
             raw = (column.metadata or {}).get(FIELD_ID)
             fid = int(raw) if raw is not None else by_name.get(column.name)

@@ -186,7 +186,7 @@ def rewrite_record(io: FileIO, group: CompactionGroup, outputs: Sequence[DataFil
     written = sum(f.rows for f in outputs)
     if written != group.live_rows:
         for f in group.files:
-            rows = io.read_parquet(f.path, f.size, lambda _, footer: footer.num_rows)
+            rows = io.read_parquet(f.path, f.size, lambda source: source.metadata.num_rows)
             if rows != f.rows:
                 raise CorruptTableError(
                     f"{f.path}: its Parquet footer has {rows} rows, the manifest's rows field says {f.rows}"

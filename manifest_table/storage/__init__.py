@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 from ..arguments import check_location, check_unicode
 from ..errors import InvalidArgumentError
 from .base import ObjectInfo, ObjectStore
-from .fileio import FileIO
+from .fileio import FileIO, ParquetSource
 from .local import LocalStore
 from .memory import MemoryStore
 
@@ -73,4 +73,4 @@ def _file_uri_path(uri: str) -> str:
     return parsed.path
 
 
-__all__ = ["FileIO", "LocalStore", "MemoryStore", "ObjectInfo", "ObjectStore", "store_for_uri"]
+__all__ = ["FileIO", "ParquetSource", "LocalStore", "MemoryStore", "ObjectInfo", "ObjectStore", "store_for_uri"]

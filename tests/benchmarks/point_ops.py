@@ -15,7 +15,8 @@ Per layout, round-robin ``--repeat`` times after one warm-up, each call on anoth
 ``scan(where="id = k").to_arrow()``, on one long-lived handle; and, interleaved with each,
 the same statement on a DuckLake table made from the same rows in the same order
 (``DELETE``, ``UPDATE ... SET qty = 0``, ``SELECT *``), timed inside its own process.
-Prints medians, the spread (min-max) and the load average, then the targets."""
+Prints medians, the spread (min-max), our process CPU time (all threads: it moves less than
+the wall clock on a shared machine) and the load average, then the targets."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def main() -> None:
                 lake.close()
     print_table(f"Point operations on {args.rows:,} rows x 10 columns, local directory (median of {args.repeat}, "
                 "spread min-max; load average before / after)",
-                ["layout", "operation", "manifest_table", "spread", "DuckLake 1.5.5", "spread", "DuckLake / ours"],
+                ["layout", "operation", "manifest_table", "spread", "CPU", "DuckLake 1.5.5", "spread",
+                 "DuckLake / ours"],
                 rows)
     targets = [[f"{OPS[op][0]} at most {seconds(limit)}", seconds(medians[op]),
                 "met" if medians[op] <= limit else "missed"] for op, limit in TARGETS.items()]
@@ -89,6 +91,7 @@ def _layout(
     step = min(7919, (total - total // 3) // (len(OPS) * (repeat + 1) + 1))
     keys = iter(range(total // 3, total, max(1, step)))
     ours: dict[str, list[float]] = {op: [] for op in OPS}
+    cpu: dict[str, list[float]] = {op: [] for op in OPS}
     theirs: dict[str, list[float]] = {op: [] for op in OPS}
     calls: dict[str, Callable[[int], Any]] = {
         "delete": lambda k: table.delete(f"id = {k}"),
@@ -98,23 +101,25 @@ def _layout(
     for run in range(repeat + 1):  # the first round warms up
         for op, call in calls.items():
             k = next(keys)
-            elapsed = _timed(lambda: call(k))
+            elapsed, used = _timed(lambda: call(k))
             other = lake.run(OPS[op][1].format(k=k)) if lake is not None else None
             if run:
                 ours[op].append(elapsed)
+                cpu[op].append(used)
                 if other is not None:
                     theirs[op].append(other)
     note = f"{layout}; load {load:.1f} / {os.getloadavg()[0]:.1f}"
-    rows = [[note, OPS[op][0], seconds(_median(ours[op])), _spread(ours[op]),
+    rows = [[note, OPS[op][0], seconds(_median(ours[op])), _spread(ours[op]), seconds(_median(cpu[op])),
              seconds(_median(theirs[op])) if theirs[op] else "-", _spread(theirs[op]) if theirs[op] else "-",
              f"{_median(theirs[op]) / _median(ours[op]):.2f}x" if theirs[op] else "-"] for op in OPS]
     return rows, {op: _median(ours[op]) for op in OPS}
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall, process CPU) seconds of ``fn()``."""
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _median(samples: list[float]) -> float:

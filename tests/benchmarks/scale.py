@@ -15,7 +15,9 @@ files, which the synthetic files' id ranges exclude.
 Per size, median of ``--repeat`` runs after one warm-up:
 - append: ``Table.append`` of 1 row (ids from 3x10^9, outside every file's range) on a
   long-lived handle; bytes the store PUT for it besides the data file (manifest, segments,
-  pointer...), the data file's bytes, and the requests;
+  pointer...), the data file's bytes, and the requests; and, round-robin with it, the same
+  append on a table of the smallest size (kept for the whole run), so that the ratio of the
+  two is measured under the same load (issue 36's target);
 - delete: ``Table.delete("id = X")`` of 1 row of a real file (tombstone), same measures;
 - cold count: ``open_table(uri).scan().count()``, a new handle each run;
 - cold point plan: ``open_table(uri).scan(where="id = X").plan_files()``, X inside one
@@ -24,7 +26,8 @@ Per size, median of ``--repeat`` runs after one warm-up:
 The reads run before the commits, on exactly N files. Peers (at ``--peer-sizes``): the 1-row
 append of Delta and Iceberg over N files built the same way (``_peers.*.with_synthetic``),
 timed round-robin with ours, each checked to report N files before and N + appends after.
-Then issue 9's targets, met or missed, judged at the largest size run (they are set at 1M).
+Then issue 9's and issue 36's targets, met or missed, judged at the largest size run (they
+are set at 1M).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from ._common import (
 )
 
 REAL_FILES, REAL_ROWS = 3, 1_000
+SMALL = "append on the smallest table"
 SYNTHETIC_ROWS, FIRST_SYNTHETIC_ID = 1_000, 10**9
 APPEND_ID = 3 * 10**9
 KIB = 1024
@@ -105,6 +109,8 @@ class SizeResult:
     cold_count: Median
     cold_point_plan: Median
     cold_full_plan: Median
+    append_small: Median
+    """The 1-row append on the smallest table, timed round-robin with ``append``."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,16 @@ def main() -> None:
     peer_sizes = {int(s) for s in args.peer_sizes.split(",") if s}
     load = os.getloadavg()[0]
     with scratch(args) as work:
-        runs = [run_size(work, n, args.repeat, peers if n in peer_sizes else [], args.keep) for n in sizes]
+        small = os.path.join(work, "small")
+        build(small, sizes[0])
+        small_table = mt.open_table(small)
+        calls = itertools.count()
+
+        def small_append() -> None:
+            small_table.append(make_wide_data(1, start=2 * APPEND_ID + next(calls)))
+
+        runs = [run_size(work, n, args.repeat, peers if n in peer_sizes else [], args.keep, small_append)
+                for n in sizes]
     ours, theirs = [r for r, _ in runs], [p for _, ps in runs for p in ps]
     targets = check_targets(ours, theirs)
     print(f"machine: {machine()}; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
@@ -169,8 +184,10 @@ def point_id(files: int) -> int:
 
 
 # --- measuring -------------------------------------------------------------------------
-def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool) -> tuple[SizeResult, list[PeerResult]]:
-    """Ours at ``files``; the peers' appends, if any, timed round-robin with ours."""
+def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool,
+             small_append: Callable[[], Any]) -> tuple[SizeResult, list[PeerResult]]:
+    """Ours at ``files``; the peers' appends, if any, and the append on the smallest table,
+    timed round-robin with ours."""
     root = os.path.join(work, f"ours-{files}")
     progress(f"{files:,} files: building")
     build_s, _ = timed(lambda: build(root, files))
@@ -188,9 +205,11 @@ def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool) -
     progress(f"{files:,} files: measuring commits")
     appends = {name: (lambda peer=peer: peer.append(make_wide_data(1, start=APPEND_ID))) for name, (_, peer) in
                rivals.items()}
+    appends[SMALL] = small_append
     append, timings = measure_write(root, lambda table, k: table.append(make_wide_data(1, start=APPEND_ID + k)),
                                     repeat, appends)
     delete, _ = measure_write(root, _delete_one, repeat)
+    small = Median.of(timings.pop(SMALL))
     theirs = []
     for name, (peer_build_s, peer) in rivals.items():
         after = peer.file_count()
@@ -199,7 +218,8 @@ def run_size(work: str, files: int, repeat: int, peers: list[Any], keep: bool) -
     if not keep:  # at 100k files on format v1: over a GiB of manifests
         for path in [root] + [os.path.join(work, f"{name}-{files}") for name in rivals]:
             shutil.rmtree(path)
-    return SizeResult(files, build_s, append, delete, Median.of(count), Median.of(point), Median.of(full)), theirs
+    ours = SizeResult(files, build_s, append, delete, Median.of(count), Median.of(point), Median.of(full), small)
+    return ours, theirs
 
 
 def timed(fn: Callable[[], T]) -> tuple[float, T]:
@@ -273,6 +293,13 @@ def check_targets(ours: list[SizeResult], theirs: list[PeerResult]) -> list[Targ
         out.append((f"1-row append below {peer.engine}'s at {peer.files:,} files",
                     f"{seconds(mine)} vs {seconds(peer.append.wall)}: {ratio(mine, peer.append.wall)}",
                     met(mine < peer.append.wall, "")))
+    ratio36 = big.append.time.wall / big.append_small.wall
+    out.append((f"issue 36: 1-row append at 1M files at most 1.5x of one at {small.files:,} files (round-robin)",
+                f"{seconds(big.append.time.wall)} vs {seconds(big.append_small.wall)}: {ratio36:.2f}x "
+                f"(CPU {ratio(big.append.time.cpu, big.append_small.cpu)})", met(ratio36 <= 1.5)))
+    out.append(("issue 36: cold point-lookup plan at 1M files at most 25 ms",
+                f"{seconds(big.cold_point_plan.wall)} (CPU {seconds(big.cold_point_plan.cpu)})",
+                met(big.cold_point_plan.wall <= 0.025)))
     out.append(("S3 requests per append / delete (moto)", "not measured here: a local directory", "-"))
     out.append(("1-row delete of 10M rows 100x faster than deltalake", "not measured here: bench.delete", "-"))
     return out
@@ -301,7 +328,11 @@ def report(ours: list[SizeResult], theirs: list[PeerResult], targets: list[Targe
                     [[f"{p.files:,}", p.engine, seconds(p.build_s), both(p.append),
                       ratio(by_files[p.files].append.time.wall, p.append.wall), f"{p.files_after:,}"]
                      for p in theirs])
-    print_table("Targets of issue 9", ["target", "figure", "met"], targets)
+    print_table(f"Scale: 1-row append vs the same append on a table of {ours[0].files:,} files (wall / CPU, median "
+                f"of {repeat}, round-robin)", ["files", "append", f"append at {ours[0].files:,} files", "ratio (wall)"],
+                [[f"{r.files:,}", both(r.append.time), both(r.append_small),
+                  ratio(r.append.time.wall, r.append_small.wall)] for r in ours])
+    print_table("Targets of issues 9 and 36", ["target", "figure", "met"], targets)
 
 
 if __name__ == "__main__":

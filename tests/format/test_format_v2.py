@@ -194,6 +194,37 @@ def test_planned_segment_files_pickle_with_their_stats():
     assert copies[1].stats["id"].min == 10
 
 
+def test_segment_summaries_are_stored_again_as_read_and_follow_a_rename():
+    """Each root writes every segment summary again: as it was read (or first encoded) for
+    the same schema, and under a renamed column's new name, not the old one."""
+    t = mt.create_table("mem://t", SCHEMA, store=MemoryStore(), properties={"tail_limit": 1, "segment_target_files": 2,
+                                                                            "max_small_segments": 1})
+    for i in range(8):
+        t.append(rows(range(i * 10, i * 10 + 10)))
+    fresh = mt.open_table("mem://t", store=t.store)
+    summaries = {s.path: s for s in fresh.manifest().index.segments}
+    assert len(summaries) >= 2
+    before = {s["path"]: s["stats"] for s in latest_doc(fresh)["segments"]}
+    fresh.append(rows([100]))
+    after = {s["path"]: s["stats"] for s in latest_doc(fresh)["segments"]}
+    kept = before.keys() & after.keys()
+    assert kept and all(after[p] == before[p] for p in kept)
+    for path in kept:  # the same as encoding the decoded stats anew
+        summaries[path].stored.clear()
+    again = json.loads(fresh.manifest().to_json())["segments"]
+    assert {s["path"]: s["stats"] for s in again} == after
+    with fresh.update_schema() as change:
+        change.rename_column("id", "key")
+    fresh.append(pa.table({"key": [200], "name": ["x"]}))
+    assert ids_of(mt.open_table("mem://t", store=t.store), "key = 15") == [15]
+    renamed = {s["path"]: s["stats"] for s in latest_doc(fresh)["segments"]}
+    assert all(renamed[p] == after[p] for p in kept & renamed.keys())  # stats keyed by field id
+
+
+def ids_of(t: mt.Table, where: str) -> list[int]:
+    return t.scan(where=where).to_arrow().column("key").to_pylist()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"format_version": 4}, "format_version must be 1 to 3"),
     ({"format_version": "2"}, "format_version must be 1 to 3"),

@@ -50,5 +50,5 @@ def test_scale_json(tmp_path):
             assert r[op]["control_bytes"] > 0 and r[op]["time"]["wall"] > 0
         assert r["append"]["data_bytes"] > 0  # the new data file, counted apart
     assert [(p["engine"], p["files"], p["files_after"]) for p in out["peers"]] == [(p, 10, 12) for p in peers]
-    assert len(out["targets"]) == 9 + len(peers)
+    assert len(out["targets"]) == 11 + len(peers)  # issue 9's nine, issue 36's two, one per peer
     assert {t["met"].split()[0] for t in out["targets"]} <= {"met", "missed", "-"}

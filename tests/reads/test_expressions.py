@@ -945,3 +945,18 @@ def test_nan_keeps_the_min_and_has_no_max() -> None:
     first = {f.path for f in table.manifest(1).files}
     planned = {f.path for f in table.scan(where="f > 5").plan_files()}
     assert planned == {f.path for f in table.manifest().files} - first
+
+
+@pytest.mark.parametrize("rows", [1_000, 200_000], ids=["one thread", "filtered on an index"])
+def test_matching_rows_are_the_rows_where_the_filter_is_true(rows: int) -> None:
+    """``expressions.arrow.matching_rows``: ascending indexes, null as not matching, whichever
+    way it evaluates (a column named like its index column included)."""
+    import numpy as np
+
+    from manifest_table.expressions.arrow import matching_rows
+
+    values = np.arange(rows) % 7
+    table = pa.table({"x": pa.array(values, mask=np.arange(rows) % 11 == 0), "__matching_row": np.zeros(rows)})
+    where = col("x").isin([2, 5]).bind(table.schema).to_arrow()
+    expected = np.flatnonzero(((values == 2) | (values == 5)) & (np.arange(rows) % 11 != 0))
+    assert np.array_equal(matching_rows(table, where), expected)

@@ -27,6 +27,7 @@ are UTC), and BETWEEN is spelled as its two comparisons.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import random
 from collections.abc import Callable
@@ -36,13 +37,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.dataset as ds
 import pytest
 
 import manifest_table as mt
-from manifest_table.data.scan import _row_group_stats
+from manifest_table.data import point_reads
+from manifest_table.data.scan import _group_stats, _stats_lookup
 from manifest_table.expressions import parse
 from manifest_table.format.stats import leaf_columns
+from manifest_table.storage import ParquetSource
 from tests.filter_generator import FilterColumn, Text, like_pattern, random_filter, same, string_literal
 
 duckdb = pytest.importorskip("duckdb")
@@ -178,23 +181,34 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[mt.Table, pa.Tabl
 
 
 def pieces(table: mt.Table) -> list[Piece]:
+    """Each file, each row group, and each run of rows within one page of every column (what
+    a point read prunes by: ``point_reads.candidate_spans``)."""
     snapshot = table.scan().snapshot
+    names = {name: name for name in SCHEMA.names}  # the files have the table's column names
     found = []
     for file in snapshot.files:
-        with table.io.open(file.path) as source:
-            parquet = pq.ParquetFile(source)
-            ids = parquet.read(columns=["id"])["id"].to_numpy()
-            meta, leaves = parquet.metadata, leaf_columns(parquet.schema_arrow)
+        with table.io.open(file.path) as opened:
+            fragment = ds.ParquetFileFormat().make_fragment(pa.py_buffer(opened.read()))
+        source = ParquetSource(fragment, fragment.metadata, local=True)
+        ids = fragment.to_table(columns=["id"])["id"].to_numpy()
+        meta, leaves = source.metadata, leaf_columns(fragment.physical_schema)
         alive = np.ones(len(ids), dtype=bool)
         alive[np.asarray(snapshot.deleted(file).to_array(), dtype=np.int64)] = False
         found.append(Piece(file.path, file.stats.get, set(ids[alive].tolist())))
         start = 0
         for group in range(meta.num_row_groups):
             end = start + meta.row_group(group).num_rows
-            # read once: the same for every filter (the files have the table's column names)
-            lookup = _row_group_stats(meta.row_group(group), leaves, file, {name: name for name in SCHEMA.names})
+            lookup = _stats_lookup(file, names, functools.partial(_group_stats, source, group, leaves))
             found.append(Piece(f"{file.path} row group {group}", {name: lookup(name) for name in SCHEMA.names}.get,
                                set(ids[start:end][alive[start:end]].tolist())))
+            pages = {name: point_reads.chunk_pages(source, group, leaf) for name, leaf in leaves.items()}
+            bounded = {name: c for name, c in pages.items() if c is not None and c.bounds is not None}
+            cuts = sorted({row for c in bounded.values() for row in c.firsts} | {end - start})
+            for lo, hi in zip(cuts, cuts[1:]):
+                lookup = _stats_lookup(file, names, functools.partial(point_reads._piece_stats, bounded, lo, hi))
+                found.append(Piece(f"{file.path} row group {group} pages {lo}-{hi}",
+                                   {name: lookup(name) for name in SCHEMA.names}.get,
+                                   set(ids[start + lo : start + hi][alive[start + lo : start + hi]].tolist())))
             start = end
     return found
 
@@ -202,7 +216,12 @@ def pieces(table: mt.Table) -> list[Piece]:
 def test_the_table_is_what_the_fuzzer_needs(written: tuple[mt.Table, pa.Table, list[Piece]]) -> None:
     table, live, found = written
     files = [p for p in found if "row group" not in p.where]
-    assert len(files) >= 5 and len(found) - len(files) >= 3 * len(files)  # several files, small groups
+    groups = [p for p in found if p.where.endswith(tuple("0123456789")) and "pages" not in p.where]
+    pages = [p for p in found if "pages" in p.where]
+    assert len(files) >= 5 and len(groups) >= 3 * len(files)  # several files, small groups
+    assert len(pages) >= len(groups)  # every row group has its page bounds (a page index)
+    bounded = {name for p in pages for name in SCHEMA.names if p.stats(name) is not None}
+    assert bounded >= {"id", "i", "u", "f", "s", "t", "tn", "day"}, bounded
     assert 0 < live.num_rows < sum(len(t) for t in batches(random.Random(SEED)))  # some rows deleted
     u = live["u"].to_pylist()
     assert 2**64 - 1 in u and 2**63 in u
