@@ -129,7 +129,10 @@ class Manifest:
         doc["schema"] = StoredSchema.of(fields.schema, fields.ids).text()
         doc["last_field_id"] = last_field_id
         doc["name_mapping"] = dict(fields.name_mapping or {})
-        return Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version))
+        moved = Manifest.from_json(json.dumps(doc).encode(), manifest_key(self.version))
+        for summary in moved.index.segments if moved.index else ():
+            summary.stored.clear()  # (stats as stored under the old schema: the new one encodes its own)
+        return moved
 
     @property
     def properties(self) -> Properties:
