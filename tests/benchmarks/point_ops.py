@@ -8,8 +8,8 @@ local directory, in two layouts:
 - ``sorted by id``: rows in id order, as appended (file and row-group stats on ``id`` are
   disjoint ranges);
 - ``clustered by amount``: the same rows sorted by ``amount`` before the append, so ids are
-  spread over every row group. This approximates a table clustered by another key (issue 34's
-  clustering is not built yet; once it is, that layout is one more entry in ``LAYOUTS``).
+  spread over every row group: the layout a table clustered by another key has (issue 34),
+  made by sorting so that DuckLake gets the very same row order.
 Per layout, round-robin ``--repeat`` times after one warm-up, each call on another key:
 ``delete("id = k")``, ``update(values={"qty": 0}, where="id = k")`` and
 ``scan(where="id = k").to_arrow()``, on one long-lived handle; and, interleaved with each,
