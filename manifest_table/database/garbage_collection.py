@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..arguments import Duration, check_bool
+from ..errors import VersionExpiredError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
 from ..log.version import Version
@@ -68,16 +69,32 @@ def _needed(db: DatabaseHandle, retained: list[DatabaseVersion]) -> set[str]:
     for version in retained:
         for name, ref in version.tables.items():
             if ref.root not in roots:
-                roots.add(ref.root)
                 table, versions = by_table.setdefault(ref.id, (table_of(db, name, ref.id), []))
-                versions.append(table.log.at(version))  # type: ignore[arg-type]  # it holds the table
+                state = _state(db, table, version)
+                if state is None:
+                    break
+                roots.add(ref.root)
+                versions.append(state)
     needed = set(roots)
     for table_id, (table, versions) in by_table.items():
-        keys = referenced_keys(versions)
+        keys = referenced_keys(versions, db.log.stored)
         if any(v.mirrors for v in versions) or next(iter(table.store.list(METADATA_PREFIX)), None) is not None:
-            keys |= _mirror_keys(table, [v for v in map(table.log.at, retained) if v is not None], keys)
+            held = [v for v in (_state(db, table, d) for d in retained) if v is not None]
+            keys |= _mirror_keys(table, held, keys)
         needed |= {table_prefix(table_id) + key for key in keys}
     return needed
+
+
+def _state(db: DatabaseHandle, table: DatabaseTable, version: DatabaseVersion) -> Version | None:
+    """The table at ``version``; None if ``version`` does not hold it, or if a concurrent GC
+    has expired ``version`` since this one listed it (it deletes a version before its roots:
+    nothing of it is needed any more). A root missing under a stored version is damage
+    (``CorruptTableError``, raised: ``object_missing``)."""
+    try:
+        return table.log.at(version)
+    except VersionExpiredError:
+        logger.info("%s: version %d was expired by a concurrent GC", db.uri, version.version)
+        return None
 
 
 def _mirror_keys(table: DatabaseTable, held: list[Version], keys: set[str]) -> set[str]:

@@ -58,7 +58,7 @@ def collect_garbage(
         vlog, handle.store, handle.uri, now, retention, dry_run, keep=lambda kept: _keep_mirrored(vlog, kept)
     )
     cutoff = now - report.grace
-    needed = referenced_keys(retained)
+    needed = referenced_keys(retained, vlog.stored)
     mirrored = _mirror_objects(vlog, retained, needed, dry_run)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):
         for info in mirrored.get(prefix) or handle.store.list(prefix):

@@ -15,6 +15,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.cli import main
 from manifest_table.maintenance.job import JobOptions, find_tables, run_job
+from tests.stores import WrappedStore
 
 SCHEMA = pa.schema([("id", pa.int64())])
 LATER = datetime.now(UTC) + timedelta(hours=1)
@@ -114,3 +115,27 @@ def test_the_command_line_takes_db_uri_slash_table(tmp_path: Path, capsys: pytes
     assert "no database at" in capsys.readouterr().err
     assert main(["create", f"{uri}/t", "--schema", "id:int64"]) == 1
     assert "already exists in database" in capsys.readouterr().err
+
+
+def test_gc_skips_versions_a_concurrent_gc_expired_after_it_listed_them(tmp_path: Path) -> None:
+    """A GC that has listed the database's versions, then reads their tables' roots while a
+    second GC expires most of them (the bank test caught it: VersionExpiredError from the
+    first): the first keeps what still exists, and the table reads as before."""
+    uri = str(tmp_path / "db")
+    table = mt.create_database(uri).create_table("t", SCHEMA)
+    for i in range(4):
+        table.append(pa.table({"id": [i]}, schema=SCHEMA))
+
+    class SecondGcAtFirstRootRead(WrappedStore):
+        ran = False
+
+        def _before(self, op: str, key: str) -> None:
+            if op == "get" and "/roots/" in key and not self.ran:
+                self.ran = True
+                mt.open_database(uri).gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True, now=LATER)
+
+    store = SecondGcAtFirstRootRead(mt.open_database(uri).store)
+    first = mt.open_database(uri, store=store)
+    first.gc(retain_versions=10, retain_for=None, grace=timedelta(0), force=True, now=LATER)
+    assert store.ran
+    assert mt.open_database(uri).table("t").to_arrow().column("id").to_pylist() == [0, 1, 2, 3]

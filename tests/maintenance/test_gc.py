@@ -337,3 +337,28 @@ def test_create_table_refuses_a_table_whose_first_version_was_collected(tmp_path
     with pytest.raises(TableExistsError):
         create_table(tmp_path / "t", pa.schema([("other", pa.string())]))
     assert t.store.head(manifest_key(0)) is None and t.scan().count() == 1
+
+
+def test_gc_skips_versions_a_concurrent_gc_expired_after_it_listed_them(tmp_path: Path) -> None:
+    """A GC that has read the retained versions' roots, then reads their segments while a
+    second GC expires most of them and deletes the segments only they held: the first keeps
+    what still exists (it failed with VersionExpiredError), and the table reads as before."""
+    uri = str(tmp_path / "t")
+    table = create_table(uri, SCHEMA, properties={"tail_limit": 1, "deletes_limit": 1, "segment_target_files": 2})
+    for i in range(6):
+        table.append(pa.table({"id": [i, i + 10], "g": [i, i]}, schema=SCHEMA))
+        table.delete(f"id = {i + 10}")
+    later = datetime.now(UTC) + timedelta(hours=1)
+
+    class SecondGcAtFirstSegmentRead(WrappedStore):
+        ran = False
+
+        def _before(self, op: str, key: str) -> None:
+            if op == "get" and key.startswith("segments/") and not self.ran:
+                self.ran = True
+                collect_garbage(open_table(uri), 1, None, timedelta(0), force=True, now=later)
+
+    store = SecondGcAtFirstSegmentRead(open_table(uri).store)
+    collect_garbage(open_table(uri, store=store), 20, None, timedelta(0), force=True, now=later)
+    assert store.ran
+    assert sorted(open_table(uri).to_arrow().column("id").to_pylist()) == list(range(6))
