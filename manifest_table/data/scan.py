@@ -375,11 +375,12 @@ def _span_positions(spans: list[tuple[int, int]], read: np.ndarray) -> np.ndarra
 
 def _decode(source: ParquetSource, groups: list[int], columns: list[str], keep: np.ndarray | None) -> pa.Table:
     """File ``columns`` of row ``groups``, the rows ``keep`` drops dropped."""
-    if len(groups) == 1:
+    if len(groups) == 1 and source.local:
         # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
         # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
         # same best; docs/benchmarks.md, "Deletes"), and the file reader decodes it without
-        # a scanner's set-up (one 217k-row column: 1.5 ms against 2.3 ms).
+        # a scanner's set-up (one 217k-row column: 1.5 ms against 2.3 ms). (Not from an
+        # object store: the scanner coalesces the chunks' ranges into fewer requests.)
         with source.fragment.open() as file:
             reader = pq.ParquetFile(file, metadata=source.metadata)
             table = reader.read_row_group(groups[0], columns=columns, use_threads=False)
@@ -387,7 +388,7 @@ def _decode(source: ParquetSource, groups: list[int], columns: list[str], keep: 
     fragment = source.fragment
     if len(groups) < source.metadata.num_row_groups:
         fragment = fragment.subset(row_group_ids=groups)
-    scanner = fragment.scanner(columns=columns, use_threads=True)
+    scanner = fragment.scanner(columns=columns, use_threads=len(groups) > 1)
     batches = scanner.to_batches()
     return pa.Table.from_batches(
         _drop_deleted(batches, keep) if keep is not None else batches, scanner.projected_schema
