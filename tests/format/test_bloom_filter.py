@@ -32,10 +32,11 @@ def _filters(table: pa.Table) -> tuple[bytes, pq.FileMetaData]:
     return data, pq.ParquetFile(io.BytesIO(data)).metadata
 
 
-def _prober(data: bytes, meta: pq.FileMetaData, leaf: int):  # noqa: ANN202
+def _prober(data: bytes, meta: pq.FileMetaData, leaf: int):
     chunk = meta.row_group(0).column(leaf)
     offset = chunk.bloom_filter_offset
-    found = bf.SplitBlockFilter.of(data[offset : offset + bf.HEADER_BYTES], offset, chunk.bloom_filter_length, len(data))
+    head = data[offset : offset + bf.HEADER_BYTES]
+    found = bf.SplitBlockFilter.of(head, offset, chunk.bloom_filter_length, len(data))
     assert found is not None
     stored = meta.schema.to_arrow_schema().field(leaf).type
 

@@ -82,7 +82,7 @@ def _groups_kept(table: mt.Table, where: str) -> tuple[int, int]:
     expr = parse(where).bind(table.schema)
     for file in table.scan().plan_files():
 
-        def count(source):  # noqa: ANN001, ANN202
+        def count(source):
             leaves = leaf_columns(source.fragment.physical_schema)
             sources = {name: name for name in table.schema.names}
             groups = range(source.metadata.num_row_groups)
@@ -120,7 +120,8 @@ def test_deletes_and_updates_by_key_change_exactly_their_rows(tmp_path: Path) ->
     assert rows.filter(pc.equal(rows["amount"], -1.0))["id"].to_pylist() == [ids[7]]
     table.compact(target_file_size="64MiB", min_deleted_fraction=0)
     for file in _files(table):
-        assert all(file.metadata.row_group(g).column(0).bloom_filter_offset for g in range(file.metadata.num_row_groups))
+        meta = file.metadata
+        assert all(meta.row_group(g).column(0).bloom_filter_offset for g in range(meta.num_row_groups))
     assert table.scan(where=f"id = {ids[7]}").to_arrow()["amount"].to_pylist() == [-1.0]
 
 
