@@ -211,15 +211,16 @@ def create_with_rows(table: Table, empty: Manifest, data: Any, replace: bool = F
     ``SchemaMismatchError`` and nothing is written. The commit's deadline counts from before
     the rows were written (a table created meanwhile may run GC on them: deadline.py)."""
     from .clock import utc_now
-    from .format.properties import SORT_BY
+    from .format.properties import BLOOM_FILTER_COLUMNS, SORT_BY
     from .log.version import Version
     from .operations.append import write_rows
     from .operations.create import create
 
     fields = Version.of(empty, table.log.segments).fields
     sort_by: tuple[str, ...] = empty.properties[SORT_BY]
+    blooms: tuple[str, ...] = empty.properties[BLOOM_FILTER_COLUMNS]
     began = utc_now()
-    files = write_rows(table.io, data, fields, table.write_options, sort_by)
+    files = write_rows(table.io, data, fields, table.write_options, sort_by, blooms)
     try:
         try:
             create(table, empty)

@@ -18,6 +18,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.data import point_reads
+from manifest_table.format.bloom_filter import probed_type
 from tests.differential_changes import check_changes
 from tests.differential_history import FLAVORS, OTHER, STEPS, History, Step, run_history
 from tests.differential_model import BEFORE, Oracle, State
@@ -56,7 +57,7 @@ class Case:
 
 def make_case(seed: int, rng: random.Random, shape: Shape, flavors: Sequence[str] = TABLE_FLAVORS) -> Case:
     """Five kinds in turn (consecutive seeds walk the whole list) and two at random; the
-    flavors in turn."""
+    flavors in turn; on format v2, half the tables keep bloom filters of one or two columns."""
     kinds = shape.kinds
     start = seed * 5 % len(kinds)
     chosen = [kinds[(start + n) % len(kinds)] for n in range(5)] + rng.sample(kinds, 2)
@@ -67,7 +68,12 @@ def make_case(seed: int, rng: random.Random, shape: Shape, flavors: Sequence[str
         size = rng.choice(sizes)
         if size is not None:
             options[name] = size
-    return Case(seed, flavor, options, random_columns(rng, chosen, shape))
+    columns = random_columns(rng, chosen, shape)
+    probed = [c.name for c in columns if probed_type(c.type)]
+    if flavor != "v1" and probed and rng.random() < 0.5:  # row groups pruned by bloom filters
+        blooms = rng.sample(probed, rng.randint(1, min(2, len(probed))))
+        options["properties"] = {**options.get("properties", {}), "bloom_filter_columns": blooms}
+    return Case(seed, flavor, options, columns)
 
 
 @dataclass

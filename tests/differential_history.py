@@ -33,6 +33,7 @@ import manifest_table as mt
 from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import CommitConflictError, InvalidArgumentError
 from manifest_table.expressions import lit
+from manifest_table.format.bloom_filter import probed_type
 from manifest_table.format.stats import has_stats
 from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 from tests.differential_model import BEFORE, Oracle, State, new_values
@@ -99,7 +100,7 @@ class History:
         return state
 
     def layout(self, name: str) -> list[str]:
-        """The columns the table's ``cluster_by`` or ``sort_by`` names now."""
+        """The columns the table's ``cluster_by``, ``sort_by`` or ``bloom_filter_columns`` names now."""
         names: list[str] = mt.open_table(self.uri).properties[name]
         return names
 
@@ -360,10 +361,13 @@ def step_purge(h: History, rng: random.Random) -> None:
 
 
 def step_layout(h: History, rng: random.Random) -> None:
-    """``cluster_by`` or ``sort_by`` set to columns that have an order (or reset): later
-    compactions cluster, later appends sort; no row changes."""
-    name = rng.choice(["cluster_by", "sort_by"])
-    orderable = [c.name for c in h.state.columns if has_stats(c.type)]
+    """``cluster_by`` or ``sort_by`` set to columns that have an order, or
+    ``bloom_filter_columns`` to columns bloom filters are kept for (or reset): later
+    compactions cluster, later appends sort, later files keep bloom filters that filtered
+    reads prune row groups by; no row changes."""
+    name = rng.choice(["cluster_by", "sort_by", "bloom_filter_columns"])
+    kept = probed_type if name == "bloom_filter_columns" else has_stats
+    orderable = [c.name for c in h.state.columns if kept(c.type)]
     value = None if rng.random() < 0.2 else rng.sample(orderable, rng.randint(1, min(len(orderable), 3)))
     h.note(f"set_properties({{{name!r}: {value!r}}})")
     h.committed(h.writer(rng).set_properties({name: value}), h.state)
@@ -472,7 +476,7 @@ def step_required_column(h: History, rng: random.Random) -> None:
 
 def step_evolve(h: History, rng: random.Random) -> None:
     state = h.state
-    layout = set(h.layout("cluster_by") + h.layout("sort_by")) if is_v2(h) else set()
+    layout = set(h.layout("cluster_by") + h.layout("sort_by") + h.layout("bloom_filter_columns")) if is_v2(h) else set()
     with h.writer(rng).update_schema() as schema:
         for _ in range(rng.randint(1, 3)):
             others = list(state.columns[1:])

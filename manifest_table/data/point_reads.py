@@ -343,10 +343,10 @@ def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | No
                     continue
                 at, length = where.column_index
                 bounds = None
-                natural = _natural_schema(source).get_field_index(column.path)
+                natural = natural_schema(source).get_field_index(column.path)
                 if length and chunk.has_column_index and natural >= 0:
                     count = sum(not p.dictionary for p in pages)
-                    stored = _natural_schema(source).field(natural).type
+                    stored = natural_schema(source).field(natural).type
                     bounds = page_index.decode_bounds(file.read_at(length, at), count, chunk.physical_type, stored)
                 return ChunkPages(pages, bounds, encoded, text)
         try:
@@ -366,7 +366,7 @@ def _footer(source: ParquetSource, file: pa.NativeFile) -> bytes:
     return source.derived["footer"]
 
 
-def _natural_schema(source: ParquetSource) -> pa.Schema:
+def natural_schema(source: ParquetSource) -> pa.Schema:
     """The Arrow types of the file's columns as stored (the units of their integers), before
     the casts to the table's types."""
     if "natural" not in source.derived:

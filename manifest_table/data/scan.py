@@ -4,6 +4,7 @@ the residual filter, and stream record batches while files are read in parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,7 +25,7 @@ from ..format.manifest import DataFile
 from ..format.stats import leaf_columns
 from ..lazy import lazy
 from ..storage import FileIO, ParquetSource
-from . import point_reads
+from . import bloom_probes, point_reads
 from .file_sets import FileSet, ListedFiles, VersionFiles
 
 if TYPE_CHECKING:
@@ -374,12 +375,19 @@ def _span_positions(spans: list[tuple[int, int]], read: np.ndarray) -> np.ndarra
 
 def _decode(source: ParquetSource, groups: list[int], columns: list[str], keep: np.ndarray | None) -> pa.Table:
     """File ``columns`` of row ``groups``, the rows ``keep`` drops dropped."""
+    if len(groups) == 1 and source.local:
+        # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
+        # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
+        # same best; docs/benchmarks.md, "Deletes"), and the file reader decodes it without
+        # a scanner's set-up (one 217k-row column: 1.5 ms against 2.3 ms). (Not from an
+        # object store: the scanner coalesces the chunks' ranges into fewer requests.)
+        with source.fragment.open() as file:
+            reader = pq.ParquetFile(file, metadata=source.metadata)
+            table = reader.read_row_group(groups[0], columns=columns, use_threads=False)
+        return table if keep is None else table.filter(pa.array(keep))
     fragment = source.fragment
     if len(groups) < source.metadata.num_row_groups:
         fragment = fragment.subset(row_group_ids=groups)
-    # A single row group has nothing to decode in parallel: handing it to pyarrow's pool
-    # only adds latency (a point delete's read under load 7: 5.5 ms median vs 1.5 ms, the
-    # same best; docs/benchmarks.md, "Deletes").
     scanner = fragment.scanner(columns=columns, use_threads=len(groups) > 1)
     batches = scanner.to_batches()
     return pa.Table.from_batches(
@@ -440,6 +448,9 @@ def _group_stats(source: ParquetSource, group: int, leaves: Mapping[str, int], n
                 if stats.has_min_max
                 else (ColumnStats(None, None, nulls, row_group.num_rows))
             )
+        probe = bloom_probes.membership(source, group, leaf)
+        if probe is not None:
+            found = dataclasses.replace(found or ColumnStats(row_count=row_group.num_rows), may_contain=probe)
         source.derived[key] = found
     return source.derived[key]
 
@@ -462,12 +473,11 @@ def _stats_lookup(
             return None
         known = file.stats.get(name)
         if known is None or (stats.min is None and stats.max is None):
-            return ColumnStats(None, None, stats.null_count, stats.row_count)
-        return ColumnStats(
-            stats.min if known.min is not None else None,
-            stats.max if known.max is not None else None,
-            stats.null_count,
-            stats.row_count,
+            return dataclasses.replace(stats, min=None, max=None)
+        return dataclasses.replace(
+            stats,
+            min=stats.min if known.min is not None else None,
+            max=stats.max if known.max is not None else None,
         )
 
     return lookup

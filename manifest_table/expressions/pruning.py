@@ -23,7 +23,7 @@ def comparison_may_match(op: str, value: Value, stats: ColumnStats) -> bool:
         return False
     low, high = _bounds(stats, doubles=isinstance(value, float))
     if op == "=":
-        return _in_range(low, high, value)
+        return _in_range(low, high, value) and _may_hold(stats, value)
     if op == "!=":
         return not _all_equal(low, high, value)
     bound = low if op in ("<", "<=") else high
@@ -36,7 +36,7 @@ def in_may_match(values: tuple[Value, ...], negated: bool, stats: ColumnStats) -
     low, high = _bounds(stats, doubles=any(isinstance(value, float) for value in values))
     if negated:
         return not any(_all_equal(low, high, value) for value in values)
-    return any(_in_range(low, high, value) for value in values)
+    return any(_in_range(low, high, value) and _may_hold(stats, value) for value in values)
 
 
 def is_null_may_match(negated: bool, stats: ColumnStats) -> bool:
@@ -68,6 +68,11 @@ def _has_values(stats: ColumnStats) -> bool:
     if stats.null_count is None or stats.row_count is None:
         return True
     return stats.null_count < stats.row_count
+
+
+def _may_hold(stats: ColumnStats, value: Value) -> bool:
+    """False when the rows' membership test (a bloom filter) rules ``value`` out."""
+    return stats.may_contain is None or stats.may_contain(value)
 
 
 def _bounds(stats: ColumnStats, doubles: bool = False) -> tuple[Any, Any]:

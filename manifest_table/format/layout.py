@@ -1,6 +1,7 @@
-"""The columns a table's layout properties name (``cluster_by``, ``sort_by``), checked
-against its schema: every version is written with them naming columns it has, of types with
-an order (those with statistics: numbers, booleans, strings, dates, timestamps, decimals).
+"""The columns a table's layout properties name (``cluster_by``, ``sort_by``,
+``bloom_filter_columns``), checked against its schema: every version is written with them
+naming columns it has, of types with an order (those with statistics: numbers, booleans,
+strings, dates, timestamps, decimals), or, for bloom filters, of a type they are kept for.
 ``create_table``, ``set_properties`` and schema changes all pass here (commit/builder.py), so
 a property never names a dropped column and a rename carries into it
 (``renamed_in_layout``)."""
@@ -13,7 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
-from .properties import LAYOUT, Properties
+from .bloom_filter import probed_type
+from .properties import BLOOM_FILTER_COLUMNS, LAYOUT, Properties
 from .stats import has_stats
 
 
@@ -29,7 +31,13 @@ def check_layout(properties: Properties, schema: pa.Schema) -> None:
                     f"{prop.name} no longer names it; nothing was committed"
                 )
             dtype = schema.field(name).type
-            if not has_stats(dtype):
+            if prop is BLOOM_FILTER_COLUMNS:
+                if not probed_type(dtype):
+                    raise InvalidArgumentError(
+                        f"{prop.name} names column {name!r} of type {dtype}; bloom filters are kept "
+                        "for signed integers, dates, strings and binary columns; nothing was committed"
+                    )
+            elif not has_stats(dtype):
                 raise InvalidArgumentError(
                     f"{prop.name} names column {name!r} of type {dtype}, which has no order to "
                     "sort by (numbers, booleans, strings, dates, timestamps and decimals do)"

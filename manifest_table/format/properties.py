@@ -134,7 +134,17 @@ SORT_BY = register(
         "sort_by", "columns every appended batch is sorted by before it is written", (), _column_list(None), list
     )
 )
-LAYOUT: tuple[Property[tuple[str, ...]], ...] = (CLUSTER_BY, SORT_BY)
+BLOOM_FILTER_COLUMNS = register(
+    Property[tuple[str, ...]](
+        "bloom_filter_columns",
+        "columns every data file keeps a bloom filter of, per row group, so that a lookup by "
+        "value skips the row groups without it (docs/operations.md, 'Bloom filters')",
+        (),
+        _column_list(None),
+        list,
+    )
+)
+LAYOUT: tuple[Property[tuple[str, ...]], ...] = (CLUSTER_BY, SORT_BY, BLOOM_FILTER_COLUMNS)
 """The properties that name columns (format/layout.py checks them against the schema)."""
 
 

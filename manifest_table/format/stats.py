@@ -13,9 +13,10 @@ upper bound. Each bound is kept or dropped on its own.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -49,6 +50,8 @@ class ColumnStats:
     max: Any = None
     null_count: int | None = None
     row_count: int | None = None
+    may_contain: Callable[[Any], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
+    """A membership test (a row group's bloom filter): False only if no row holds the value."""
 
 
 def has_stats(dtype: pa.DataType) -> bool:

@@ -25,7 +25,7 @@ from ..errors import InvalidArgumentError, ManifestTableError
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..format.manifest import check_new_file
-from ..format.properties import SORT_BY
+from ..format.properties import BLOOM_FILTER_COLUMNS, SORT_BY
 from ..storage import FileIO
 from .schema_change import SchemaUpdate, new_columns
 from .staging import Staging
@@ -37,18 +37,33 @@ def append(staging: Staging, data: Any, schema_mode: str | None = None, *, in_or
     which ``parameters.replaced`` pairs with the rows they replace by their order)."""
     data = arrow_input(data)  # one stream for the schema merge and the rows
     apply_schema_mode(staging, data, schema_mode)
-    sort_by: tuple[str, ...] = () if in_order else staging.base.properties[SORT_BY]
-    files = write_rows(staging.handle.io, data, staging.fields(), staging.handle.write_options, sort_by)
+    properties = staging.base.properties
+    sort_by: tuple[str, ...] = () if in_order else properties[SORT_BY]
+    blooms: tuple[str, ...] = properties[BLOOM_FILTER_COLUMNS]
+    files = write_rows(
+        staging.handle.io,
+        data,
+        staging.fields(),
+        staging.handle.write_options,
+        sort_by,
+        bloom_filter_columns=blooms,
+    )
     staging.stage_files(files)
     return sum(f.rows for f in files)
 
 
 def write_rows(
-    io: FileIO, data: Any, fields: FieldIds, options: WriteOptions, sort_by: Sequence[str] = ()
+    io: FileIO,
+    data: Any,
+    fields: FieldIds,
+    options: WriteOptions,
+    sort_by: Sequence[str] = (),
+    bloom_filter_columns: Sequence[str] = (),
 ) -> list[DataFile]:
     """Step 2: ``data`` conformed to ``fields.schema``, sorted by ``sort_by`` (the table's
     property), and written as new data files carrying the columns' field ids and physical
-    names (nothing is left behind if it fails)."""
+    names, and bloom filters of ``bloom_filter_columns`` (the property), leaving nothing
+    behind if it fails."""
     batches = batches_of(data, fields.schema)
     return write_data_files(
         io,
@@ -57,6 +72,7 @@ def write_rows(
         options,
         field_ids=fields.ids,
         physical_names=fields.physical_names,
+        bloom_filter_columns=bloom_filter_columns,
     )
 
 

@@ -34,7 +34,7 @@ from ..errors import CorruptTableError, InvalidArgumentError
 from ..format.field_ids import FieldIds
 from ..format.manifest import DataFile
 from ..format.pointer import Pointer
-from ..format.properties import CLUSTER_BY
+from ..format.properties import BLOOM_FILTER_COLUMNS, CLUSTER_BY
 from ..handle import TableHandle
 from ..log.version import Version, locate
 from ..storage import FileIO
@@ -62,6 +62,8 @@ class CompactionGroup:
     empty: the sources' order is kept."""
     run: int | None = None
     """The clustering run the outputs belong to (``DataFile.cluster_run``)."""
+    bloom_filter_columns: tuple[str, ...] = ()
+    """The version's property of that name: the outputs keep bloom filters of these."""
 
     @property
     def schema(self) -> pa.Schema:
@@ -110,6 +112,7 @@ def plan_compaction(manifest: Version, target_file_size: int, min_deleted_fracti
     if manifest.properties[CLUSTER_BY]:
         return _plan_clustering(manifest, target_file_size, heavy)
     small = SMALL_FILE_FRACTION * target_file_size
+    blooms = manifest.properties[BLOOM_FILTER_COLUMNS]
     bins: list[list[DataFile]] = []
     size, rows = 0.0, 0
     for f in manifest.files:
@@ -122,7 +125,7 @@ def plan_compaction(manifest: Version, target_file_size: int, min_deleted_fracti
         size += _live_bytes(f)
         rows += f.live_rows
     return [
-        CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size)
+        CompactionGroup(tuple(b), manifest.fields, manifest.version, target_file_size, bloom_filter_columns=blooms)
         for b in bins
         if len(b) > 1 or heavy(b[0])
     ]
@@ -139,11 +142,14 @@ def _plan_clustering(
     order = cluster_field_ids(manifest.fields, columns)
     merges = plan_merges(live, manifest.fields, columns, target_file_size)
     taken = {f.path for merge in merges for f in merge.files}
+    blooms = manifest.properties[BLOOM_FILTER_COLUMNS]
     return [
-        CompactionGroup(merge.files, manifest.fields, manifest.version, target_file_size, order, merge.run)
+        CompactionGroup(merge.files, manifest.fields, manifest.version, target_file_size, order, merge.run, blooms)
         for merge in merges
     ] + [
-        CompactionGroup((f,), manifest.fields, manifest.version, target_file_size, run=f.cluster_run)
+        CompactionGroup(
+            (f,), manifest.fields, manifest.version, target_file_size, run=f.cluster_run, bloom_filter_columns=blooms
+        )
         for f in manifest.files
         if f.path not in taken and heavy(f)
     ]
@@ -168,6 +174,7 @@ def rewrite_group(handle: TableHandle, group: CompactionGroup, dvs: DeletionVect
         field_ids=group.fields.ids,
         file_rows=group.output_rows,
         physical_names=group.fields.physical_names,
+        bloom_filter_columns=group.bloom_filter_columns,
     )
     try:
         return rewrite_record(handle.io, group, outputs)

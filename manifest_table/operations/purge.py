@@ -32,6 +32,7 @@ from ..data.tombstones import DeletionVectors, write_tombstone
 from ..expressions import Expr, to_expr
 from ..format.manifest import DataFile
 from ..format.pointer import Pointer
+from ..format.properties import BLOOM_FILTER_COLUMNS
 from ..handle import TableHandle
 from ..log.version import Version
 from .compaction import CompactionGroup, commit_compaction, rewrite_group
@@ -72,7 +73,14 @@ def plan_purge(handle: TableHandle, base: Version, dvs: DeletionVectors, matched
     refs = write_tombstone(handle.store, dropped) if dropped else {}
     target = handle.write_options.target_file_size
     groups = [
-        CompactionGroup((replace(f, deletes=refs[f.path]),), base.fields, base.version, target, run=f.cluster_run)
+        CompactionGroup(
+            (replace(f, deletes=refs[f.path]),),
+            base.fields,
+            base.version,
+            target,
+            run=f.cluster_run,
+            bloom_filter_columns=base.properties[BLOOM_FILTER_COLUMNS],
+        )
         for f in files
     ]
     return PurgePlan(groups, sorted({ref.path for ref in refs.values()}), sum(map(len, matched.values())))

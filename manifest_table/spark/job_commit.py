@@ -18,7 +18,7 @@ from ..errors import InvalidArgumentError, ManifestTableError, SchemaMismatchErr
 from ..expressions import Expr
 from ..format.field_ids import plain
 from ..format.manifest import DataFile
-from ..format.properties import SORT_BY
+from ..format.properties import BLOOM_FILTER_COLUMNS, SORT_BY
 from ..operations.overwrite import check_within
 from ..storage import FileIO
 from ..table import Table
@@ -59,6 +59,7 @@ class TableCommit:
             self.base_version: int | None = None
             self.fields = plain(self.table_schema)
             self.sort_by: tuple[str, ...] = ()
+            self.bloom_filter_columns: tuple[str, ...] = ()
         else:
             base = table.manifest()
             check_write_schema(frame, base.schema, table.uri)
@@ -66,6 +67,7 @@ class TableCommit:
             self.base_version = base.version
             self.fields = base.fields  # the job's files carry its field ids and physical names
             self.sort_by = base.properties[SORT_BY]  # each task's rows are sorted by these
+            self.bloom_filter_columns = base.properties[BLOOM_FILTER_COLUMNS]
         if where is not None:
             self.where = where.bind(self.table_schema)  # an unknown column fails now, not after the job
 

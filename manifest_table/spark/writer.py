@@ -50,10 +50,11 @@ def write_task(
     options: WriteOptions,
     batches: Iterator[pa.RecordBatch],
     sort_by: Sequence[str] = (),
+    bloom_filter_columns: Sequence[str] = (),
 ) -> WrittenFiles:
     """Executor side: write one task's batches, conformed to the table schema (and sorted by
-    the table's ``sort_by``), as data files. On failure the files written so far are removed
-    before the error propagates."""
+    the table's ``sort_by``, with its ``bloom_filter_columns``), as data files. On failure
+    the files written so far are removed before the error propagates."""
     began = wall()
     first = next(batches, None)
     if first is None:
@@ -61,7 +62,7 @@ def write_task(
     stream = pa.RecordBatchReader.from_batches(first.schema, chain([first], batches))
     io = _TrackedIO(location.store())
     try:
-        return WrittenFiles(write_rows(io, stream, fields, options, sort_by), began)
+        return WrittenFiles(write_rows(io, stream, fields, options, sort_by, bloom_filter_columns), began)
     except BaseException:
         io.store.delete_unreferenced(io.created)
         raise
@@ -78,7 +79,14 @@ class _TableWrite:
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
         target = self._target
-        return write_task(self._options.location, target.fields, self._options.write, iterator, target.sort_by)
+        return write_task(
+            self._options.location,
+            target.fields,
+            self._options.write,
+            iterator,
+            target.sort_by,
+            target.bloom_filter_columns,
+        )
 
     def _commit(
         self, messages: Iterable[WriterCommitMessage | None], app_transaction: tuple[str, int] | None = None

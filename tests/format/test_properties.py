@@ -32,7 +32,8 @@ def root(t: mt.Table, version: int | None = None) -> dict[str, Any]:
 
 def test_a_new_table_shows_every_property_and_stays_at_format_version_2(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
-    assert t.properties == {"cluster_by": [], "deletes_limit": 64, "gc_grace": "24h", "max_small_segments": 8,
+    assert t.properties == {"bloom_filter_columns": [], "cluster_by": [], "deletes_limit": 64, "gc_grace": "24h",
+                            "max_small_segments": 8,
                             "segment_target_files": 32768, "sort_by": [], "tail_limit": 32}
     assert root(t)["format_version"] == 2 and "gc_grace" not in root(t)["properties"]
 

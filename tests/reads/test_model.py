@@ -180,7 +180,7 @@ class TableModel(RuleBasedStateMachine):
         assert self.table.properties[name] == ("24h" if value is None else value)
 
     @precondition(lambda self: self.table.manifest().format_version >= 2)
-    @rule(name=st.sampled_from(["cluster_by", "sort_by"]),
+    @rule(name=st.sampled_from(["cluster_by", "sort_by", "bloom_filter_columns"]),
           columns=st.sampled_from([None, ["k"], ["v"], ["k", "v"], ["v", "k"]]))
     def set_layout(self, name, columns):
         self.committed(self.table.set_properties({name: columns}), self.rows)
