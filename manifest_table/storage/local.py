@@ -92,11 +92,13 @@ class LocalStore(ObjectStore):
                     f.write(data)
                     f.flush()
                     os.link(tmp, path)
-                except FileExistsError:
-                    raise PreconditionFailed(key) from None
-                finally:
+                except BaseException as exc:
                     os.unlink(tmp)
-                try:
+                    if isinstance(exc, FileExistsError):
+                        raise PreconditionFailed(key) from None
+                    raise
+                try:  # from here on the name exists: any failure takes it back
+                    os.unlink(tmp)
                     _fsync_with_directory(f.fileno(), directory)
                 except BaseException:
                     os.unlink(path)
