@@ -263,6 +263,10 @@ class FaultyStore(ObjectStore):
     def put_if_absent(self, key: str, data: bytes) -> str:
         return self.plan.run("put_if_absent", key, lambda: self.inner.put_if_absent(key, data))
 
+    def put_new(self, key: str, data: bytes) -> str:
+        # (faults planned for creates apply to both kinds)
+        return self.plan.run("put_if_absent", key, lambda: self.inner.put_new(key, data))
+
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         return self.plan.run("put_if_match", key, lambda: self.inner.put_if_match(key, data, etag))
 

@@ -280,7 +280,7 @@ class ManifestBuilder:
 
     def _write(self, table: pa.Table, prev: Version, field_ids: Sequence[int]) -> SegmentSummary:
         key = new_segment_key()
-        self._log.store.put_if_absent(key, encode_segment(table))
+        self._log.store.put_new(key, encode_segment(table))
         self._segments.append(key)
         self._attempt.append(key)
         self._log.segments.remember(Segment(key, table, prev.schema, field_ids))

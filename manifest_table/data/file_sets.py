@@ -14,9 +14,9 @@ from itertools import chain
 from typing import Protocol, overload
 
 import numpy as np
-import pyarrow as pa
 
 from ..expressions import Expr
+from ..expressions.arrow import matching_rows
 from ..expressions.stats_arrow import stats_filter
 from ..format.entries import DataFile, DeletionVector
 from ..format.segment import Segment
@@ -157,12 +157,13 @@ class _Entries(Sequence[DataFile]):
 def candidates(segment: Segment, where: Expr | None, deletes: Mapping[str, DeletionVector]) -> np.ndarray:
     """Indices of the entries of ``segment`` with live rows whose stats may match the bound
     ``where`` (a superset of those ``may_match`` keeps), found by one Arrow filter over its
-    typed stats columns. ``deletes``: the root's override map."""
+    typed stats columns (``matching_rows``: on the calling thread for a segment of up to 64k
+    entries; ``Table.filter``'s hand-off to a thread pool cost a point update 1.4 ms per
+    segment). ``deletes``: the root's override map."""
     live = segment.live(deletes)
     expr = stats_filter(where, segment.stats_columns) if where is not None else None
     if expr is not None:
-        indexed = segment.table.append_column("_i", pa.array(np.arange(len(segment), dtype=np.int64)))
         chosen = np.zeros(len(segment), dtype=bool)
-        chosen[indexed.filter(expr).column("_i").to_numpy()] = True
+        chosen[matching_rows(segment.table, expr)] = True
         live &= chosen
     return np.flatnonzero(live)

@@ -80,9 +80,13 @@ class ChunkPages:
     def firsts(self) -> list[int]:
         return [p.first_row for p in self.data]
 
+    @functools.cached_property
+    def _first_rows(self) -> np.ndarray:
+        return np.asarray(self.firsts, dtype=np.int64)
+
     def holding(self, rows: np.ndarray) -> list[pp.Page]:
         """The data pages holding ``rows`` (ascending), in order."""
-        index = np.searchsorted(np.asarray(self.firsts), rows, side="right") - 1
+        index = np.searchsorted(self._first_rows, rows, side="right") - 1
         first = np.ones(len(index), dtype=bool)
         first[1:] = index[1:] != index[:-1]
         return [self.data[i] for i in index[first].tolist()]
@@ -244,7 +248,7 @@ def _group_reader(
         if layout is None or _template((field,), (layout.text,)) is None:
             return None
         chosen = layout.holding(rows)
-        dictionary = b"".join(file.read_at(p.size, p.offset) for p in layout.pages if p.dictionary)
+        dictionary = _dictionary_page(source, file, group, leaf, layout)
         body = b"".join(file.read_at(p.size, p.offset) for p in chosen)
         strings = bool(dictionary) and (pa.types.is_string(field.type) or pa.types.is_large_string(field.type))
         return tuple((p.first_row, p.rows) for p in chosen), _Planned(
@@ -355,6 +359,22 @@ def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | No
             return ChunkPages(pp.walk_pages(reads, facts.start, end, facts.rows, facts.rows - 1), None, encoded, text)
         except (ValueError, IndexError):
             return None
+
+
+def _dictionary_page(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, layout: ChunkPages) -> bytes:
+    """The chunk's dictionary page (empty if none); one of at most ``KEPT_DICTIONARY_BYTES``
+    is kept with the footer."""
+    key = ("dictionary", group, leaf)
+    page = source.derived.get(key)
+    if page is None:
+        page = b"".join(file.read_at(p.size, p.offset) for p in layout.pages if p.dictionary)
+        if len(page) <= KEPT_DICTIONARY_BYTES:
+            source.derived[key] = page
+    return page
+
+
+KEPT_DICTIONARY_BYTES = 64 * 1024
+"""Larger dictionary pages are read at each use, so that what a footer keeps stays small."""
 
 
 def _footer(source: ParquetSource, file: pa.NativeFile) -> bytes:

@@ -138,7 +138,7 @@ class Scan:
         self.columns = list(names) if chosen is None else chosen
         self.where = where.bind(snapshot.schema) if where is not None else None
         self._io = io
-        self._workers = max_workers or max(2, os.cpu_count() or 1)
+        self._max_workers = max_workers
 
     @property
     def version(self) -> int:
@@ -218,12 +218,13 @@ class Scan:
             if table is not None and table.num_rows:
                 yield files[0], table
             return
-        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+        workers = self._max_workers or max(2, os.cpu_count() or 1)  # (asked only here: 30 us a call)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             window: list[tuple[DataFile, Future[pa.Table]]] = []
             pending = iter(files)
             for file in pending:
                 window.append((file, pool.submit(self._read_file, file, columns, with_positions)))
-                if len(window) >= self._workers:
+                if len(window) >= workers:
                     break
             while window:
                 file, future = window.pop(0)
@@ -269,7 +270,7 @@ class Scan:
         fields = self.snapshot.fields
         schema = source.fragment.physical_schema
         sources = fields.sources(schema, needed)
-        leaves = leaf_columns(schema)
+        leaves = _leaves(source)
         starts = _starts(source)
         groups = [
             i
@@ -283,24 +284,28 @@ class Scan:
         if not groups:
             return None
         if where is not None and point_reads.applies(source, groups):
-            return self._read_matching(file, source, groups, deleted, needed)
+            return self._read_matching(file, source, groups, deleted, needed, sources)
         spans = [(int(starts[i]), int(starts[i + 1])) for i in groups]
         keep = _kept_rows(deleted, spans) if deleted else None
         table = _decode(source, groups, [sources[c] for c in needed if c in sources], keep)
         return _Rows(fields.conform(table, sources, needed), spans, keep)
 
     def _read_matching(
-        self, file: DataFile, source: ParquetSource, groups: list[int], deleted: BitMap, needed: list[str]
+        self,
+        file: DataFile,
+        source: ParquetSource,
+        groups: list[int],
+        deleted: BitMap,
+        needed: list[str],
+        sources: dict[str, str],
     ) -> _Rows | None:
         """The filter's columns first, only in the pages whose bounds may match, then the
         other columns only at the rows that match (``point_reads``): a point read decodes a
-        page per column, not row groups."""
+        page per column, not row groups. ``sources``: table column -> the file's."""
         where = self.where
         assert where is not None
         fields = self.snapshot.fields
-        schema = source.fragment.physical_schema
-        sources = fields.sources(schema, needed)
-        leaves = leaf_columns(schema)
+        leaves = _leaves(source)
         starts = _starts(source)
         filtering = sorted(where.columns())
         in_file = [sources[c] for c in filtering if c in sources]
@@ -426,6 +431,13 @@ def _starts(source: ParquetSource) -> np.ndarray:
         meta = source.metadata
         source.derived["starts"] = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
     return source.derived["starts"]
+
+
+def _leaves(source: ParquetSource) -> dict[str, int]:
+    """``stats.leaf_columns`` of the file's schema (kept with the footer)."""
+    if "leaves" not in source.derived:
+        source.derived["leaves"] = leaf_columns(source.fragment.physical_schema)
+    return source.derived["leaves"]
 
 
 def _group_stats(source: ParquetSource, group: int, leaves: Mapping[str, int], name: str) -> ColumnStats | None:

@@ -31,7 +31,7 @@ def write_tombstone(store: ObjectStore, bitmaps: Mapping[str, BitMap]) -> dict[s
         chunks.append(blob)
         refs[path] = DeletionVector(key, offset, len(blob), len(bitmap))
         offset += len(blob)
-    store.put_if_absent(key, b"".join(chunks))
+    store.put_new(key, b"".join(chunks))
     return refs
 
 

@@ -75,7 +75,7 @@ class TablePart:
         if self.root is None or self.built_on != built_on:
             state: Manifest = table if self.proposal is None else self.proposal.build(table, commit_id)
             key = new_root_key(self.table_id)
-            self.log.database.store.put_if_absent(key, encode_root(state))
+            self.log.database.store.put_new(key, encode_root(state))
             self.log.database.remember_root(key, state)
             self.root, self.built_on = key, built_on
             self.written.append(key)

@@ -56,6 +56,14 @@ class ObjectStore(ABC):
     def put_if_absent(self, key: str, data: bytes) -> str:
         """Create ``key``; raises ``PreconditionFailed`` if it exists. Returns the etag."""
 
+    def put_new(self, key: str, data: bytes) -> str:
+        """``put_if_absent`` of an object under a fresh name that nothing names yet (a
+        tombstone, a segment, a database's table root): something naming it is written only
+        after this returns, so a store may make its bytes and its name durable together
+        (``LocalStore``: one concurrent round of syncs, docs/protocol.md). Wrappers forward it;
+        this default is ``put_if_absent``."""
+        return self.put_if_absent(key, data)
+
     @abstractmethod
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         """Replace ``key`` only if its etag is ``etag``; raises ``PreconditionFailed`` otherwise.

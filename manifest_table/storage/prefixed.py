@@ -36,6 +36,9 @@ class PrefixedStore(ObjectStore):
     def put_if_absent(self, key: str, data: bytes) -> str:
         return self.inner.put_if_absent(self.prefix + key, data)
 
+    def put_new(self, key: str, data: bytes) -> str:
+        return self.inner.put_new(self.prefix + key, data)
+
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         return self.inner.put_if_match(self.prefix + key, data, etag)
 

@@ -84,11 +84,17 @@ class RetryingStore(ObjectStore):
         return self.policy.call(lambda: self.inner.head(key))
 
     def put_if_absent(self, key: str, data: bytes) -> str:
+        return self._create(key, lambda: self.inner.put_if_absent(key, data))
+
+    def put_new(self, key: str, data: bytes) -> str:
+        return self._create(key, lambda: self.inner.put_new(key, data))
+
+    def _create(self, key: str, create: Callable[[], str]) -> str:
         if not (self.unique_prefixes and key.startswith(self.unique_prefixes)):
-            return self.inner.put_if_absent(key, data)
+            return create()
         for attempt in range(self.policy.attempts):
             try:
-                return self.inner.put_if_absent(key, data)
+                return create()
             except NotFound:
                 raise
             except PreconditionFailed:

@@ -81,6 +81,45 @@ def test_put_if_absent_on_existing_key_fails(store: ObjectStore) -> None:
     assert store.head("manifest/v1.json").etag == etag  # type: ignore[union-attr]
 
 
+def test_put_new_creates_once(store: ObjectStore) -> None:
+    """``put_new`` (a fresh name nothing names yet) is a create-only put on every store."""
+    etag = store.put_new("tombstones/a.roaring", b"first")
+    with pytest.raises(PreconditionFailed):
+        store.put_new("tombstones/a.roaring", b"second")
+    with pytest.raises(PreconditionFailed):
+        store.put_if_absent("tombstones/a.roaring", b"second")
+    assert store.get("tombstones/a.roaring") == b"first"
+    assert store.head("tombstones/a.roaring").etag == etag  # type: ignore[union-attr]
+    assert [i.key for i in store.list()] == ["tombstones/a.roaring"]
+
+
+@pytest.mark.parametrize("fails", ["file", "directory"])
+def test_local_put_new_whose_sync_fails_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """A local ``put_new`` links before it syncs; a failed sync of the bytes or of the
+    directory unlinks the name again, so a retry writes the object anew instead of finding
+    the name taken and taking bytes the disk may lose for a created object."""
+    from manifest_table.storage.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}") == (fails == "directory"):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(StoreError, match="Input/output error"):
+        store.put_new("tombstones/a.roaring", b"bytes")
+    assert store.head("tombstones/a.roaring") is None
+    assert sorted(os.listdir(tmp_path / "tombstones")) == []  # no temp file either
+    monkeypatch.setattr(os, "fsync", real)
+    store.put_new("tombstones/a.roaring", b"bytes")
+    assert store.get("tombstones/a.roaring") == b"bytes"
+
+
 def test_put_if_match_swaps(store: ObjectStore) -> None:
     old = store.put_if_absent("_latest_manifest", b"v1")
     new = store.put_if_match("_latest_manifest", b"v2", old)
