@@ -214,12 +214,32 @@ def _check_cell(name: str, store: ObjectStore, uri: str, outcome: Any, plan: Fau
     assert Counter(table.scan().to_arrow().column("id").to_pylist()) == final
 
 
-def _cells(name: str, kind: str, tmp_path: Path, fmt: str,
-           location: tuple[str, dict[str, str] | None] | None = None) -> tuple[Fixture, list[Call]]:
+Location = Callable[[], tuple[str, dict[str, str] | None]]
+Templates = Callable[[str, str, bool, Location | None], Fixture]
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    """The prepared store of each (kind, format, base table or empty), made once for the module:
+    every cell works on a copy (``Fixture.copy`` only reads the template), so the cells of each
+    operation and fault share one template instead of writing the base table again."""
+    made: dict[tuple[str, str, bool], Fixture] = {}
+
+    def template(kind: str, fmt: str, base: bool, location: Location | None) -> Fixture:
+        if (kind, fmt, base) not in made:
+            prepare = functools.partial(_base_table, fmt) if base else None
+            made[kind, fmt, base] = Fixture(kind, tmp_path_factory.mktemp(f"{kind}-{fmt}"), prepare,
+                                            location() if location else None)
+        return made[kind, fmt, base]
+
+    return template
+
+
+def _cells(name: str, kind: str, templates: Templates, fmt: str,
+           location: Location | None = None) -> tuple[Fixture, list[Call]]:
     """The fixture and the calls of a clean run. Parallel scans may fetch a shared tombstone
     object once per thread, so a run can make a call more or fewer than another."""
-    prepare = None if name == "create_table" else functools.partial(_base_table, fmt)
-    fixture = Fixture(kind, tmp_path, prepare, location)
+    fixture = templates(kind, fmt, name != "create_table", location)
     store, uri = fixture.copy()
     recorder = FaultyStore(store)
     _run(name, recorder, uri, fmt)
@@ -246,8 +266,8 @@ def _run_cells(fixture: Fixture, name: str, fmt: str, fault: str, cells: list[in
 @pytest.mark.parametrize("name", ["create_table", *OPERATIONS])
 @pytest.mark.parametrize("kind", ["memory", "local"])
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_fault_matrix(fmt: str, kind: str, name: str, fault: str, tmp_path: Path) -> None:
-    fixture, calls = _cells(name, kind, tmp_path, fmt)
+def test_fault_matrix(fmt: str, kind: str, name: str, fault: str, templates: Templates) -> None:
+    fixture, calls = _cells(name, kind, templates, fmt)
     assert len(calls) >= 3
     _run_cells(fixture, name, fmt, fault, list(range(1, len(calls) + 1)))
 
@@ -262,9 +282,9 @@ append and delete on GCS and Azure: 16 tests, 163 s, all passed)."""
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("name", ["create_table", *OPERATIONS])
 @pytest.mark.parametrize("kind", ["seaweedfs", "gcs", "azure"])
-def test_fault_matrix_on_servers(kind: str, name: str, fault: str, tmp_path: Path,
+def test_fault_matrix_on_servers(kind: str, name: str, fault: str, templates: Templates,
                                  request: pytest.FixtureRequest) -> None:
-    fixture, calls = _cells(name, kind, tmp_path, "v2", store_location(kind, request))
+    fixture, calls = _cells(name, kind, templates, "v2", lambda: store_location(kind, request))
     if SERVER_CELLS == "all":
         cells = list(range(1, len(calls) + 1))
     else:

@@ -30,7 +30,7 @@ what is cheap to shrink itself: the history ends at the failing step, and a fail
 is reduced to its smallest failing part (`Checker._shrink`).
 
 Environment (all optional):
-- `MT_DIFF_CASES` (default 40): cases per run; `MT_DIFF_SECONDS`: keep running new cases
+- `MT_DIFF_CASES` (default 28: 7 of each layout): cases per run; `MT_DIFF_SECONDS`: keep running new cases
   until that many seconds have passed (a soak; at least `MT_DIFF_CASES` cases).
 - `MT_DIFF_DB_CASES` (default 6): cases of the second test, on a database's table (issue 28):
   created by `mt.create_table("DB/t")`, written through its handle, `db.table`,
@@ -65,7 +65,7 @@ from tests.differential_history import FLAVORS
 from tests.differential_reads import Checker
 from tests.differential_types import KINDS, Shape
 
-CASES = int(os.environ.get("MT_DIFF_CASES", "40"))
+CASES = int(os.environ.get("MT_DIFF_CASES", "28"))
 DB_CASES = int(os.environ.get("MT_DIFF_DB_CASES", "6"))
 STEPS = int(os.environ.get("MT_DIFF_STEPS", "12"))
 FILTERS = int(os.environ.get("MT_DIFF_FILTERS", "3"))

@@ -21,7 +21,7 @@ LIKE gains `ESCAPE '\\'` (DuckDB has no escape character by default), timestamp 
 against the zoned column become TIMESTAMPTZ (with the session zone UTC, as our naive literals
 are UTC), and BETWEEN is spelled as its two comparisons.
 
-`MT_FUZZ_FILTERS=20000` runs more filters (2,000 by default); `MT_FUZZ_SEED` picks the seed.
+`MT_FUZZ_FILTERS=20000` runs more filters (1,000 by default); `MT_FUZZ_SEED` picks the seed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from tests.filter_generator import FilterColumn, Text, like_pattern, random_filt
 
 duckdb = pytest.importorskip("duckdb")
 
-FILTERS = int(os.environ.get("MT_FUZZ_FILTERS", "2000"))
+FILTERS = int(os.environ.get("MT_FUZZ_FILTERS", "1000"))
 SEED = int(os.environ.get("MT_FUZZ_SEED", "20241027"))
 SCAN_EVERY = 25  # an end-to-end scan reads files (ten of them): every 25th filter
 
