@@ -485,11 +485,13 @@ def _stats_lookup(
             return None
         known = file.stats.get(name)
         if known is None or (stats.min is None and stats.max is None):
-            return dataclasses.replace(stats, min=None, max=None)
-        return dataclasses.replace(
-            stats,
-            min=stats.min if known.min is not None else None,
-            max=stats.max if known.max is not None else None,
+            return ColumnStats(None, None, stats.null_count, stats.row_count, stats.may_contain)
+        return ColumnStats(
+            stats.min if known.min is not None else None,
+            stats.max if known.max is not None else None,
+            stats.null_count,
+            stats.row_count,
+            stats.may_contain,
         )
 
     return lookup
