@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..format import page_index
+from ..format import page_index, page_values
 from ..format import parquet_pages as pp
 from ..format.stats import ColumnStats
 from ..lazy import lazy
@@ -257,16 +258,86 @@ def _group_reader(
 
     def read(columns: list[tuple[str, int | None]], rows: np.ndarray) -> dict[str, pa.Array]:
         together: dict[tuple[tuple[int, int], ...], list[_Planned]] = {}
+        out: dict[str, pa.Array] = {}
         for name, leaf in columns:
+            direct = _values_at(source, file, group, leaf, rows) if len(rows) <= FEW_ROWS and leaf is not None else None
+            if direct is not None:
+                out[name] = direct
+                continue
             planned = plan(name, leaf, rows)
             if planned is not None:
                 together.setdefault(planned[0], []).append(planned[1])
-        out: dict[str, pa.Array] = {}
         for spans, planned_columns in together.items():
             out.update(_decode(planned_columns, spans, rows))
         return out
 
     return read
+
+
+def _values_at(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, rows: np.ndarray) -> pa.Array | None:
+    """The values at ``rows`` of column chunk (``group``, ``leaf``) read straight from their
+    pages (``format/page_values.py``), skipping pyarrow's decode of whole pages; None where
+    a page's encoding is not one read that way, or does not add up (pyarrow then decodes
+    it, and judges it)."""
+    chunk = _page_chunk(source, group, leaf)
+    layout = chunk_pages(source, group, leaf)
+    if chunk is None or layout is None:
+        return None
+    try:
+        entries = _dictionary_entries(source, file, group, leaf, layout, chunk)
+        pieces = []
+        for page in layout.holding(rows):
+            inside = rows[(rows >= page.first_row) & (rows < page.first_row + page.rows)] - page.first_row
+            values = page_values.values_at(chunk, entries, file.read_at(page.size, page.offset), inside.tolist())
+            if values is None:
+                return None
+            pieces.append(values)
+    except (ValueError, IndexError, KeyError, TypeError, struct.error, pa.ArrowException):
+        return None
+    return _concat(pieces)
+
+
+def _page_chunk(source: ParquetSource, group: int, leaf: int) -> page_values.Chunk | None:
+    """What ``page_values`` needs of the chunk, if it reads the column: flat, of a type
+    whose Arrow form in the file is the one its Parquet type maps to, in encodings it may
+    decode (kept with the footer)."""
+    key = ("page values", group, leaf)
+    if key not in source.derived:
+        column, chunk = source.metadata.schema.column(leaf), source.metadata.row_group(group).column(leaf)
+        natural = natural_schema(source)
+        at = natural.get_field_index(column.path)
+        schema = source.fragment.physical_schema
+        field = schema.field(column.path) if column.path in schema.names else None
+        found = None
+        if (
+            at >= 0
+            and field is not None
+            and not column.max_repetition_level
+            and natural.field(at).type == field.type
+            and page_values.supports(chunk.physical_type, chunk.compression, field.type)
+            and page_values.may_decode(chunk.physical_type, chunk.encodings, chunk.has_dictionary_page)
+        ):
+            found = page_values.Chunk(
+                chunk.physical_type, chunk.compression, column.max_definition_level > 0, field.type
+            )
+        source.derived[key] = found
+    return source.derived[key]
+
+
+def _dictionary_entries(
+    source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, layout: ChunkPages, chunk: page_values.Chunk
+) -> page_values.Entries | None:
+    """The chunk's dictionary values (None: no dictionary page, or one not decoded here),
+    kept with the footer when its page is."""
+    if not layout.pages or not layout.pages[0].dictionary:
+        return None
+    key = ("dictionary entries", group, leaf)
+    if key not in source.derived:
+        entries = page_values.dictionary_entries(chunk, _dictionary_page(source, file, group, leaf, layout))
+        if entries is not None and ("dictionary", group, leaf) not in source.derived:
+            return entries  # (a large page, read at each use: its values are not kept either)
+        source.derived[key] = entries
+    return source.derived[key]
 
 
 def _decode(columns: list[_Planned], spans: tuple[tuple[int, int], ...], rows: np.ndarray) -> dict[str, pa.Array]:

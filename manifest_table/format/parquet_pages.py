@@ -213,7 +213,7 @@ def _skip(data: bytes | memoryview, i: int, kind: int) -> int:
 
 def scan_struct(data: bytes | memoryview, i: int, wanted: dict[int, int], last: int = 0) -> int:
     """Walk the struct at ``data[i]``, filling ``wanted`` (field id -> 0) with the integer
-    fields it names; a struct field named is read as its first field (``num_values`` of a
+    (and boolean: 1 or 0) fields it names; a struct field named is read as its first field (``num_values`` of a
     data page header, ``num_values`` of a v2 one's is field 3: see ``_count``). Returns the
     offset just past the struct. ``last``: the id of the field before ``data[i]``, to walk
     the rest of a struct from one of its fields on."""
@@ -233,6 +233,8 @@ def scan_struct(data: bytes | memoryview, i: int, wanted: dict[int, int], last: 
         if last in wanted and kind in (_I16, _I32, _I64):
             n, i = _varint(data, i)
             wanted[last] = _zigzag(n)
+        elif last in wanted and kind in (_TRUE, _FALSE):
+            wanted[last] = int(kind == _TRUE)
         elif last in wanted and kind == _STRUCT:
             inner = {_count(last): -1}
             i = scan_struct(data, i, inner)
