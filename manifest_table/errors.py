@@ -25,6 +25,11 @@ class RateLimited(StoreError):
     may succeed a moment later."""
 
 
+class SyncFailedError(StoreError):
+    """A local object could not be made durable (its ``fsync`` failed): it was removed, the
+    write that would have named it was not made, and repeating that write cannot help."""
+
+
 # --- tables ----------------------------------------------------------------------------
 class TableExistsError(ManifestTableError):
     """create_table found a table already at the location."""

@@ -27,6 +27,7 @@ from .errors import InvalidArgumentError
 from .format.mirrors import MIRRORS
 from .handle import TableHandle
 from .storage import ObjectStore, store_for_uri
+from .storage.local import deferred_syncs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -163,7 +164,7 @@ class Table(TableHandle):
         DataFrame or a list of dicts. Nothing to add commits nothing. ``schema_mode="merge"`` adds the
         columns of ``data`` the table lacks (nullable) in the same commit; without it they
         are a ``SchemaMismatchError``."""
-        with self.transaction() as tx:
+        with deferred_syncs(), self.transaction() as tx:
             tx.append(data, schema_mode=schema_mode)
             return tx.commit()
 
@@ -176,7 +177,7 @@ class Table(TableHandle):
 
     def delete(self, where: str | Expr) -> CommitInfo:
         """Delete the rows matching ``where`` by writing a tombstone; data is never rewritten."""
-        with self.transaction() as tx:
+        with deferred_syncs(), self.transaction() as tx:
             tx.delete(where)
             return tx.commit()
 
@@ -193,7 +194,7 @@ class Table(TableHandle):
         every row of ``data`` must satisfy it, or nothing is written (``InvalidArgumentError``
         naming how many do not): a row outside it would be kept beside the rows it was meant
         to replace. ``require_match=False`` writes such rows all the same."""
-        with self.transaction() as tx:
+        with deferred_syncs(), self.transaction() as tx:
             tx.overwrite(data, where, schema_mode, require_match=require_match)
             return tx.commit()
 
@@ -211,7 +212,7 @@ class Table(TableHandle):
         over the table's columns is an ``InvalidFilterError`` pointing at ``values``. The new
         versions go to a new file and the old positions to a tombstone, in one commit with
         ``rows_updated`` in its metrics. See docs/python-api.md."""
-        with self.transaction() as tx:
+        with deferred_syncs(), self.transaction() as tx:
             tx.update(set, where, values=values)
             return tx.commit()
 
@@ -236,7 +237,7 @@ class Table(TableHandle):
         no data file is rewritten. A key twice in ``data`` raises ``DuplicateKeyError``; a
         null key matches nothing. ``schema_mode="merge"`` first adds the source's new columns,
         as ``append`` does. See docs/python-api.md."""
-        with self.transaction() as tx:
+        with deferred_syncs(), self.transaction() as tx:
             tx.upsert(
                 data,
                 on,

@@ -26,7 +26,14 @@ from typing import Generic, Protocol, TypeVar
 from ..arguments import check_int, check_seconds
 from ..clock import Stamp
 from ..deadline import Deadline
-from ..errors import CommitConflictError, CommitFailedError, ManifestTableError, PreconditionFailed, StoreError
+from ..errors import (
+    CommitConflictError,
+    CommitFailedError,
+    ManifestTableError,
+    PreconditionFailed,
+    StoreError,
+    SyncFailedError,
+)
 from ..format.pointer import Pointer
 
 
@@ -243,6 +250,8 @@ def _create(log: VersionedLog[V], version: V) -> V | None:
         return log.create(version)
     except PreconditionFailed:
         pass
+    except SyncFailedError:
+        raise  # refused before the create: an object it names is not durable
     except StoreError:
         pass  # timed out or failed: it may have landed; read back to know
     try:

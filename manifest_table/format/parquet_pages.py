@@ -66,6 +66,11 @@ def _value(data: bytes | memoryview, i: int, kind: int) -> tuple[Any, int]:
         if count == 15:
             count, i = _varint(data, i)
         items = []
+        if item in (_I16, _I32, _I64):  # (page indexes: lists of offsets and counts, inlined)
+            for _ in range(count):
+                n, i = _varint(data, i)
+                items.append((n >> 1) ^ -(n & 1))
+            return (item, items), i
         for _ in range(count):
             if item in (_TRUE, _FALSE):  # in a list, a bool is one byte
                 items.append(data[i] == 1)

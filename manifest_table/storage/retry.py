@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import NotFound, PreconditionFailed, StoreError
+from ..errors import NotFound, PreconditionFailed, StoreError, SyncFailedError
 from .base import ObjectInfo, ObjectStore
 
 T = TypeVar("T")
@@ -95,7 +95,7 @@ class RetryingStore(ObjectStore):
         for attempt in range(self.policy.attempts):
             try:
                 return create()
-            except NotFound:
+            except (NotFound, SyncFailedError):
                 raise
             except PreconditionFailed:
                 if attempt == 0:

@@ -98,3 +98,40 @@ def test_a_local_commit_syncs_what_the_manifest_names_before_it(
     _check_commit(log, root, info.version, staged)
     monkeypatch.undo()
     assert mt.open_table(str(root)).scan().count() == {"append": 11, "delete": 9, "update": 10}[operation]
+
+
+@pytest.mark.parametrize("operation", ["append", "delete", "update"])
+def test_a_failed_sync_of_a_staged_object_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """A one-call operation's fresh objects sync in the background (storage/local.py's
+    ``deferred_syncs``); when one's sync fails, the manifest that would name it is never
+    written, the object is removed, and the next operation commits normally."""
+    root = tmp_path / "t"
+    table = mt.create_table(str(root), SCHEMA)
+    table.append(pa.table({"id": list(range(10)), "qty": [1] * 10}, schema=SCHEMA))
+    before = {p for folder in ("data", "tombstones") for p in (root / folder).glob("*")}
+    version = table.version
+    real_fsync = os.fsync
+
+    def failing(fd: int) -> None:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode) and (os.readlink(f"/proc/self/fd/{fd}")).startswith(
+            (str(root / "data"), str(root / "tombstones"))
+        ):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(mt.errors.SyncFailedError, match="Input/output error"):
+        if operation == "append":
+            table.append(pa.table({"id": [10], "qty": [1]}, schema=SCHEMA))
+        elif operation == "delete":
+            table.delete("id = 3")
+        else:
+            table.update(values={"qty": 0}, where="id = 3")
+    monkeypatch.undo()
+    assert mt.open_table(str(root)).version == version
+    assert not _new(root, "data", before) and not _new(root, "tombstones", before)  # removed
+    assert not list((root / "manifest").glob(f"v{version + 1:020d}*"))
+    table.delete("id = 4")
+    assert mt.open_table(str(root)).scan().count() == 9
