@@ -105,6 +105,8 @@ def values_at(chunk: Chunk, dictionary: Entries | None, page: bytes, rows: list[
     are not decoded here). None where this module does not decode the page's encoding."""
     try:
         return _values_at(chunk, dictionary, page, rows)
+    except _TooManyRuns:
+        return None
     except (IndexError, struct.error) as exc:
         raise ValueError(f"a page that does not add up: {exc}") from exc
 
@@ -200,12 +202,15 @@ def _places(levels: bytes, count: int, rows: list[int]) -> tuple[list[bool], lis
     """For each of ``rows``: whether its value is present; and for those present, their
     indexes among the page's present values (definition levels of width 1, RLE/bit-packed
     hybrid)."""
-    valid, places = [], []
+    valid: list[bool] = []
+    places: list[int] = []
     want = iter(rows)
     row = next(want, None)
+    if row is None:
+        return valid, places
     seen = present = 0  # levels walked, and the 1s among them
     i = 0
-    while row is not None:
+    for _ in range(MAX_RUNS):
         if seen >= count:
             raise ValueError("the definition levels end before the page's values")
         header, i = _varint(levels, i)
@@ -233,7 +238,20 @@ def _places(levels: bytes, count: int, rows: list[int]) -> tuple[list[bool], lis
                 row = next(want, None)
             present += n * level
         seen += n
-    return valid, places
+        if row is None:
+            return valid, places
+    raise _TooManyRuns
+
+
+MAX_RUNS = 128
+"""Runs of levels or dictionary indexes walked in one page before it is left to pyarrow, for
+which one more column of a page costs about 0.1 ms: a run takes 0.3 us here, and a column in
+sorted order has a run every few rows (300 to a row in mid-page), one with 10% of its values
+null scattered about 2,000 in a page of 20,000 (560 us to walk); one without nulls has one."""
+
+
+class _TooManyRuns(Exception):
+    """A walk past ``MAX_RUNS``: the page is left to pyarrow."""
 
 
 def _plain(chunk: Chunk, values: bytes, places: list[int]) -> np.ndarray:
@@ -271,10 +289,12 @@ def _hybrid_at(data: bytes, i: int, width: int, places: list[int]) -> list[int]:
     found: list[int] = []
     want = iter(places)
     place = next(want, None)
+    if place is None:
+        return found
     seen = 0
     stored = (width + 7) // 8
     mask = (1 << width) - 1
-    while place is not None:
+    for _ in range(MAX_RUNS):
         if i >= len(data):
             raise ValueError("the dictionary indexes end before the page's values")
         header, i = _varint(data, i)
@@ -294,7 +314,9 @@ def _hybrid_at(data: bytes, i: int, width: int, places: list[int]) -> list[int]:
                 found.append(value)
                 place = next(want, None)
         seen += n
-    return found
+        if place is None:
+            return found
+    raise _TooManyRuns
 
 
 def dictionary_entries(chunk: Chunk, page: bytes) -> Entries | None:

@@ -7,6 +7,8 @@ the differential test's odd seeds."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -87,7 +89,8 @@ def test_values_at_rows_equal_pyarrows(
     for page in (p for p in pages if not p.dictionary):
         inside = [r - page.first_row for r in rows if page.first_row <= r < page.first_row + page.rows]
         inside = sorted(set(inside) | {0, page.rows - 1})
-        got = page_values.values_at(chunk, entries, data[page.offset : page.offset + page.size], inside)
+        with patch.object(page_values, "MAX_RUNS", 10**9):  # (every run walked: see the test below)
+            got = page_values.values_at(chunk, entries, data[page.offset : page.offset + page.size], inside)
         if got is None:  # a plain page of strings (dictionary overflow or none asked)
             assert chunk.physical == "BYTE_ARRAY"
             continue
@@ -141,3 +144,18 @@ def test_chunks_in_other_encodings_are_left_to_pyarrow_by_their_footer() -> None
     assert not page_values.may_decode("INT64", ("RLE", "DELTA_BINARY_PACKED"), dictionary=False)
     assert not page_values.may_decode("BYTE_ARRAY", ("RLE", "PLAIN"), dictionary=False)  # plain strings
     assert page_values.may_decode("BYTE_ARRAY", ("PLAIN", "RLE", "RLE_DICTIONARY"), dictionary=True)
+
+
+def test_a_page_of_many_runs_is_left_to_pyarrow(tmp_path: pytest.TempPathFactory) -> None:
+    """A sorted column's dictionary indexes change every few rows: walking those runs to a
+    row in mid-page costs more than pyarrow's decode of the page (``MAX_RUNS``)."""
+    path = str(tmp_path / "f.parquet")  # type: ignore[operator]
+    values = np.repeat(np.arange(2_000), 10)  # a run of 10 per value
+    pq.write_table(pa.table({"v": values}), path, use_dictionary=True, row_group_size=len(values))
+    chunk, pages, data, whole = _pages(path, "v")
+    entries = _entries(chunk, pages, data)
+    page = next(p for p in pages if not p.dictionary)
+    raw = data[page.offset : page.offset + page.size]
+    early = page_values.MAX_RUNS * 10 // 2
+    assert page_values.values_at(chunk, entries, raw, [early]).to_pylist() == [whole[early].as_py()]
+    assert page_values.values_at(chunk, entries, raw, [page.rows - 1]) is None
