@@ -23,6 +23,7 @@ store each extra read is a round trip of tens of ms, more than the decoding it s
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -67,11 +68,18 @@ class ChunkPages:
     column index, each data page's bounds."""
 
     pages: list[pp.Page]
-    bounds: page_index.PageBounds | None
+    find_bounds: Callable[[], page_index.PageBounds | None] = dataclasses.field(compare=False, repr=False)
+    """Reads and decodes the chunk's column index, the first time ``bounds`` is asked for:
+    only the filter's columns need them."""
     column: bytes
     """Its ``ColumnMetaData`` fields a ``pages_file`` keeps, encoded (``pp.column_meta``)."""
     text: str
     """Its Parquet column as pyarrow prints it (``ColumnSchema``), to check the template by."""
+
+    @functools.cached_property
+    def bounds(self) -> page_index.PageBounds | None:
+        """From the column index, each data page's bounds (None: no index, or one not decoded)."""
+        return self.find_bounds()
 
     @functools.cached_property
     def data(self) -> list[pp.Page]:
@@ -417,19 +425,30 @@ def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | No
                 if pages is None:
                     continue
                 at, length = where.column_index
-                bounds = None
                 natural = natural_schema(source).get_field_index(column.path)
-                if length and chunk.has_column_index and natural >= 0:
-                    count = sum(not p.dictionary for p in pages)
-                    stored = natural_schema(source).field(natural).type
-                    bounds = page_index.decode_bounds(file.read_at(length, at), count, chunk.physical_type, stored)
-                return ChunkPages(pages, bounds, encoded, text)
+                if not (length and chunk.has_column_index and natural >= 0):
+                    return ChunkPages(pages, lambda: None, encoded, text)
+                count, stored = sum(not p.dictionary for p in pages), natural_schema(source).field(natural).type
+                return ChunkPages(
+                    pages,
+                    functools.partial(_read_bounds, source, at, length, count, chunk.physical_type, stored),
+                    encoded,
+                    text,
+                )
         try:
             end = facts.start + facts.total_compressed_size
             reads = lambda offset, n: file.read_at(n, offset)  # noqa: E731
-            return ChunkPages(pp.walk_pages(reads, facts.start, end, facts.rows, facts.rows - 1), None, encoded, text)
+            pages = pp.walk_pages(reads, facts.start, end, facts.rows, facts.rows - 1)
+            return ChunkPages(pages, lambda: None, encoded, text)
         except (ValueError, IndexError):
             return None
+
+
+def _read_bounds(
+    source: ParquetSource, at: int, length: int, pages: int, physical: str, stored: pa.DataType
+) -> page_index.PageBounds | None:
+    with source.fragment.open() as file:
+        return page_index.decode_bounds(file.read_at(length, at), pages, physical, stored)
 
 
 def _dictionary_page(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, layout: ChunkPages) -> bytes:
