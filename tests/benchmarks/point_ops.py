@@ -12,11 +12,14 @@ local directory, in two layouts:
   made by sorting so that DuckLake gets the very same row order; once with the table's
   ``bloom_filter_columns`` naming ``id`` (row groups skipped by their bloom filters), once
   without (``--layouts`` picks some).
-Per layout, round-robin ``--repeat`` times after one warm-up, each call on another key:
+Per layout, ``--repeat`` calls of each operation after one warm-up, each on another key:
 ``delete("id = k")``, ``update(values={"qty": 0}, where="id = k")`` and
-``scan(where="id = k").to_arrow()``, on one long-lived handle; and, interleaved with each,
-the same statement on a DuckLake table made from the same rows in the same order
-(``DELETE``, ``UPDATE ... SET qty = 0``, ``SELECT *``), timed inside its own process.
+``scan(where="id = k").to_arrow()``, on one long-lived handle; and the same statement on the
+same keys on a DuckLake table made from the same rows in the same order (``DELETE``,
+``UPDATE ... SET qty = 0``, ``SELECT *``), timed inside its own process. ``--order
+interleaved`` (the default) alternates call by call, ours then DuckLake's: each call runs
+after the other process's, caches cold as for a single call; ``--order blocks`` makes each
+operation's calls in a row, ours then DuckLake's: a stream of calls (a job erasing keys).
 Prints medians, the spread (min-max), our process CPU time (all threads: it moves less than
 the wall clock on a shared machine) and the load average, then the targets."""
 
@@ -64,6 +67,8 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--order", choices=["interleaved", "blocks"], default="interleaved",
+                   help="interleaved: each call of ours then DuckLake's; blocks: an operation's calls in a row")
     p.add_argument("--layouts", default=",".join(str(n) for n in range(len(LAYOUTS))),
                    help="which layouts, by number (0: sorted by id, 1: clustered with bloom filters, 2: without)")
     p.set_defaults(peers="ducklake")
@@ -80,7 +85,7 @@ def main() -> None:
             root = os.path.join(work, f"layout-{n}")
             table = mt.write_table(os.path.join(root, "ours"), arrange(data), properties=properties)
             lake = _DuckLake(os.path.join(root, "lake"), data_paths(table), n) if "ducklake" in args.peers else None
-            layout_rows, layout_medians = _layout(layout, table, lake, args.rows, args.repeat)
+            layout_rows, layout_medians = _layout(layout, table, lake, args.rows, args.repeat, args.order)
             rows += layout_rows
             targets += [[f"{OPS[op][0]} at most {seconds(limit)} ({layout})", seconds(layout_medians[op]),
                          "met" if layout_medians[op] <= limit else "missed"] for op, limit in TARGETS.items()]
@@ -95,9 +100,11 @@ def main() -> None:
 
 
 def _layout(
-    layout: str, table: mt.Table, lake: _DuckLake | None, total: int, repeat: int
+    layout: str, table: mt.Table, lake: _DuckLake | None, total: int, repeat: int, order: str
 ) -> tuple[list[list[Any]], dict[str, float]]:
-    """Round-robin over the operations, ours then DuckLake's, each call on a new key."""
+    """Each call on a new key, DuckLake's on the same keys as ours: round-robin over the
+    operations, ours then DuckLake's (``interleaved``), or each operation's calls in a row
+    (``blocks``)."""
     load = os.getloadavg()[0]
     step = min(7919, (total - total // 3) // (len(OPS) * (repeat + 1) + 1))
     keys = iter(range(total // 3, total, max(1, step)))
@@ -109,17 +116,26 @@ def _layout(
         "update": lambda k: table.update(values={"qty": 0}, where=f"id = {k}"),
         "scan": lambda k: table.scan(where=f"id = {k}").to_arrow(),
     }
-    for run in range(repeat + 1):  # the first round warms up
-        for op, call in calls.items():
-            k = next(keys)
-            elapsed, used = _timed(lambda: call(k))
-            other = lake.run(OPS[op][1].format(k=k)) if lake is not None else None
-            if run:
+    keys_of: dict[str, list[int]] = {op: [] for op in calls}
+    for _ in range(repeat + 1):  # (drawn round-robin: each operation's keys spread alike)
+        for op in calls:
+            keys_of[op].append(next(keys))
+    if order == "interleaved":  # each call of ours, then the same of DuckLake's
+        schedule = [(op, side, i) for i in range(repeat + 1) for op in calls for side in ("ours", "theirs")]
+    else:  # each operation's calls in a row, ours then DuckLake's
+        schedule = [(op, side, i) for op in calls for side in ("ours", "theirs") for i in range(repeat + 1)]
+    for op, side, i in schedule:  # call 0 of each warms up
+        k = keys_of[op][i]
+        if side == "ours":
+            elapsed, used = _timed(lambda: calls[op](k))
+            if i:
                 ours[op].append(elapsed)
                 cpu[op].append(used)
-                if other is not None:
-                    theirs[op].append(other)
-    note = f"{layout}; load {load:.1f} / {os.getloadavg()[0]:.1f}"
+        elif lake is not None:
+            other = lake.run(OPS[op][1].format(k=k))
+            if i:
+                theirs[op].append(other)
+    note = f"{layout}; {order}; load {load:.1f} / {os.getloadavg()[0]:.1f}"
     rows = [[note, OPS[op][0], seconds(_median(ours[op])), _spread(ours[op]), seconds(_median(cpu[op])),
              seconds(_median(theirs[op])) if theirs[op] else "-", _spread(theirs[op]) if theirs[op] else "-",
              f"{_median(theirs[op]) / _median(ours[op]):.2f}x" if theirs[op] else "-"] for op in OPS]
