@@ -9,7 +9,10 @@ columns, docs/design/008-point-reads.md). Here:
    columns, so each piece lies in one page of each;
 2. ``read_spans``: the filter's columns at those rows, read from their pages;
 3. the caller evaluates the filter there (positions exact: row-group start + index);
-4. ``read_others``: each other column at the matching rows, from the pages holding them.
+4. ``read_others``: each other column at the matching rows, from the pages holding them:
+   read straight from the page where its encoding places a row's value without decoding
+   the others (``format/page_values.py``: fixed-width and dictionary values), else decoded
+   by pyarrow.
 Pages are located by the offset index, or by walking their headers in files without one
 (``format/parquet_pages.py``); both are kept with the file's footer
 (``ParquetSource.derived``), so a long-lived handle finds them once. The pages of several
