@@ -38,6 +38,7 @@ from .parquet_pages import (
     _varint,
     _zigzag,
     decode_struct,
+    field_header,
     scan_struct,
 )
 
@@ -156,13 +157,7 @@ def _header(page: bytes) -> tuple[int, int, int, int, dict[int, int]]:
     inner = {1: -1, 2: -1, 3: -1, 4: -1, 5: -1, 6: -1, 7: -1}
     i = last = 0
     while (head := page[i]) != 0:
-        i += 1
-        kind, delta = head & 0x0F, head >> 4
-        if delta:
-            last += delta
-        else:
-            n, i = _varint(page, i)
-            last = _zigzag(n)
+        kind, last, i = field_header(page, head, i + 1, last)
         if last in (5, 8) and kind == _STRUCT:
             i = scan_struct(page, i, inner)
         elif last in top and kind in (_I16, _I32, _I64):

@@ -84,6 +84,16 @@ def _value(data: bytes | memoryview, i: int, kind: int) -> tuple[Any, int]:
     raise ValueError(f"unsupported Thrift compact type {kind}")
 
 
+def field_header(data: bytes | memoryview, head: int, i: int, last: int) -> tuple[int, int, int]:
+    """A struct field's compact type and id from its header byte ``head`` (``data[i - 1]``),
+    ``last`` being the previous field's id; and the offset of its value."""
+    kind, delta = head & 0x0F, head >> 4
+    if delta:
+        return kind, last + delta, i
+    n, i = _varint(data, i)  # a jump of more than 15: the id follows as a zigzag i16
+    return kind, _zigzag(n), i
+
+
 def decode_struct(data: bytes | memoryview, i: int = 0) -> tuple[Fields, int]:
     """The struct starting at ``data[i]``, and the offset just past it."""
     fields: Fields = {}
@@ -93,12 +103,7 @@ def decode_struct(data: bytes | memoryview, i: int = 0) -> tuple[Fields, int]:
         i += 1
         if head == _STOP:
             return fields, i
-        kind, delta = head & 0x0F, head >> 4
-        if delta:
-            last += delta
-        else:
-            n, i = _varint(data, i)  # a jump of more than 15: the id follows as a zigzag i16
-            last = _zigzag(n)
+        kind, last, i = field_header(data, head, i, last)
         value, i = _value(data, i, kind)
         fields[last] = (kind, value)
 
@@ -229,12 +234,7 @@ def scan_struct(data: bytes | memoryview, i: int, wanted: dict[int, int], last: 
             if i > len(data):
                 raise IndexError("a struct past the end")
             return i
-        kind, delta = head & 0x0F, head >> 4
-        if delta:
-            last += delta
-        else:
-            n, i = _varint(data, i)
-            last = _zigzag(n)
+        kind, last, i = field_header(data, head, i, last)
         if last in wanted and kind in (_I16, _I32, _I64):
             n, i = _varint(data, i)
             wanted[last] = _zigzag(n)
