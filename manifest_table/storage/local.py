@@ -68,7 +68,7 @@ class LocalStore(ObjectStore):
     def put_if_absent(self, key: str, data: bytes) -> str:
         path = self._path(key)
         with _os_errors("writing", path):
-            tmp = self._write_temp(path, data)
+            tmp = self._write_temp_after_deferred(path, data)
             try:
                 _await_deferred()  # it may name them
                 os.link(tmp, path)
@@ -111,7 +111,7 @@ class LocalStore(ObjectStore):
     def put_if_match(self, key: str, data: bytes, etag: str) -> str:
         path = self._path(key)
         with _os_errors("writing", path):
-            tmp = self._write_temp(path, data)
+            tmp = self._write_temp_after_deferred(path, data)
             try:
                 _await_deferred()  # it may name them (a database's root)
                 with self._exclusive_lock():
@@ -171,6 +171,16 @@ class LocalStore(ObjectStore):
                 os.unlink(tmp)
             raise
         return tmp
+
+    def _write_temp_after_deferred(self, path: str, data: bytes) -> str:
+        """``_write_temp`` for a conditional write, while deferred syncs run: if it fails, a
+        failed deferred sync is the error to report (a full disk fails both), for it is
+        never retried."""
+        try:
+            return self._write_temp(path, data)
+        except OSError:
+            _await_deferred()
+            raise
 
     @contextmanager
     def _exclusive_lock(self) -> Iterator[None]:
