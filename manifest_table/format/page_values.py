@@ -37,7 +37,6 @@ from .parquet_pages import (
     _skip,
     _varint,
     _zigzag,
-    decode_struct,
     field_header,
     scan_struct,
 )
@@ -152,13 +151,14 @@ def _values_at(chunk: Chunk, dictionary: Entries | None, page: bytes, rows: list
 
 def _header(page: bytes) -> tuple[int, int, int, int, dict[int, int]]:
     """A page header's type, uncompressed and compressed sizes, its length, and the integer
-    fields of its data page header (v1 or v2; -1 where absent); statistics are skipped."""
+    fields of its data or dictionary page header (v1 or v2 data; -1 where absent);
+    statistics are skipped."""
     top = {1: -1, 2: -1, 3: -1}
     inner = {1: -1, 2: -1, 3: -1, 4: -1, 5: -1, 6: -1, 7: -1}
     i = last = 0
     while (head := page[i]) != 0:
         kind, last, i = field_header(page, head, i + 1, last)
-        if last in (5, 8) and kind == _STRUCT:
+        if last in (5, 7, 8) and kind == _STRUCT:
             i = scan_struct(page, i, inner)
         elif last in top and kind in (_I16, _I32, _I64):
             n, i = _varint(page, i)
@@ -211,6 +211,8 @@ def _places(levels: bytes, count: int, rows: list[int]) -> tuple[list[bool], lis
         header, i = _varint(levels, i)
         if header & 1:  # bit-packed: (header >> 1) groups of 8 levels, one bit each
             n = (header >> 1) * 8
+            if i + n // 8 > len(levels):
+                raise ValueError("a bit-packed run of levels past their end")
             bits = int.from_bytes(levels[i : i + n // 8], "little")
             i += n // 8
             while row is not None and row < seen + n:
@@ -222,7 +224,9 @@ def _places(levels: bytes, count: int, rows: list[int]) -> tuple[list[bool], lis
             present += bits.bit_count()
         else:  # a run of (header >> 1) equal levels, stored in one byte
             n = header >> 1
-            level = levels[i] if i < len(levels) else -1
+            if i >= len(levels):
+                raise ValueError("a run of levels past their end")
+            level = levels[i]
             i += 1
             if level not in (0, 1):
                 raise ValueError(f"definition level {level} of a flat column")
@@ -296,6 +300,8 @@ def _hybrid_at(data: bytes, i: int, width: int, places: list[int]) -> list[int]:
         if header & 1:
             n = (header >> 1) * 8
             run = data[i : i + n * width // 8]
+            if len(run) < n * width // 8:
+                raise ValueError("a bit-packed run past the page's end")
             i += n * width // 8
             while place is not None and place < seen + n:
                 bit = (place - seen) * width
@@ -303,6 +309,8 @@ def _hybrid_at(data: bytes, i: int, width: int, places: list[int]) -> list[int]:
                 place = next(want, None)
         else:
             n = header >> 1
+            if i + stored > len(data):
+                raise ValueError("a run's value past the page's end")
             value = int.from_bytes(data[i : i + stored], "little")
             i += stored
             while place is not None and place < seen + n:
@@ -317,10 +325,10 @@ def _hybrid_at(data: bytes, i: int, width: int, places: list[int]) -> list[int]:
 def dictionary_entries(chunk: Chunk, page: bytes) -> Entries | None:
     """The values of a dictionary page (header included); None for strings of more than
     ``DICTIONARY_ENTRIES`` entries, or a type not decoded here."""
-    kind, size, compressed, start, _ = _header(page)
-    if kind != _DICTIONARY_PAGE:
+    kind, size, compressed, start, fields = _header(page)
+    if kind != _DICTIONARY_PAGE or fields[1] < 0:
         raise ValueError("a dictionary page expected")
-    count = _dictionary_count(page)
+    count = fields[1]
     if chunk.physical not in _WIDTHS and (chunk.physical != "BYTE_ARRAY" or count > DICTIONARY_ENTRIES):
         return None
     data = _decompress(chunk.codec, page[start : start + compressed], size)
@@ -334,12 +342,6 @@ def dictionary_entries(chunk: Chunk, page: bytes) -> Entries | None:
     if i > len(data):
         raise ValueError("dictionary entries past the page's end")
     return out
-
-
-def _dictionary_count(page: bytes) -> int:
-    """``num_values`` of a dictionary page's header (field 7, a struct)."""
-    header, _ = decode_struct(page)
-    return int(header[7][1][1][1])
 
 
 def _array(arrow_type: pa.DataType, values: list[Any] | np.ndarray, valid: list[bool]) -> pa.Array:

@@ -159,3 +159,13 @@ def test_a_page_of_many_runs_is_left_to_pyarrow(tmp_path: pytest.TempPathFactory
     early = page_values.MAX_RUNS * 10 // 2
     assert page_values.values_at(chunk, entries, raw, [early]).to_pylist() == [whole[early].as_py()]
     assert page_values.values_at(chunk, entries, raw, [page.rows - 1]) is None
+
+
+def test_a_run_claiming_more_bytes_than_it_has_raises() -> None:
+    """A corrupt run header is an error, never values padded with zeros."""
+    with pytest.raises(ValueError):  # 2 groups of 8 one-byte values, 1 byte there
+        page_values._hybrid_at(b"\x05\x01", 0, 8, [7])
+    with pytest.raises(ValueError):  # a run of 3 two-byte values, its value cut
+        page_values._hybrid_at(b"\x06\x01", 0, 16, [1])
+    with pytest.raises(ValueError):  # levels: 1 group of 8 bit-packed, no byte
+        page_values._places(b"\x03", 8, [2])
