@@ -359,7 +359,10 @@ def _wait(pending: list[tuple[Future[None], str | None]]) -> SyncFailedError | N
     path, error = failed[0]
     reason = error.strerror if isinstance(error, OSError) and error.strerror else error
     if path is None:
-        return SyncFailedError(f"syncing a directory failed: {reason}")
+        return SyncFailedError(
+            f"syncing a directory after a manifest was linked there failed: {reason}; that version is "
+            "committed (check history() before retrying) but may not survive a power loss"
+        )
     return SyncFailedError(f"syncing {path} failed: {reason}; it was removed, and nothing that names it is written")
 
 

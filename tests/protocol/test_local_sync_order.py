@@ -135,3 +135,29 @@ def test_a_failed_sync_of_a_staged_object_commits_nothing(
     assert not list((root / "manifest").glob(f"v{version + 1:020d}*"))
     table.delete("id = 4")
     assert mt.open_table(str(root)).scan().count() == 9
+
+
+def test_a_failed_sync_of_the_manifest_directory_says_the_version_is_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the manifest's link the version is committed whatever happens; a failed sync of
+    ``manifest/`` then fails the pointer's move with an error that says so (the caller must
+    not retry), and the table reads the version."""
+    root = tmp_path / "t"
+    table = mt.create_table(str(root), SCHEMA)
+    table.append(pa.table({"id": list(range(10)), "qty": [1] * 10}, schema=SCHEMA))
+    version = table.version
+    real_fsync = os.fsync
+
+    def failing(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode) and os.readlink(f"/proc/self/fd/{fd}") == str(root / "manifest"):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(mt.errors.CommitFailedError, match="do not retry it.*may not survive a power loss"):
+        table.delete("id = 3")
+    monkeypatch.undo()
+    reopened = mt.open_table(str(root))
+    assert reopened.version == version + 1
+    assert reopened.scan().count() == 9
