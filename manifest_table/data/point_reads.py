@@ -54,6 +54,9 @@ FEW_ROWS = 256
 """At most this many matching rows are read page by page; more are read with their row
 groups' whole chunks (only the groups that matched)."""
 
+_FEW_PLACED = 8
+"""At most this many rows are placed in pages one by one (``bisect``), not by numpy."""
+
 Lookup = Callable[[str], ColumnStats | None]
 """A file column's statistics over some rows (None: unknown)."""
 
@@ -96,7 +99,14 @@ class ChunkPages:
         return np.asarray(self.firsts, dtype=np.int64)
 
     def holding(self, rows: np.ndarray) -> list[pp.Page]:
-        """The data pages holding ``rows`` (ascending), in order."""
+        """The data pages holding ``rows`` (ascending), in order. A run of consecutive rows
+        (a span read whole) or a few rows are placed by their ends or one by one: a
+        searchsorted of a whole page's 20,000 rows cost a point read 0.1 ms."""
+        if 0 < len(rows) <= _FEW_PLACED:
+            return [self.data[i] for i in sorted({bisect.bisect_right(self.firsts, r) - 1 for r in rows.tolist()})]
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # every page between the ends
+            first, last = int(rows[0]), int(rows[-1])
+            return self.data[bisect.bisect_right(self.firsts, first) - 1 : bisect.bisect_right(self.firsts, last)]
         index = np.searchsorted(self._first_rows, rows, side="right") - 1
         first = np.ones(len(index), dtype=bool)
         first[1:] = index[1:] != index[:-1]
@@ -360,20 +370,26 @@ def _decode(columns: list[_Planned], spans: tuple[tuple[int, int], ...], rows: n
     data = pp.pages_file(template, [c.chunk for c in columns], total)
     dictionary = [c.name for c in columns if c.dictionary_strings]
     table = pq.ParquetFile(pa.BufferReader(data), read_dictionary=dictionary or None).read(use_threads=False)
-    firsts = np.array([first for first, _ in spans], dtype=np.int64)
-    before = np.cumsum([0] + [n for _, n in spans])
-    page = np.searchsorted(firsts, rows, side="right") - 1
-    index = before[page] + rows - firsts[page]
-    contiguous = int(index[-1] - index[0]) + 1 == len(index)  # (spans of whole pages: a slice)
+    index = _indexes(spans, rows) if len(rows) < total else None  # (all: the spans read whole)
+    start = 0 if index is None else int(index[0])
+    contiguous = index is None or int(index[-1]) - start + 1 == len(index)
     out = {}
     for i, c in enumerate(columns):
         values = table.column(i)
-        values = values.slice(int(index[0]), len(index)) if contiguous else values.take(pa.array(index))
+        values = values.slice(start, len(rows)) if contiguous else values.take(pa.array(index))
         if c.dictionary_strings and pa.types.is_dictionary(values.type):
             values = values.cast(c.field.type)
         if values.type == c.field.type:
             out[c.name] = values.combine_chunks()
     return out
+
+
+def _indexes(spans: tuple[tuple[int, int], ...], rows: np.ndarray) -> np.ndarray:
+    """Where ``rows`` are among the rows of the pages of ``spans`` (first row, rows) put end to end."""
+    firsts = np.array([first for first, _ in spans], dtype=np.int64)
+    before = np.cumsum([0] + [n for _, n in spans])
+    page = np.searchsorted(firsts, rows, side="right") - 1
+    return before[page] + rows - firsts[page]
 
 
 @functools.lru_cache(maxsize=256)
