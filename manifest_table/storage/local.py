@@ -2,10 +2,11 @@
 
 Create-only: write a temp file, fsync it, ``link(2)`` it to the final name (which fails if
 the name exists), fsync the directory. A crash can leave a temp file but never a partial
-object under a final name. An object under a fresh name that nothing names yet
-(``put_new``: a tombstone, a segment) is linked first and its bytes and directory synced
-together before the call returns: only a power loss in between can leave it partial, and
-then nothing names it. Compare-and-swap: an exclusive ``flock`` held only across
+object under a final name that may be read. An object under a fresh name that nothing names
+yet (``put_new``: a tombstone, a segment) is created under that name (``O_EXCL``), written,
+and its bytes and directory synced together before the call returns: only a crash in
+between can leave it partial, and then nothing names it (a failure the call sees unlinks
+it). Compare-and-swap: an exclusive ``flock`` held only across
 read-compare-rename; the new bytes are written and synced before the lock is taken, and the
 directory is not synced after the rename: the only object swapped is the pointer, a hint
 that readers here probe past (``pointer_may_lag``), so after a power loss a pointer that
@@ -21,11 +22,11 @@ import fcntl
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import NotFound, PreconditionFailed, StoreError, SyncFailedError
 from ..lazy import lazy
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 else:
     pafs = lazy("pyarrow.fs")
 
+T = TypeVar("T")
 _HIDDEN = "."  # temp files and the lock file start with this; list() skips them
 
 
@@ -81,28 +83,22 @@ class LocalStore(ObjectStore):
             return _info(key, os.stat(path)).etag
 
     def put_new(self, key: str, data: bytes) -> str:
-        """Linked as soon as written, then its bytes and its directory synced at once: its
-        name may point at bytes not yet durable only while nothing names it, and it is
-        unlinked again if a sync fails (so a retry writes it anew, never finds it taken)."""
+        """Created under its name (``O_EXCL``) and written, then its bytes and its directory
+        synced at once: its name may point at bytes not yet durable only while nothing names
+        it, and any failure unlinks it again (so a retry writes it anew, never finds it
+        taken). No temp file: a link and an unlink less under a busy journal."""
         path = self._path(key)
         with _os_errors("writing", path):
-            directory = os.path.dirname(path)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f"{_HIDDEN}tmp-{uuid.uuid4().hex}")
-            with open(tmp, "wb") as f:
-                try:
+            try:
+                fd = _in_directory(path, lambda: os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                raise PreconditionFailed(key) from None
+            with open(fd, "wb") as f:
+                try:  # the name exists: any failure takes it back
                     f.write(data)
                     f.flush()
-                    os.link(tmp, path)
-                except BaseException as exc:
-                    os.unlink(tmp)
-                    if isinstance(exc, FileExistsError):
-                        raise PreconditionFailed(key) from None
-                    raise
-                try:  # from here on the name exists: any failure takes it back
-                    os.unlink(tmp)
                     if not _defer(f.fileno(), path):
-                        _fsync_with_directory(f.fileno(), directory)
+                        _fsync_with_directory(f.fileno(), os.path.dirname(path))
                 except BaseException:
                     os.unlink(path)
                     raise
@@ -158,11 +154,9 @@ class LocalStore(ObjectStore):
         return pafs.LocalFileSystem(), self.root
 
     def _write_temp(self, path: str, data: bytes) -> str:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f"{_HIDDEN}tmp-{uuid.uuid4().hex}")
+        tmp = os.path.join(os.path.dirname(path), f"{_HIDDEN}tmp-{uuid.uuid4().hex}")
         try:
-            with open(tmp, "wb") as f:
+            with _in_directory(tmp, lambda: open(tmp, "wb")) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -184,13 +178,23 @@ class LocalStore(ObjectStore):
 
     @contextmanager
     def _exclusive_lock(self) -> Iterator[None]:
-        os.makedirs(self.root, exist_ok=True)
-        fd = os.open(os.path.join(self.root, f"{_HIDDEN}cas.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = os.path.join(self.root, f"{_HIDDEN}cas.lock")
+        fd = _in_directory(lock, lambda: os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock
+
+
+def _in_directory(path: str, create: Callable[[], T]) -> T:
+    """``create()`` of a file at ``path``, making its directory first if it is missing (a
+    ``makedirs`` on every write cost a commit three ``mkdir`` calls that fail)."""
+    try:
+        return create()
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return create()
 
 
 @contextmanager
@@ -208,7 +212,8 @@ def _raise_unless_missing(exc: OSError) -> None:
 
 
 def _info(key: str, st: os.stat_result) -> ObjectInfo:
-    # Every write goes through a fresh temp file, so (inode, mtime, size) changes on each one.
+    # Every write makes a fresh inode (a temp file renamed or linked, or a new file), so
+    # (inode, mtime, size) changes on each one.
     etag = f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"
     modified = datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC)
     return ObjectInfo(key, st.st_size, etag, modified)

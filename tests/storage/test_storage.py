@@ -7,6 +7,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import resource
+import signal
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -93,16 +95,19 @@ def test_put_new_creates_once(store: ObjectStore) -> None:
     assert [i.key for i in store.list()] == ["tombstones/a.roaring"]
 
 
-@pytest.mark.parametrize("fails", ["file", "directory"])
-def test_local_put_new_whose_sync_fails_leaves_nothing(
+@pytest.mark.parametrize("fails", ["write", "file", "directory"])
+def test_local_put_new_whose_write_or_sync_fails_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
-    """A local ``put_new`` links before it syncs; a failed sync of the bytes or of the
-    directory unlinks the name again, so a retry writes the object anew instead of finding
-    the name taken and taking bytes the disk may lose for a created object."""
+    """A local ``put_new`` creates its name before it writes and syncs; a failed write (a file
+    too large for the disk's limit), or a failed sync of the bytes or of the directory,
+    unlinks the name again, so a retry writes the object anew instead of finding the name
+    taken and taking partial bytes, or bytes the disk may lose, for a created object."""
     from manifest_table.storage.local import LocalStore
 
     store = LocalStore(tmp_path)
+    (tmp_path / "tombstones").mkdir()
+    data = b"bytes" * 4096  # (more than a buffered write keeps)
     real = os.fsync
 
     def fsync(fd: int) -> None:
@@ -110,14 +115,23 @@ def test_local_put_new_whose_sync_fails_leaves_nothing(
             raise OSError(5, "Input/output error")
         real(fd)
 
-    monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.raises(StoreError, match="Input/output error"):
-        store.put_new("tombstones/a.roaring", b"bytes")
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        if fails == "write":
+            resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
+        else:
+            monkeypatch.setattr(os, "fsync", fsync)
+        with pytest.raises(StoreError, match="Input/output error|too large"):
+            store.put_new("tombstones/a.roaring", data)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, handler)
     assert store.head("tombstones/a.roaring") is None
     assert sorted(os.listdir(tmp_path / "tombstones")) == []  # no temp file either
     monkeypatch.setattr(os, "fsync", real)
-    store.put_new("tombstones/a.roaring", b"bytes")
-    assert store.get("tombstones/a.roaring") == b"bytes"
+    store.put_new("tombstones/a.roaring", data)
+    assert store.get("tombstones/a.roaring") == data
 
 
 def test_put_if_match_swaps(store: ObjectStore) -> None:
