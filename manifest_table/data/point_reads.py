@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from ..format import page_index, page_values
 from ..format import parquet_pages as pp
 from ..format.stats import ColumnStats
 from ..lazy import lazy
+from ..process_pools import ProcessPool
 from ..storage.fileio import ParquetSource
 
 if TYPE_CHECKING:
@@ -326,18 +326,14 @@ def _decode_all(decodes: list[tuple[_Spans, list[_Planned]]], rows: np.ndarray) 
     return out
 
 
-_DECODER: tuple[int, ThreadPoolExecutor] | None = None
+_DECODER = ProcessPool(1, "mt-pages")
 
 
 def _decoder() -> ThreadPoolExecutor:
     """The thread that decodes pages with pyarrow (which releases the GIL) while the calling
     thread reads other columns' values straight from their pages: a point read's two halves
-    overlap (-0.5 ms of 4-5; design note 008, part six). One per process (a forked child
-    makes its own)."""
-    global _DECODER
-    if _DECODER is None or _DECODER[0] != os.getpid():
-        _DECODER = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="mt-pages"))
-    return _DECODER[1]
+    overlap (-0.5 ms of 4-5; design note 008, part six). One per process."""
+    return _DECODER.get()
 
 
 def _values_at(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, rows: np.ndarray) -> pa.Array | None:

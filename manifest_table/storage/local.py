@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import NotFound, PreconditionFailed, StoreError, SyncFailedError
 from ..lazy import lazy
+from ..process_pools import ProcessPool
 from .base import ObjectInfo, ObjectStore
 
 if TYPE_CHECKING:
@@ -242,18 +243,12 @@ def _fsync_with_directory(fd: int, directory: str) -> None:
         other.result()
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
+_SYNC_THREADS = ProcessPool(4, "mt-fsync")
 
 
 def _sync_pool() -> ThreadPoolExecutor:
-    """The threads that sync directories, one pool per process (a forked child makes its own:
-    the parent's threads are not in it)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="mt-fsync"))
-        return _POOL[1]
+    """The threads that sync files and directories (one pool per process)."""
+    return _SYNC_THREADS.get()
 
 
 def _fsync_dir(directory: str) -> None:
