@@ -299,7 +299,8 @@ def _group_reader(
             for name, leaf in columns
             if len(rows) <= FEW_ROWS and leaf is not None and _page_chunk(source, group, leaf) is not None
         ]
-        decodes = planned([c for c in columns if c not in direct], rows)
+        chosen = set(direct)  # (a wide table: a list's membership test per column is quadratic)
+        decodes = planned([c for c in columns if c not in chosen], rows)
         if not direct:
             return _decode_all(decodes, rows)
         decoding = [_decoder().submit(_decode, cs, spans, rows) for spans, cs in decodes]
