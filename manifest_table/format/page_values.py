@@ -346,14 +346,25 @@ def dictionary_entries(chunk: Chunk, page: bytes) -> Entries | None:
 
 def _array(arrow_type: pa.DataType, values: list[Any] | np.ndarray, valid: list[bool]) -> pa.Array:
     mask = None if all(valid) else ~np.array(valid, dtype=bool)
-    if isinstance(values, np.ndarray) and mask is not None:
-        filled = np.zeros(len(valid), dtype=values.dtype)
-        filled[~mask] = values
-        values = filled
-    elif mask is not None:
-        it = iter(values)
-        values = [next(it) if v else None for v in valid]
-        mask = None
-    if pa.types.is_timestamp(arrow_type) and isinstance(values, np.ndarray):
-        return pa.array(values, type=pa.int64(), mask=mask).view(arrow_type)
-    return pa.array(values, type=arrow_type, mask=mask)
+    if isinstance(values, np.ndarray) and values.dtype.kind != "b":
+        if mask is not None:
+            filled = np.zeros(len(valid), dtype=values.dtype)
+            filled[~mask] = values
+            values = filled
+        return _fixed_width_array(arrow_type, values, mask)
+    items = values.tolist() if isinstance(values, np.ndarray) else values
+    if mask is not None:
+        it = iter(items)
+        items = [next(it) if v else None for v in valid]
+    return pa.array(items, type=arrow_type)
+
+
+def _fixed_width_array(arrow_type: pa.DataType, values: np.ndarray, mask: np.ndarray | None) -> pa.Array:
+    """An Arrow array over the buffer of ``values`` (little-endian, of ``arrow_type``'s width:
+    what ``_fixed`` and a dictionary of fixed-width entries give): ``pa.array`` of an ndarray
+    costs 20 us a call in its pandas checks, 2 us this way, and a point read makes six."""
+    if values.dtype.itemsize * 8 != arrow_type.bit_width:
+        raise ValueError(f"values of {values.dtype} read as {arrow_type}")
+    native = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+    validity = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+    return pa.Array.from_buffers(arrow_type, len(native), [validity, pa.py_buffer(native)])
