@@ -164,24 +164,13 @@ def project(table: pa.Table, columns: dict[str, pc.Expression]) -> pa.Table:
 
 def matching_rows(table: pa.Table, where: pc.Expression) -> np.ndarray:
     """The indexes of the rows of ``table`` where ``where`` is true (not false, not null),
-    ascending. Up to a row group's rows on one thread: ``Table.filter`` hands its plan to a
-    thread pool, and under load that hand-off cost a point read more than the filter itself.
-    Many rows (a key spread over every row group) by ``Table.filter`` on an index column,
-    2-3x faster there than a mask (10M rows: 27-41 ms -> 8-14 ms), the indexes sorted after."""
-    if table.num_rows <= _ONE_THREAD_ROWS:
-        mask = project(table, {"m": where}).column(0).combine_chunks()
-        return pc.indices_nonzero(mask).to_numpy().astype(np.int64)  # (null: not a match)
-    index = "__matching_row"
-    while index in table.column_names:
-        index += "_"
-    indexed = table.append_column(index, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    return np.sort(indexed.filter(where).column(index).to_numpy())
-
-
-_ONE_THREAD_ROWS = 1 << 19
-"""Up to this many rows a mask (one thread) beats an index column through ``Table.filter``:
-a row group of 217k rows 0.33 ms against 0.67 ms; 4M rows 6.1 against 6.8 ms, 1M 2.2 against
-1.8 ms."""
+    ascending: its mask, evaluated on the calling thread. ``Table.filter`` on an index column
+    hands its plan to a thread pool: with pyarrow 26 no faster even over 10M rows (21 ms
+    against 15-19 ms), and a lookup of a key spread over two files' row groups, each file read
+    on a thread of its own, took 0.81-0.88x the time once their filters no longer contended
+    for that pool (design note 008, part seven)."""
+    mask = evaluate(where, table).combine_chunks()
+    return pc.indices_nonzero(mask).to_numpy().astype(np.int64)  # (null: not a match)
 
 
 def _grouped(
