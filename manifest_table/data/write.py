@@ -361,7 +361,8 @@ def _write_file(
     jobs: _Jobs,
     flow: _Flow,
 ) -> DataFile:
-    """Encode the row groups queued for one file; its stats come from the footer written.
+    """Encode the row groups queued for one file; its stats come from the footer written (or,
+    for one small row group, from its rows: ``_FileStats``).
     ``file_schema`` is ``schema`` with the columns' field ids, when the table has them."""
     rows, stats = 0, _FileStats(schema)
     try:
