@@ -294,26 +294,3 @@ def test_integer_like_columns_are_delta_encoded_and_read_back(tmp_path: Path) ->
     back = read_back(store, files).cast(table.schema)
     assert all(back.column(name).equals(table.column(name)) for name in delta)
     assert [f.stats for f in files] == [table_stats(table)]
-
-
-@pytest.mark.parametrize(("group_bytes", "groups"), [(1, 6), (1 << 20, 1)])
-def test_a_file_whose_first_row_group_is_small_has_the_stats_of_its_rows(
-    tmp_path: Path, group_bytes: int, groups: int
-) -> None:
-    """One small row group: stats from its rows; more: from the footer, the first group's gaps
-    (a NaN, a long string) kept although it was held back as possibly the only one."""
-    table = pa.table(
-        {
-            "g": [float("nan"), 2.0, 3.0, None, 1.0, 4.0],
-            "s": ["x" * 300, "b", None, "a", "c", "d"],
-            "i": [5, 1, 2, 3, 4, 6],
-        }
-    )
-    store = LocalStore(tmp_path / "t")
-    files = write_data_files(
-        FileIO(store), table.to_batches(), table.schema, WriteOptions(row_group_size=group_bytes), max_workers=1
-    )
-    assert pq.ParquetFile(os.path.join(store.root, files[0].path)).metadata.num_row_groups == groups
-    assert [f.stats for f in files] == [table_stats(table)]
-    stats = files[0].stats
-    assert (stats["g"].min, stats["g"].max, stats["s"].min, stats["i"].max) == (1.0, None, None, 6)
