@@ -350,7 +350,7 @@ class Scan:
         others = [c for c in needed if c not in filtering]
         rest = point_reads.read_others(source, leaves, [sources[c] for c in others if c in sources], positions, starts)
         rest = fields.conform(rest, sources, others)
-        keys = keys.take(index)
+        keys = _rows_at(keys, index)
         columns = {**dict(zip(filtering, keys.columns)), **dict(zip(others, rest.columns))}
         table = pa.Table.from_arrays(
             [columns[c] for c in needed],
@@ -380,6 +380,22 @@ class _Rows:
             return positions if self.keep is None else positions[self.keep]
         read = np.flatnonzero(self.keep)[chosen] if self.keep is not None else chosen
         return _span_positions(self.spans, read)
+
+
+def _rows_at(table: pa.Table, index: np.ndarray) -> pa.Table:
+    """``table.take(index)`` (``index`` ascending), each row taken from the batch holding it:
+    pyarrow's take over a table of many chunks (the key column of a file's every row group)
+    joins the chunks first, 3.3 ms for one row of 5M."""
+    batches = table.to_batches()
+    if len(batches) <= 1:
+        return table.take(index)
+    ends = np.cumsum([b.num_rows for b in batches])
+    holding = np.searchsorted(ends, index, side="right")
+    pieces = []
+    for b in np.unique(holding).tolist():
+        first = int(ends[b]) - batches[b].num_rows
+        pieces.append(batches[b].take(pa.array(index[holding == b] - first)))
+    return pa.Table.from_batches(pieces, schema=table.schema)
 
 
 def _span_positions(spans: list[tuple[int, int]], read: np.ndarray) -> np.ndarray:

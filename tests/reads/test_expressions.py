@@ -961,3 +961,43 @@ def test_matching_rows_are_the_rows_where_the_filter_is_true(rows: int) -> None:
     where = col("x").isin([2, 5]).bind(table.schema).to_arrow()
     expected = np.flatnonzero(((values == 2) | (values == 5)) & (np.arange(rows) % 11 != 0))
     assert np.array_equal(matching_rows(table, where), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.integers(0, 3_000),
+    trues=st.lists(st.integers(0, 2_999), max_size=40),
+    nulls=st.lists(st.integers(0, 2_999), max_size=40),
+    cut=st.tuples(st.integers(0, 70), st.integers(0, 70)),
+    chunks=st.integers(1, 2),
+)
+def test_matching_rows_of_masks_with_few_rows_true(
+    rows: int, trues: list[int], nulls: list[int], cut: tuple[int, int], chunks: int
+) -> None:
+    """A mask with few rows true is read by the words of its bitmap (``_sparse_true``):
+    the same rows as every row's value, over a slice that starts inside a byte (the bits
+    before and after it set), with nulls whose value bits are set, in one chunk or two."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from manifest_table.expressions.arrow import _sparse_true, matching_rows
+
+    values = np.zeros(rows, dtype=bool)
+    values[[i for i in trues if i < rows]] = True
+    valid = np.ones(rows, dtype=bool)
+    valid[[i for i in nulls if i < rows]] = False
+    values[~valid] = True  # (a null's value bit set: it must still not match)
+    start, end = min(cut[0], rows), max(min(cut[0], rows), rows - cut[1])
+    around = np.zeros(rows, dtype=bool)
+    around[max(0, start - 8) : start] = around[end : end + 8] = True  # (bits outside the slice)
+    values |= around
+    valid |= around
+    column = pa.array(values, mask=~valid).slice(start, end - start)
+    half = len(column) // 2 if chunks == 2 else len(column)
+    table = pa.table({"m": pa.chunked_array([column.slice(0, half), column.slice(half)], pa.bool_())})
+    expected = np.flatnonzero((values & valid)[start:end])
+    got = matching_rows(table, pc.field("m"))
+    assert got.dtype == np.int64 and got.tolist() == expected.tolist()
+    if len(expected) * 64 <= len(column):  # (Acero's mask starts at a byte: the slice itself)
+        without_nulls = pa.array(values & valid).slice(start, end - start)
+        assert _sparse_true(without_nulls).tolist() == expected.tolist()

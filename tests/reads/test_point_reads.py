@@ -26,6 +26,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.data import point_reads
+from manifest_table.expressions import to_expr
 from manifest_table.format import page_index
 from manifest_table.format import parquet_pages as pp
 from manifest_table.format.segment import _DATA_KEY, _writer_data_keys
@@ -317,3 +318,50 @@ def test_writer_data_keys_agree_with_the_pattern() -> None:
         paths = pa.chunked_array([chunk[: len(chunk) // 2], chunk[len(chunk) // 2 :]])
         expected = pc.match_substring_regex(paths, _DATA_KEY).to_numpy(zero_copy_only=False)
         assert (_writer_data_keys(paths) == expected).all()
+
+
+def test_pages_that_rule_nothing_out_are_judged_in_two_row_groups_only(tmp_path: Path) -> None:
+    """A key the file is not clustered by has every page spanning its whole range: once
+    ``FUTILE_GROUPS`` row groups kept every page, the file's other groups are whole spans,
+    their pages not judged. A file whose pages ruled something out keeps judging them."""
+    rows, group = 200_000, 40_000
+    spread = np.random.default_rng(3).permutation(rows)
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"sorted": np.arange(rows), "spread": spread}), path, row_group_size=group,
+                   write_page_index=True)
+    source = _source(path)
+    leaves = leaf_columns(source.fragment.physical_schema)
+    starts = np.arange(0, rows + 1, group)
+    groups = list(range(rows // group))
+
+    def spans(column: str, where: str) -> tuple[list[tuple[int, int]], int]:
+        bound, judged = to_expr(where).bind(pa.schema([(column, pa.int64())])), []
+        found = point_reads.candidate_spans(source, groups, starts, {column: leaves[column]},
+                                            lambda lookup: judged.append(1) or bound.may_match(lookup))
+        return found, len(judged)
+
+    pages = group // 20_000
+    assert spans("spread", f"spread = {spread[170_005]}") == (
+        [(0, 2 * group)] + [(g * group, (g + 1) * group) for g in groups[2:]], point_reads.FUTILE_GROUPS * pages)
+    pruned = ([(0, 60_000), (160_000, 180_000)], len(groups) * pages)
+    assert spans("sorted", "sorted < 60000 OR sorted = 170005") == pruned
+    assert spans("sorted", "sorted < 80000 OR sorted = 170005")[0] == [(0, 80_000), (80_000, 120_000),
+                                                                        (120_000, 160_000), (160_000, 200_000)]
+
+
+def test_matching_rows_taken_from_a_key_column_of_many_chunks() -> None:
+    """``scan._rows_at``: the rows at ascending indexes of a table of many batches (a file's
+    key column decoded whole), each from the batch holding it, as ``take`` gives them."""
+    from manifest_table.data.scan import _rows_at
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        sizes = rng.integers(0, 40, int(rng.integers(1, 6)))
+        rows = int(sizes.sum())
+        whole = pa.table({"a": np.arange(rows), "s": pa.array([str(i) for i in range(rows)], pa.string())})
+        cuts = np.cumsum([0, *sizes])
+        table = pa.Table.from_batches(
+            [b for a, z in zip(cuts, cuts[1:]) for b in whole.slice(int(a), int(z - a)).to_batches()], whole.schema)
+        index = np.unique(rng.integers(0, max(whole.num_rows, 1), int(rng.integers(0, 12)))) if whole.num_rows else []
+        index = np.asarray(index, dtype=np.int64)
+        assert _rows_at(table, index).equals(whole.take(index))
