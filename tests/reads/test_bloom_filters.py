@@ -102,7 +102,8 @@ def test_row_groups_whose_filter_rules_the_value_out_are_skipped(table: mt.Table
         assert 1 <= kept <= 1 + total // 10, (k, kept, total)
     absent = [k + 1 for k in present]
     assert sum(_groups_kept(table, f"id = {k}")[0] for k in absent) <= 0.1 * 20 * _groups_kept(table, "id = 1")[1]
-    kept, total = _groups_kept(table, f"name = 'user-{present[0]}' OR id = {present[1]}")
+    last = int(data["id"][-1].as_py())  # (the first rows share a row group: the last row is in another)
+    kept, total = _groups_kept(table, f"name = 'user-{present[0]}' OR id = {last}")
     assert 2 <= kept <= 2 + total // 5
     assert _groups_kept(table, f"id <> {present[0]}") == (_groups_kept(table, "id = 0")[1],) * 2  # never by filter
 
