@@ -294,3 +294,15 @@ def test_integer_like_columns_are_delta_encoded_and_read_back(tmp_path: Path) ->
     back = read_back(store, files).cast(table.schema)
     assert all(back.column(name).equals(table.column(name)) for name in delta)
     assert [f.stats for f in files] == [table_stats(table)]
+
+
+@pytest.mark.parametrize("rows, codec", [(1, "UNCOMPRESSED"), (3000, "ZSTD")])
+def test_a_file_of_a_few_rows_is_written_uncompressed(tmp_path: Path, rows: int, codec: str) -> None:
+    """A single row group of at most ``UNCOMPRESSED_BYTES`` (an update of one row) is written
+    without a codec, which would only add bytes there; larger inputs use the table's."""
+    table = pa.Table.from_batches(list(batches(rows)))
+    store = LocalStore(tmp_path / "t")
+    (file,) = write_data_files(FileIO(store), table.to_batches(), SCHEMA, WriteOptions(compression="zstd"))
+    meta = pq.ParquetFile(os.path.join(store.root, file.path)).metadata
+    assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {codec}
+    assert read_back(store, [file]).equals(table) and file.stats == table_stats(table)
