@@ -406,9 +406,9 @@ BLOOM_FPP = 0.01
 """The false-positive rate a row group's bloom filter is sized for (parquet-mr's and
 Iceberg's default): a lookup of a value the group lacks reads the group at most about once
 in a hundred. pyarrow rounds the bitset up to a power of two, so the rate is often lower:
-the 217,493 rows of a 10-column file's row group get 512 KiB (19.3 bits a row), and 0.03% of
-the groups lacking a key were read, against 0.74% at 0.02 (256 KiB), where a lookup in the
-92 groups of 10M rows decoded a needless 217k-row key chunk two times in three (lookups
+the 217,493 rows of a 10-column file's row group get 512 KiB (19.3 bits a row), and 0.07% of
+the groups lacking a key were read, against 1.5% at 0.02 (256 KiB), where a lookup in the 46
+groups of 10M rows decoded a needless 217k-row key chunk two times in three (lookups
 0.92x, deletes and updates 0.88x; +4.3% of the file for a random int64 key, +9% in all)."""
 
 
