@@ -134,10 +134,10 @@ def candidate_spans(
 ) -> list[tuple[int, int]]:
     """The row spans (file positions, ascending) of ``groups`` in which the filter may match,
     judged by ``may_match`` on the page bounds of the filter's columns (``leaves``: file
-    column -> leaf); a row group without bounds is one whole span. Once ``FUTILE_GROUPS``
-    row groups have had every page kept and none any page ruled out, the file's pages are
-    taken not to prune (a key the file is not clustered by, whose every page spans its whole
-    range): its other groups are whole spans, unjudged (2.7 ms a 5M-row file otherwise)."""
+    column -> leaf); a row group without bounds is one whole span. Once the first
+    ``FUTILE_GROUPS`` row groups judged have kept every page, the file's pages are taken not
+    to prune (a key the file is not clustered by, every page of which spans its whole range):
+    its other groups are whole spans, unjudged (2.7 ms a 5M-row file otherwise)."""
     spans: list[tuple[int, int]] = []
     meta = source.metadata
     futile: int | None = 0  # row groups whose pages ruled nothing out; None once one did

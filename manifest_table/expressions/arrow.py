@@ -184,7 +184,7 @@ _SPARSE = 64
 def _sparse_true(mask: pa.BooleanArray) -> np.ndarray:
     """The true positions of a mask without nulls, few of them: the nonzero 64-bit words of
     its bitmap, then their bits. ``indices_nonzero`` visits every bit: 3.1 ms for a 5M-row
-    mask of one match (a lookup by a key the file is not clustered by), this 0.3 ms."""
+    mask of one match (a lookup by a key the file is not clustered by), this about 0.3 ms."""
     if not mask.true_count:
         return np.empty(0, dtype=np.int64)
     rows, offset = len(mask), mask.offset
