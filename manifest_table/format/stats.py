@@ -151,9 +151,10 @@ def stats_from_parquet(metadata: pq.FileMetaData, schema: pa.Schema, gaps: Foote
     return stats
 
 
-_PLAIN = {int: pat.is_integer, float: pat.is_floating, str: pat.is_string, bool: pat.is_boolean}
+_PLAIN = {int: "is_integer", float: "is_floating", str: "is_string", bool: "is_boolean"}
 """Footer values that already are what ``pa.scalar(value, dtype).as_py()`` returns, by the
-column types they stand for."""
+``pyarrow.types`` test of the column types they stand for (by name: importing this module
+must not import pyarrow, which ``manifest-table count`` never loads)."""
 
 
 def _as_value(value: Any, dtype: pa.DataType) -> Any:
@@ -161,7 +162,7 @@ def _as_value(value: Any, dtype: pa.DataType) -> Any:
     datetimes, decimals take the column's scale. Integers, floats, strings and booleans
     are kept as read (20 round trips through a scalar were a tenth of a 1-row file's write)."""
     plain = _PLAIN.get(type(value))
-    return value if plain is not None and plain(dtype) else pa.scalar(value, dtype).as_py()
+    return value if plain is not None and getattr(pat, plain)(dtype) else pa.scalar(value, dtype).as_py()
 
 
 def instant_type(dtype: pa.DataType) -> pa.DataType:
