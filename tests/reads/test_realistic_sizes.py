@@ -29,6 +29,7 @@ from manifest_table.commit import CommitInfo
 from manifest_table.commit.changes import Rewrite
 from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.data.write import WriteOptions
+from manifest_table.expressions.parser import parse
 from manifest_table.format.manifest import DataFile, Manifest
 from manifest_table.maintenance.job import JobOptions, run_job
 from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
@@ -154,6 +155,34 @@ def test_delete_update_upsert_and_overwrite_match_a_model(big: tuple[mt.Table, p
     t.overwrite(replacement, where="k >= 500")
     model = pa.concat_tables([model.filter(pc.less(model["k"], 500)), replacement])
     assert same_rows(t, model) and t.scan().count() == model.num_rows
+
+
+def test_lookups_by_values_spread_over_every_row_group_match_a_model(
+    big_table: tuple[Path, pa.Table], tmp_path: Path
+) -> None:
+    """A filter matching a few rows by values every row group holds (``s``, ``v``, and ``k``
+    with another column), on the 3.2M rows rewritten in row groups of about 60k rows: pages
+    judged in two row groups only (they rule nothing out), each file's filter columns decoded
+    whole, a mask of a match or two in millions of rows (read by its words), the matches
+    taken from a key column of many batches; then a delete by such keys, against the model."""
+    _, model = big_table
+    t = mt.write_table(str(tmp_path / "t"), model, row_group_size="2MiB")
+    rng = np.random.default_rng(5)
+    long = model.filter(pc.greater_equal(pc.utf8_length(model["s"]), 16))  # (as good as unique)
+    picked = long.take(rng.choice(long.num_rows, 6, replace=False))
+    wheres = [f"s = '{s}'" for s in picked["s"].to_pylist()[:3]]
+    wheres += [f"v = {v!r}" for v in picked["v"].to_pylist()[3:5]]
+    wheres += [f"k = {picked['k'][5].as_py()} AND v < 0.002", "s = 'not-a-hex-string'"]
+    for where in wheres:
+        expected = model.filter(parse(where).evaluate(model)).sort_by("id")
+        got = t.scan(where=where).to_arrow().sort_by("id")
+        assert got.equals(expected), where
+        assert 0 < got.num_rows <= 64 or where.endswith("string'"), where
+    gone = parse(" OR ".join(wheres[:3]))
+    info = t.delete(gone)
+    hit = gone.evaluate(model)
+    assert info.metrics["rows_deleted"] == pc.sum(hit.cast(pa.int64())).as_py() >= 3
+    assert same_rows(t, model.filter(pc.invert(hit)))
 
 
 # --- compaction ------------------------------------------------------------------------------
