@@ -306,3 +306,42 @@ def test_a_file_of_a_few_rows_is_written_uncompressed(tmp_path: Path, rows: int,
     meta = pq.ParquetFile(os.path.join(store.root, file.path)).metadata
     assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {codec}
     assert read_back(store, [file]).equals(table) and file.stats == table_stats(table)
+
+
+def test_a_column_the_codec_barely_shrinks_is_written_uncompressed(tmp_path: Path) -> None:
+    """Judged on a sample of the first row group: random integers (delta-encoded, nothing
+    left for zstd) are stored uncompressed, which halves their decode; repetitive strings
+    keep the codec. Every file of the write makes the same choice, and reads back the same."""
+    rng = np.random.default_rng(7)
+    rows = 1_200_000
+    table = pa.table(
+        {"id": rng.integers(0, 2**40, rows), "name": pa.array([f"customer {i % 5_000:06d}" for i in range(rows)])}
+    )
+    store = LocalStore(tmp_path / "t")
+    files = write_data_files(
+        FileIO(store),
+        table.to_batches(),
+        SCHEMA,
+        WriteOptions(compression="zstd", target_file_size=6_000_000, row_group_size="5MiB"),
+    )
+    assert len(files) >= 2
+    for f in files:
+        meta = pq.ParquetFile(os.path.join(store.root, f.path)).metadata
+        for g in range(meta.num_row_groups):
+            codecs = {
+                meta.row_group(g).column(i).path_in_schema: meta.row_group(g).column(i).compression for i in range(2)
+            }
+            assert codecs == {"id": "UNCOMPRESSED", "name": "ZSTD"}
+    assert read_back(store, files).equals(table)
+    assert [f.stats for f in files] == [table_stats(pq.read_table(os.path.join(store.root, f.path))) for f in files]
+
+
+def test_codecs_are_judged_only_for_a_large_first_row_group() -> None:
+    """A small input keeps the table's codec on every column (its sample would cost a share
+    of its encoding); so does a table whose codec is none."""
+    ids = np.random.default_rng(3).integers(0, 2**40, 600_000)
+    large = pa.table({"id": ids, "name": pa.array(["the same words again"] * len(ids))})
+    delta = {"id": "DELTA_BINARY_PACKED"}
+    assert write.column_codecs(large, "zstd", [], delta) == {"id": "none", "name": "zstd"}
+    assert write.column_codecs(large.slice(0, 1000), "zstd", [], delta) == "zstd"
+    assert write.column_codecs(large, "none", [], delta) == "none"
