@@ -448,9 +448,9 @@ every lookup by that column pays. At 10% the bytes a reader saves about pay for 
 decompression even on a 100 MB/s stream from an object store (Arrow's IPC writer has the
 same rule, ``min_space_savings``)."""
 
-CODEC_SAMPLE_FROM_BYTES = 4 * 1024 * 1024
+CODEC_SAMPLE_FROM_BYTES = INLINE_BYTES
 """An input whose first row group is smaller keeps the codec on every column: its decode is
-short, and a sample would cost a noticeable share of its encoding."""
+short (compaction judges its rows again when it rewrites them into larger files)."""
 
 
 def column_codecs(
@@ -462,8 +462,9 @@ def column_codecs(
 ) -> str | dict[str, str]:
     """The codec of each Parquet column (by its path), judged on a sample of the first row
     group encoded as the files will be: ``codec`` where it saves at least
-    ``SAVED_AT_LEAST`` of the column's bytes, none elsewhere. About 2 ms for 10,000 rows of
-    ten columns, against the zstd work it saves on the columns left uncompressed."""
+    ``SAVED_AT_LEAST`` of the column's bytes, none elsewhere. The sample is at most an
+    eighth of the group (about 2 ms for 10,000 rows of ten columns), and the codec's work
+    it saves on the columns left uncompressed pays for it."""
     if codec.lower() == "none" or group.nbytes < CODEC_SAMPLE_FROM_BYTES:
         return codec
     sink = pa.BufferOutputStream()
