@@ -26,8 +26,9 @@ class RateLimited(StoreError):
 
 
 class SyncFailedError(StoreError):
-    """A local object could not be made durable (its ``fsync`` failed): it was removed, the
-    write that would have named it was not made, and repeating that write cannot help."""
+    """A local object could not be written or made durable (a full disk, a failed
+    ``fsync``): it was removed, the write that would have named it (or made it visible) was
+    not made, and repeating that write cannot help."""
 
 
 # --- tables ----------------------------------------------------------------------------

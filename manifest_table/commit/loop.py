@@ -251,7 +251,7 @@ def _create(log: VersionedLog[V], version: V) -> V | None:
     except PreconditionFailed:
         pass
     except SyncFailedError:
-        raise  # refused before the create: an object it names is not durable
+        raise  # refused before the create: the manifest, or an object it names, was not written
     except StoreError:
         pass  # timed out or failed: it may have landed; read back to know
     try:

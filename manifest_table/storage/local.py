@@ -168,14 +168,18 @@ class LocalStore(ObjectStore):
         return tmp
 
     def _write_temp_after_deferred(self, path: str, data: bytes) -> str:
-        """``_write_temp`` for a conditional write, while deferred syncs run: if it fails, a
-        failed deferred sync is the error to report (a full disk fails both), for it is
-        never retried."""
+        """``_write_temp`` for a conditional write, while deferred syncs run. If it fails,
+        nothing was written under ``path`` and the same write would fail again (a full disk,
+        a read-only or unwritable directory): ``SyncFailedError``, which the commit loop
+        does not retry (it retried a manifest 200 times, about a minute, before giving up).
+        A failed deferred sync is the error to report (a full disk fails both)."""
         try:
             return self._write_temp(path, data)
-        except OSError:
+        except OSError as exc:
             _await_deferred()
-            raise
+            raise SyncFailedError(
+                f"writing {path} failed: {exc.strerror or exc}; nothing was written under that name"
+            ) from exc
 
     @contextmanager
     def _exclusive_lock(self) -> Iterator[None]:

@@ -756,6 +756,33 @@ def test_full_disk_on_a_commit_is_a_store_error(tmp_path: Path, monkeypatch: pyt
     assert_rejected(t.store, StoreError, lambda: t.delete("id < 3"), match="No space left on device")
 
 
+def test_full_disk_on_a_transactions_manifest_fails_at_its_first_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a transaction (its objects synced as they are written), a full disk that fails
+    only the manifest's temp file fails the commit at once, the table unchanged: nothing was
+    linked, so the outcome is known, and every retry would fail the same way (the commit
+    loop retried it 200 times, about a minute)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(_rows(0, 10))
+    real, refused = builtins.open, []
+
+    def full(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "w" in mode and f"{os.sep}manifest{os.sep}" in str(file):
+            refused.append(file)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+        return real(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", full)
+    with pytest.raises(StoreError, match="No space left on device.*nothing was written"):
+        with t.transaction() as tx:
+            tx.delete("id < 3")
+    monkeypatch.undo()
+    assert len(refused) == 1
+    after = mt.open_table(str(tmp_path / "t"))
+    assert after.version == t.version and after.scan().count() == 10
+
+
 def test_unreadable_table_is_a_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     t.append(_rows(0, 10))
