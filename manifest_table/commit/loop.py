@@ -221,7 +221,7 @@ def _acknowledge(log: VersionedLog[V], committed: V, pointer: Pointer) -> None:
     except ManifestTableError as exc:  # a failing store, or a pointer that no longer decodes
         raise CommitFailedError(
             f"commit {committed.commit_id} landed as version {committed.version} of {log.location} and is "
-            f"durable: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
+            f"committed: do not retry it. The pointer could not be advanced ({exc}), so readers see it "
             "once the next writer or gc rolls the pointer forward"
         ) from exc
 

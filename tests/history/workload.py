@@ -269,8 +269,8 @@ def _outcome(info: mt.CommitInfo) -> dict[str, Any]:
 
 
 def _failed_commit(message: str) -> dict[str, Any]:
-    """What a ``CommitFailedError`` says happened: nothing, landed (durable), or unknown."""
-    if "is durable" in message:
+    """What a ``CommitFailedError`` says happened: nothing, landed (committed), or unknown."""
+    if "is committed: do not retry it" in message:
         version = int(message.split("landed as version ")[1].split()[0])
         return {"outcome": "ok", "version": version, "landed": True}
     if "Nothing was committed" in message or "unchanged by this commit" in message:

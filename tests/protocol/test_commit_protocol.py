@@ -221,7 +221,7 @@ def test_a_commit_whose_pointer_step_fails_names_itself_and_is_not_duplicated_by
     not a bare StoreError that reads as "nothing committed" and invites a duplicating retry."""
     store = _PointerDown(MemoryStore())
     table = mt.create_table("mem://t", SCHEMA, store=store)
-    with pytest.raises(CommitFailedError, match=r"landed as version 1 .* durable: do not retry") as caught:
+    with pytest.raises(CommitFailedError, match=r"landed as version 1 .* committed: do not retry") as caught:
         table.append(pa.table({"writer": [1], "seq": [1]}, schema=SCHEMA))
     commit_id = re.search(r"commit ([0-9a-f]{32})", str(caught.value)).group(1)
     store.down = False
