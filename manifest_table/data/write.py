@@ -431,6 +431,8 @@ def dictionary_columns(group: pa.Table, sample_rows: int = 10_000) -> list[str] 
     the list would have to name) keep pyarrow's default: True, every column."""
     if any(pa.types.is_nested(f.type) for f in group.schema):
         return True
+    if group.num_rows == 1:  # (no value repeats: the count of each column, 0.12 ms, says so)
+        return [f.name for f in group.schema if pa.types.is_dictionary(f.type)]
     sample = group.slice(0, sample_rows)
     return [
         f.name
