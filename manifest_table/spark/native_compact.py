@@ -74,7 +74,9 @@ def rewrite_groups(
         .sortWithinPartitions(_OUTPUT, _PLACE, ROW_COLUMN)
         .select(*[quoted(name) for name in schema.names], _OUTPUT)
     )
-    written = write_staged(ordered, location, groups[0].fields, options, partition_by=_OUTPUT)
+    written = write_staged(
+        ordered, location, groups[0].fields, options, groups[0].bloom_filter_columns, partition_by=_OUTPUT
+    )
     try:
         by_output = {int(directory.removeprefix(f"{_OUTPUT}=")): file for directory, file in written}
         if len(by_output) < len(written):  # two files of one output: their order would be unknown

@@ -40,6 +40,7 @@ from ..commit import CommitInfo
 from ..data.write import WriteOptions
 from ..errors import DuplicateKeyError, NotSupportedError
 from ..expressions import Expr
+from ..format.properties import BLOOM_FILTER_COLUMNS
 from ..operations.upsert import IN_LIMIT, MergeRules, key_filter, stage_replacements
 from ..transaction import Transaction
 from .native_delete import by_file
@@ -111,6 +112,7 @@ def _merge(
 ) -> None:
     """Steps 1-4 on a natively readable and writable table."""
     keys, schema, snapshot = rules.keys, tx.scan().schema, tx.scan().snapshot
+    blooms: tuple[str, ...] = tx.staging.base.properties[BLOOM_FILTER_COLUMNS]
     where = _key_filter(source, keys, schema)
     scan = tx.scan(columns=keys, where=None if rules.reads_every_file else where)
     files = scan.plan_files() if where is not None or rules.reads_every_file else []
@@ -129,7 +131,11 @@ def _merge(
         [
             f
             for _, f in write_staged(
-                functools.reduce(DataFrame.unionByName, parts), location, snapshot.fields, write_options
+                functools.reduce(DataFrame.unionByName, parts),
+                location,
+                snapshot.fields,
+                write_options,
+                blooms,
             )
         ]
         if parts

@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyspark import TaskContext
@@ -20,6 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import col, udf
 
 import manifest_table as mt
+from manifest_table.data import bloom_probes
+from manifest_table.data.write import WriteOptions
 from manifest_table.errors import (
     InvalidArgumentError,
     InvalidFilterError,
@@ -29,7 +32,7 @@ from manifest_table.errors import (
 )
 from manifest_table.format.stats import table_stats
 from manifest_table.spark import compact, delete, live_row, native_location, read, register, upsert, write
-from manifest_table.storage import LocalStore
+from manifest_table.storage import FileIO, LocalStore
 from tests.catalog import assert_rejected
 from tests.spark.fixtures import failing_at_marker, sorted_rows
 
@@ -656,3 +659,49 @@ def test_workers_without_the_package_are_refused_before_the_job(
         ):
             call()
     assert t.version == 1
+
+
+def test_native_writes_keep_the_tables_bloom_filters(spark, tmp_path: Path):
+    """Spark's Parquet writer keeps a bloom filter per row group of the table's
+    ``bloom_filter_columns`` (an append, an upsert's new rows, a compaction's outputs), sized
+    by parquet-mr for the rows each group holds, in the format our lookups probe: a key a
+    group lacks rules it out, a key it holds never does, and lookups equal the rows."""
+    uri = str(tmp_path / "t")
+    mt.create_table(uri, pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
+                                    ("ts", pa.timestamp("us", "UTC"))]),
+                    properties={"bloom_filter_columns": ["id"]})
+    shuffled = frame(spark, 0, 40_000).withColumn("id", F.col("id") * 2).orderBy(F.rand(7))  # even ids, spread
+    write(shuffled, uri, write_options=WriteOptions(row_group_size="64KiB"))
+    upsert(spark, uri, frame(spark, 100_000, 100_010, partitions=1).withColumn("id", F.col("id") * 2), ["id"])
+    t = mt.open_table(uri)
+
+    def filters(table: mt.Table) -> list[tuple[pq.ParquetFile, int]]:
+        out = []
+        for f in table.manifest().files:
+            file = pq.ParquetFile(Path(uri) / f.path)
+            for g in range(file.metadata.num_row_groups):
+                assert file.metadata.row_group(g).column(0).bloom_filter_offset, (f.path, g)
+                out.append((f, g))
+        return out
+
+    def probes(table: mt.Table, key: int) -> list[bool]:
+        """Per row group, whether its filter lets ``key`` through (what a lookup reads)."""
+        io, answers = FileIO(table.store), []
+        for f in table.manifest().files:
+            def probe(source):
+                return [bloom_probes.membership(source, g, 0)(key) for g in range(source.metadata.num_row_groups)]
+            answers += io.read_parquet(f.path, f.size, probe)
+        return answers
+
+    assert len(filters(t)) > 4
+    data = t.to_arrow()
+    for k in (2, 13_578, 79_998, 200_004):  # present: its group is always read
+        assert sum(probes(t, k)) >= 1
+        assert t.scan(where=f"id = {k}").to_arrow().equals(data.filter(pc.equal(data["id"], k)))
+    absent = [probes(t, k) for k in range(1, 2001, 100)]  # odd ids: in no group
+    assert sum(map(sum, absent)) <= 0.05 * sum(map(len, absent))
+    compact(WithoutContext(spark), uri, target_file_size="64MiB", min_deleted_fraction=0.0)
+    t = mt.open_table(uri)
+    assert len(t.manifest().files) == 1 and filters(t)  # (the table's 16 MiB row groups: one)
+    assert sorted_rows(t.to_arrow()) == sorted_rows(data)
+    assert sum(probes(t, 13_578)) >= 1 and sum(probes(t, 13_579)) <= 1
