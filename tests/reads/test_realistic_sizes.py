@@ -164,9 +164,13 @@ def test_lookups_by_values_spread_over_every_row_group_match_a_model(
     with another column), on the 3.2M rows rewritten in row groups of about 60k rows: pages
     judged in two row groups only (they rule nothing out), each file's filter columns decoded
     whole, a mask of a match or two in millions of rows (read by its words), the matches
-    taken from a key column of many batches; then a delete by such keys, against the model."""
+    taken from a key column of many batches; then a delete by such keys, against the model.
+    The files mix codecs: a column zstd barely shrinks (``v``) is stored uncompressed."""
     _, model = big_table
     t = mt.write_table(str(tmp_path / "t"), model, row_group_size="2MiB")
+    first = pq.ParquetFile(tmp_path / "t" / t.manifest().files[0].path).metadata.row_group(0)
+    codecs = {first.column(i).path_in_schema: first.column(i).compression for i in range(first.num_columns)}
+    assert codecs["v"] == "UNCOMPRESSED" and codecs["s"] == "ZSTD"  # (random floats: no codec, part nine)
     rng = np.random.default_rng(5)
     long = model.filter(pc.greater_equal(pc.utf8_length(model["s"]), 16))  # (as good as unique)
     picked = long.take(rng.choice(long.num_rows, 6, replace=False))
