@@ -464,9 +464,11 @@ def column_codecs(
 ) -> str | dict[str, str]:
     """The codec of each Parquet column (by its path), judged on a sample of the first row
     group encoded as the files will be: ``codec`` where it saves at least
-    ``SAVED_AT_LEAST`` of the column's bytes, none elsewhere. The sample is at most an
-    eighth of the group (about 2 ms for 10,000 rows of ten columns), and the codec's work
-    it saves on the columns left uncompressed pays for it."""
+    ``SAVED_AT_LEAST`` of the column's bytes, none elsewhere; a column of which the sample
+    holds less than ``JUDGED_FROM_BYTES`` (nulls, booleans) keeps the codec, too little to
+    judge its later rows by. The sample is at most an eighth of the group (about 2 ms for
+    10,000 rows of ten columns), and the codec's work it saves on the columns left
+    uncompressed pays for it."""
     if codec.lower() == "none" or group.nbytes < CODEC_SAMPLE_FROM_BYTES:
         return codec
     sink = pa.BufferOutputStream()
@@ -478,9 +480,15 @@ def column_codecs(
     chunks = [meta.column(i) for i in range(meta.num_columns)]
     kept = 1 - SAVED_AT_LEAST
     return {
-        c.path_in_schema: codec if c.total_compressed_size <= kept * c.total_uncompressed_size else "none"
+        c.path_in_schema: codec
+        if c.total_uncompressed_size < JUDGED_FROM_BYTES or c.total_compressed_size <= kept * c.total_uncompressed_size
+        else "none"
         for c in chunks
     }
+
+
+JUDGED_FROM_BYTES = 4096
+"""The bytes of a column in ``column_codecs``' sample below which it keeps the codec."""
 
 
 def delta_columns(schema: pa.Schema, dictionary: list[str] | bool) -> dict[str, str] | None:

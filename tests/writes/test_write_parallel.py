@@ -338,10 +338,12 @@ def test_a_column_the_codec_barely_shrinks_is_written_uncompressed(tmp_path: Pat
 
 def test_codecs_are_judged_only_for_a_large_first_row_group() -> None:
     """A small input keeps the table's codec on every column (its sample would cost a share
-    of its encoding); so does a table whose codec is none."""
+    of its encoding); so does a table whose codec is none, and a column the sample holds
+    too few bytes of to judge (nulls, whatever comes later)."""
     ids = np.random.default_rng(3).integers(0, 2**40, 600_000)
-    large = pa.table({"id": ids, "name": pa.array(["the same words again"] * len(ids))})
+    late = pa.array([None] * 500_000 + [f"text {i % 7}" for i in range(100_000)])  # null in the sample
+    large = pa.table({"id": ids, "name": pa.array(["the same words again"] * len(ids)), "late": late})
     delta = {"id": "DELTA_BINARY_PACKED"}
-    assert write.column_codecs(large, "zstd", [], delta) == {"id": "none", "name": "zstd"}
+    assert write.column_codecs(large, "zstd", [], delta) == {"id": "none", "name": "zstd", "late": "zstd"}
     assert write.column_codecs(large.slice(0, 1000), "zstd", [], delta) == "zstd"
     assert write.column_codecs(large, "none", [], delta) == "none"
