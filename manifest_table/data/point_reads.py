@@ -29,7 +29,6 @@ import bisect
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,7 +39,6 @@ from ..format import page_index, page_values
 from ..format import parquet_pages as pp
 from ..format.stats import ColumnStats
 from ..lazy import lazy
-from ..process_pools import ProcessPool
 from ..storage.fileio import ParquetSource
 
 if TYPE_CHECKING:
@@ -278,10 +276,12 @@ def _concat(arrays: list[pa.Array]) -> pa.Array:
 def _group_reader(
     source: ParquetSource, file: pa.NativeFile, group: int
 ) -> Callable[[list[tuple[str, int | None]], np.ndarray], dict[str, pa.Array]]:
-    """Reads flat columns at some rows of ``group``: the columns whose chosen pages hold the
-    same rows decode together, on the decoder thread while this one reads the values of few
-    rows straight from their pages (``_decoder``). A column missing from the answer cannot
-    be read this way."""
+    """Reads flat columns at some rows of ``group``: the values of few rows straight from
+    their pages where the encoding allows (``_values_at``), the other columns whose chosen
+    pages hold the same rows decoded together by pyarrow, on this thread (a decoder thread
+    overlapping the two saved 0.5 ms before part nine of design note 008 and nothing after:
+    the handoff cost what the overlap gained). A column missing from the answer cannot be
+    read this way."""
     schema = source.fragment.physical_schema
 
     def plan(name: str, leaf: int | None, rows: np.ndarray) -> tuple[_Spans, _Planned] | None:
@@ -308,47 +308,20 @@ def _group_reader(
         return list(together.items())
 
     def read(columns: list[tuple[str, int | None]], rows: np.ndarray) -> dict[str, pa.Array]:
-        direct: list[tuple[str, int]] = [
-            (name, leaf)
-            for name, leaf in columns
-            if len(rows) <= FEW_ROWS and leaf is not None and _page_chunk(source, group, leaf) is not None
-        ]
-        chosen = set(direct)  # (a wide table: a list's membership test per column is quadratic)
-        decodes = planned([c for c in columns if c not in chosen], rows)
-        if not direct:
-            return _decode_all(decodes, rows)
-        decoding = [_decoder().submit(_decode, cs, spans, rows) for spans, cs in decodes]
         out: dict[str, pa.Array] = {}
         left: list[tuple[str, int | None]] = []
-        for name, leaf in direct:
-            values = _values_at(source, file, group, leaf, rows)
+        for name, leaf in columns:
+            direct = len(rows) <= FEW_ROWS and leaf is not None and _page_chunk(source, group, leaf) is not None
+            values = _values_at(source, file, group, leaf, rows) if direct and leaf is not None else None
             if values is None:
                 left.append((name, leaf))
             else:
                 out[name] = values
-        out.update(_decode_all(planned(left, rows), rows))
-        for future in decoding:
-            out.update(future.result())
+        for spans, planned_columns in planned(left, rows):
+            out.update(_decode(planned_columns, spans, rows))
         return out
 
     return read
-
-
-def _decode_all(decodes: list[tuple[_Spans, list[_Planned]]], rows: np.ndarray) -> dict[str, pa.Array]:
-    out: dict[str, pa.Array] = {}
-    for spans, columns in decodes:
-        out.update(_decode(columns, spans, rows))
-    return out
-
-
-_DECODER = ProcessPool(1, "mt-pages")
-
-
-def _decoder() -> ThreadPoolExecutor:
-    """The thread that decodes pages with pyarrow (which releases the GIL) while the calling
-    thread reads other columns' values straight from their pages: a point read's two halves
-    overlap (-0.5 ms of 4-5; design note 008, part six). One per process."""
-    return _DECODER.get()
 
 
 def _values_at(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, rows: np.ndarray) -> pa.Array | None:
