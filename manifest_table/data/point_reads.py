@@ -311,8 +311,7 @@ def _group_reader(
         out: dict[str, pa.Array] = {}
         left: list[tuple[str, int | None]] = []
         for name, leaf in columns:
-            direct = len(rows) <= FEW_ROWS and leaf is not None and _page_chunk(source, group, leaf) is not None
-            values = _values_at(source, file, group, leaf, rows) if direct and leaf is not None else None
+            values = _values_at(source, file, group, leaf, rows) if len(rows) <= FEW_ROWS and leaf is not None else None
             if values is None:
                 left.append((name, leaf))
             else:
