@@ -28,7 +28,8 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -459,29 +460,15 @@ def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | No
     except KeyError:  # an encoding or codec newer than this module
         return None
     text = str(column)
-    facts = page_index.ChunkFacts(
-        chunk.data_page_offset,
-        chunk.dictionary_page_offset if chunk.has_dictionary_page else None,
-        chunk.total_compressed_size,
-        row_group.num_rows,
-    )
+    facts = _facts(chunk, row_group.num_rows)
     with source.fragment.open() as file:
-        if chunk.has_offset_index:
-            for where in page_index.locate(_footer(source, file), facts):
-                pages = page_index.decode_offsets(file.read_at(where.offset_index[1], where.offset_index[0]), facts)
-                if pages is None:
-                    continue
-                at, length = where.column_index
-                natural = natural_schema(source).get_field_index(column.path)
-                if not (length and chunk.has_column_index and natural >= 0):
-                    return ChunkPages(pages, lambda: None, encoded, text)
-                count, stored = sum(not p.dictionary for p in pages), natural_schema(source).field(natural).type
-                return ChunkPages(
-                    pages,
-                    functools.partial(_read_bounds, source, at, length, count, chunk.physical_type, stored),
-                    encoded,
-                    text,
-                )
+        index = _offset_index(source, file, group, leaf, facts) if chunk.has_offset_index else None
+        if index is not None:
+            pages, index_at = index
+            bounds = functools.partial(
+                _read_bounds, source, group, leaf, index_at, sum(not p.dictionary for p in pages)
+            )
+            return ChunkPages(pages, bounds, encoded, text)
         try:
             end = facts.start + facts.total_compressed_size
             reads = lambda offset, n: file.read_at(n, offset)  # noqa: E731
@@ -491,11 +478,127 @@ def _find_pages(source: ParquetSource, group: int, leaf: int) -> ChunkPages | No
             return None
 
 
+def _facts(chunk: pq.ColumnChunkMetaData, rows: int) -> page_index.ChunkFacts:
+    return page_index.ChunkFacts(
+        chunk.data_page_offset,
+        chunk.dictionary_page_offset if chunk.has_dictionary_page else None,
+        chunk.total_compressed_size,
+        rows,
+    )
+
+
+Located = tuple[list[tuple[int, int, int]], int]
+"""An offset index's page locations (offset, size, first row), and its file offset."""
+
+
+def _offset_index(
+    source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, facts: page_index.ChunkFacts
+) -> tuple[list[pp.Page], int] | None:
+    """The chunk's pages from its offset index, and the index's file offset: the one its row
+    group's run puts it at (``_IndexRun``), else the first place the footer search finds
+    that describes the chunk; None if none does."""
+    run = source.derived.get(("offset indexes", group))
+    if run is None:
+        run = source.derived[("offset indexes", group)] = _IndexRun.of(source, file, group)
+    located = run.located(leaf)
+    if located is not None:
+        pages = page_index.pages_of(located[0], facts)
+        if pages is not None:
+            return pages, located[1]
+    for where in page_index.locate(_footer(source, file), facts):
+        offset, length = where.offset_index
+        pages = page_index.decode_offsets(file.read_at(length, offset), facts)
+        if pages is not None:
+            return pages, offset
+    return None
+
+
+MAX_GROUP_INDEX_BYTES = 4 * 1024 * 1024
+"""A row group's offset indexes are read in one piece up to this size."""
+
+
+class _IndexRun:
+    """The offset indexes of a row group's chunks, read in one piece. They lie end to end
+    (parquet-cpp writes them so): from where the footer says the first one is to the end of
+    the last. A chunk's is decoded where the one before it ends, the ones before skipped, not
+    decoded; ``pages_of`` judges it against its chunk, and one refused, or past an index that
+    does not parse, is searched for on its own. (A point read in a row group not read before
+    searched the footer for ten chunks' indexes, read and decoded each: 1.5 ms,
+    docs/design/008-point-reads.md, part ten.)"""
+
+    def __init__(self, data: bytes, start: int, row_group: pq.RowGroupMetaData | None) -> None:
+        self._data, self._start, self._row_group = data, start, row_group
+        self._at: dict[int, int] = {}  # leaf -> where its index starts in data, for those walked past
+        self._leaf, self._next = 0, 0  # the next leaf to walk past, where its index would start
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, source: ParquetSource, file: pa.NativeFile, group: int) -> _IndexRun:
+        """Row ``group``'s run (empty where its first or last index is not found exactly
+        once, they are not in that order, or span more than ``MAX_GROUP_INDEX_BYTES``)."""
+        row_group = source.metadata.row_group(group)
+        leaves = range(row_group.num_columns)
+        first, last = _first_indexed(row_group, leaves), _first_indexed(row_group, reversed(leaves))
+        if first is None or last is None:
+            return cls(b"", 0, None)
+        footer = _footer(source, file)
+        starts = page_index.locate(footer, _facts(first, row_group.num_rows))
+        ends = page_index.locate(footer, _facts(last, row_group.num_rows))
+        if len(starts) != 1 or len(ends) != 1:
+            return cls(b"", 0, None)
+        start, (end, length) = starts[0].offset_index[0], ends[0].offset_index
+        if not 0 <= start <= end or end + length - start > MAX_GROUP_INDEX_BYTES:
+            return cls(b"", 0, None)
+        return cls(file.read_at(end + length - start, start), start, row_group)
+
+    def located(self, leaf: int) -> Located | None:
+        """Chunk ``leaf``'s page locations and their file offset, where the run puts them;
+        None if it does not reach them."""
+        with self._lock:
+            while leaf not in self._at and self._row_group is not None and self._leaf < self._row_group.num_columns:
+                if self._row_group.column(self._leaf).has_offset_index:
+                    self._at[self._leaf] = self._next
+                    try:
+                        self._next = page_index.offsets_end(self._data, self._next)
+                    except (IndexError, ValueError):  # (the run ends here)
+                        self._row_group = None
+                self._leaf += 1
+        at = self._at.get(leaf)
+        if at is None:
+            return None
+        try:
+            return page_index.offsets_at(self._data, at)[0], self._start + at
+        except (IndexError, KeyError, TypeError, ValueError):
+            return None
+
+
+def _first_indexed(row_group: pq.RowGroupMetaData, leaves: Iterable[int]) -> pq.ColumnChunkMetaData | None:
+    """The first of these chunks with an offset index."""
+    for leaf in leaves:
+        chunk = row_group.column(leaf)
+        if chunk.has_offset_index:
+            return chunk
+    return None
+
+
 def _read_bounds(
-    source: ParquetSource, at: int, length: int, pages: int, physical: str, stored: pa.DataType
+    source: ParquetSource, group: int, leaf: int, index_at: int, pages: int
 ) -> page_index.PageBounds | None:
+    """From the chunk's column index, the bounds of its ``pages`` data pages: the one the
+    footer gives with the offset index at ``index_at``."""
+    meta = source.metadata
+    column, row_group = meta.schema.column(leaf), meta.row_group(group)
+    chunk = row_group.column(leaf)
+    natural = natural_schema(source).get_field_index(column.path)
+    if not chunk.has_column_index or natural < 0:
+        return None
     with source.fragment.open() as file:
-        return page_index.decode_bounds(file.read_at(length, at), pages, physical, stored)
+        for where in page_index.locate(_footer(source, file), _facts(chunk, row_group.num_rows)):
+            at, length = where.column_index
+            if where.offset_index[0] == index_at and length:
+                stored = natural_schema(source).field(natural).type
+                return page_index.decode_bounds(file.read_at(length, at), pages, chunk.physical_type, stored)
+    return None
 
 
 def _dictionary_page(source: ParquetSource, file: pa.NativeFile, group: int, leaf: int, layout: ChunkPages) -> bytes:

@@ -284,15 +284,16 @@ class Scan:
         sources = fields.sources(schema, needed)
         leaves = _leaves(source)
         starts = _starts(source)
-        groups = [
-            i
-            for i in range(meta.num_row_groups)
-            if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
-            and (
-                where is None
-                or where.may_match(_stats_lookup(file, sources, functools.partial(_group_stats, source, i, leaves)))
-            )
-        ]
+        with bloom_probes.batched():
+            groups = [
+                i
+                for i in range(meta.num_row_groups)
+                if deleted.range_cardinality(int(starts[i]), int(starts[i + 1])) < starts[i + 1] - starts[i]
+                and (
+                    where is None
+                    or where.may_match(_stats_lookup(file, sources, functools.partial(_group_stats, source, i, leaves)))
+                )
+            ]
         if not groups:
             return None
         if where is not None and point_reads.applies(source, groups):

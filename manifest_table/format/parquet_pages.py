@@ -16,6 +16,7 @@ headers and footer), as much of it as these two structures need. A malformed hea
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -363,9 +364,11 @@ PHYSICAL_TYPES = {
 """Parquet's enums by the names pyarrow reports them under."""
 
 
+@functools.lru_cache(maxsize=1024)
 def column_meta(physical_type: str, encodings: Sequence[str], name: str, compression: str) -> bytes:
     """The ``ColumnMetaData`` fields a ``pages_file`` keeps from the original chunk (1-4:
-    type, encodings, path, codec), encoded, without the struct's end."""
+    type, encodings, path, codec), encoded, without the struct's end (kept: every chunk of a
+    column in every row group asks the same)."""
     fields = {
         1: (_I32, PHYSICAL_TYPES[physical_type]),
         2: (_LIST, (_I32, [ENCODINGS[e] for e in encodings])),

@@ -7,6 +7,7 @@ the schema (types, renames, drops); compaction keeps the filters."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -17,11 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
+from manifest_table.data import bloom_probes
 from manifest_table.data.scan import _group_stats, _stats_lookup
 from manifest_table.errors import InvalidArgumentError
 from manifest_table.expressions.parser import parse
 from manifest_table.format.stats import leaf_columns
-from manifest_table.storage import FileIO
+from manifest_table.storage import FileIO, ParquetSource
 
 ROWS = 60_000
 
@@ -106,6 +108,48 @@ def test_row_groups_whose_filter_rules_the_value_out_are_skipped(table: mt.Table
     kept, total = _groups_kept(table, f"name = 'user-{present[0]}' OR id = {last}")
     assert 2 <= kept <= 2 + total // 5
     assert _groups_kept(table, f"id <> {present[0]}") == (_groups_kept(table, "id = 0")[1],) * 2  # never by filter
+
+
+class _CountedOpens:
+    """A pyarrow fragment whose ``open`` calls are counted."""
+
+    def __init__(self, fragment: object) -> None:
+        self._fragment, self.opens = fragment, 0
+
+    def open(self) -> object:
+        self.opens += 1
+        return self._fragment.open()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._fragment, name)
+
+
+def test_a_scans_probes_of_a_file_share_one_open_file(table: mt.Table) -> None:
+    """Within ``batched`` (a scan choosing a file's row groups), every row group's filter is
+    probed through one open file, and answers as when each probe opens the file itself."""
+    data = _data()
+    (file, *_) = table.scan().plan_files()
+
+    def decisions(source: ParquetSource) -> list[list[bool]]:
+        counted = dataclasses.replace(source, fragment=_CountedOpens(source.fragment), derived={})
+        leaves = leaf_columns(source.fragment.physical_schema)
+        sources = {name: name for name in table.schema.names}
+        groups = range(source.metadata.num_row_groups)
+        answers = []
+        for k in [int(v) for v in data["id"].to_numpy()[:10]] + [1, 2]:
+            expr = parse(f"id = {k}").bind(table.schema)
+            lookups = [_stats_lookup(file, sources, lambda c, g=g: _group_stats(counted, g, leaves, c)) for g in groups]
+            alone = [expr.may_match(lookup) for lookup in lookups]
+            before = counted.fragment.opens
+            with bloom_probes.batched():
+                together = [expr.may_match(lookup) for lookup in lookups]
+            assert counted.fragment.opens - before == 1
+            assert together == alone
+            answers.append(alone)
+        return answers
+
+    found = FileIO(table.store).read_parquet(file.path, file.size, decisions)
+    assert any(not all(groups) for groups in found)  # (the filters ruled row groups out)
 
 
 def test_deletes_and_updates_by_key_change_exactly_their_rows(tmp_path: Path) -> None:

@@ -215,6 +215,61 @@ def test_the_page_index_gives_each_pages_place_and_bounds(tmp_path: Path, option
             assert (low, high) == (min(values), max(values)), (name, page)
 
 
+def test_a_row_groups_offset_indexes_are_read_in_one_piece(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every chunk of a row group, nested ones between flat ones included, has its pages from
+    the group's offset indexes read end to end: the footer searched twice per group (its first
+    and last chunk), and once more for a chunk's bounds when they are asked for."""
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(_data(90_000, seed=8), path, row_group_size=30_000, write_page_index=True)
+    raw = Path(path).read_bytes()
+    source = _source(path)
+    searches = []
+    found = page_index.locate
+    monkeypatch.setattr(page_index, "locate", lambda footer, facts: searches.append(facts) or found(footer, facts))
+    leaves = leaf_columns(source.fragment.physical_schema)
+    for group in range(3):
+        before = len(searches)
+        for name, leaf in leaves.items():
+            chunk = source.metadata.row_group(group).column(leaf)
+            start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+            walked = pp.walk_pages(lambda o, n: raw[o : o + n], start, start + chunk.total_compressed_size,
+                                   30_000, 29_999)
+            layout = point_reads.chunk_pages(source, group, leaf)
+            assert layout is not None and layout.pages == walked, (group, name)
+        assert len(searches) - before == 2, group
+        assert point_reads.chunk_pages(source, group, leaves["id"]).bounds is not None
+        assert len(searches) - before == 3, group
+
+
+def test_an_offset_index_that_does_not_describe_its_chunk_ends_the_run(tmp_path: Path) -> None:
+    """One chunk's offset index altered (its first page one byte off): that chunk's pages are
+    walked from their headers, without bounds, and the chunks after it, no longer read from
+    the run, are found by the footer search; every chunk's pages stay exact."""
+    path = tmp_path / "f.parquet"
+    pq.write_table(_data(60_000, seed=9), str(path), row_group_size=30_000, write_page_index=True)
+    raw = bytearray(path.read_bytes())
+    meta = pq.ParquetFile(str(path)).metadata
+    leaves = leaf_columns(meta.schema.to_arrow_schema())
+    chunk = meta.row_group(1).column(leaves["price"])
+    facts = page_index.ChunkFacts(chunk.data_page_offset, None, chunk.total_compressed_size, 30_000)
+    (where,) = page_index.locate(bytes(raw[-8 - int.from_bytes(raw[-8:-4], "little") : -8]), facts)
+    at = where.offset_index[0]
+    assert raw[at] == 0x19 and raw[at + 2] == 0x16  # (field 1: a list of page locations; its first's offset)
+    raw[at + 3] ^= 0x02
+    path.write_bytes(raw)
+    source = _source(str(path))
+    for group in range(2):
+        for name, leaf in leaves.items():
+            chunk = meta.row_group(group).column(leaf)
+            start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+            walked = pp.walk_pages(lambda o, n: raw[o : o + n], start, start + chunk.total_compressed_size,
+                                   30_000, 29_999)
+            layout = point_reads.chunk_pages(source, group, leaf)
+            assert layout is not None and layout.pages == walked, (group, name)
+            if name != "amount":  # (decimals have no bounds here)
+                assert (layout.bounds is None) == ((group, name) == (1, "price")), (group, name)
+
+
 def test_a_false_match_in_the_footer_is_refused(tmp_path: Path) -> None:
     """The bytes searched for may occur elsewhere in a footer (inside a long string bound):
     only the place whose offset index describes the chunk is taken."""
