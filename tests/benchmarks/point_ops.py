@@ -16,7 +16,8 @@ Per layout, ``--repeat`` calls of each operation after one warm-up, each on anot
 ``delete("id = k")``, ``update(values={"qty": 0}, where="id = k")`` and
 ``scan(where="id = k").to_arrow()``, on one long-lived handle; and the same statement on the
 same keys on a DuckLake table made from the same rows in the same order (``DELETE``,
-``UPDATE ... SET qty = 0``, ``SELECT *``), timed inside its own process. ``--order
+``UPDATE ... SET qty = 0``, ``SELECT *``), timed inside its own process. Both tables' writes
+are flushed (``os.sync``) before the first call. ``--order
 interleaved`` (the default) alternates call by call, ours then DuckLake's: each call runs
 after the other process's, caches cold as for a single call; ``--order blocks`` makes each
 operation's calls in a row, ours then DuckLake's: a stream of calls (a job erasing keys).
@@ -85,6 +86,7 @@ def main() -> None:
             root = os.path.join(work, f"layout-{n}")
             table = mt.write_table(os.path.join(root, "ours"), arrange(data), properties=properties)
             lake = _DuckLake(os.path.join(root, "lake"), data_paths(table), n) if "ducklake" in args.peers else None
+            os.sync()  # (the tables' writeback done before timing: a commit's fsyncs would wait behind it)
             layout_rows, layout_medians = _layout(layout, table, lake, args.rows, args.repeat, args.order)
             rows += layout_rows
             targets += [[f"{OPS[op][0]} at most {seconds(limit)} ({layout})", seconds(layout_medians[op]),
