@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..format.bloom_filter import BLOCK_BYTES, HEADER_BYTES, SplitBlockFilter, block_may_contain, plain_bytes, xxh64
 from ..storage.fileio import ParquetSource
-from .point_reads import natural_schema
+from .page_layouts import natural_schema
 
 
 def membership(source: ParquetSource, group: int, leaf: int) -> Callable[[Any], bool] | None:

@@ -41,7 +41,7 @@ import pyarrow.dataset as ds
 import pytest
 
 import manifest_table as mt
-from manifest_table.data import point_reads
+from manifest_table.data import page_layouts, point_reads
 from manifest_table.data.scan import _group_stats, _stats_lookup
 from manifest_table.expressions import parse
 from manifest_table.format.stats import leaf_columns
@@ -201,7 +201,7 @@ def pieces(table: mt.Table) -> list[Piece]:
             lookup = _stats_lookup(file, names, functools.partial(_group_stats, source, group, leaves))
             found.append(Piece(f"{file.path} row group {group}", {name: lookup(name) for name in SCHEMA.names}.get,
                                set(ids[start:end][alive[start:end]].tolist())))
-            pages = {name: point_reads.chunk_pages(source, group, leaf) for name, leaf in leaves.items()}
+            pages = {name: page_layouts.chunk_pages(source, group, leaf) for name, leaf in leaves.items()}
             bounded = {name: c for name, c in pages.items() if c is not None and c.bounds is not None}
             cuts = sorted({row for c in bounded.values() for row in c.firsts} | {end - start})
             for lo, hi in zip(cuts, cuts[1:]):

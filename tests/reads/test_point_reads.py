@@ -1,4 +1,5 @@
-"""Point reads page by page (data/point_reads.py, format/parquet_pages.py, format/page_index.py):
+"""Point reads page by page (data/point_reads.py, data/page_layouts.py, format/parquet_pages.py,
+format/page_index.py):
 a filtered read of large row groups decodes the filter's columns only in the pages whose
 bounds may match, then the other columns only in the pages that hold matching rows. Checked
 against pyarrow's whole reads on row groups of many pages, with deleted rows, for every column
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
-from manifest_table.data import point_reads
+from manifest_table.data import page_layouts, point_reads
 from manifest_table.expressions import to_expr
 from manifest_table.format import page_index
 from manifest_table.format import parquet_pages as pp
@@ -200,7 +201,7 @@ def test_the_page_index_gives_each_pages_place_and_bounds(tmp_path: Path, option
         raw = f.read()
     for name, leaf in leaf_columns(source.fragment.physical_schema).items():
         chunk = meta.row_group(0).column(leaf)
-        layout = point_reads.chunk_pages(source, 0, leaf)
+        layout = page_layouts.chunk_pages(source, 0, leaf)
         assert layout is not None, name
         start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
         walked = pp.walk_pages(lambda o, n: raw[o : o + n], start, start + chunk.total_compressed_size, 50_000, 49_999)
@@ -234,10 +235,10 @@ def test_a_row_groups_offset_indexes_are_read_in_one_piece(tmp_path: Path, monke
             start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
             walked = pp.walk_pages(lambda o, n: raw[o : o + n], start, start + chunk.total_compressed_size,
                                    30_000, 29_999)
-            layout = point_reads.chunk_pages(source, group, leaf)
+            layout = page_layouts.chunk_pages(source, group, leaf)
             assert layout is not None and layout.pages == walked, (group, name)
         assert len(searches) - before == 2, group
-        assert point_reads.chunk_pages(source, group, leaves["id"]).bounds is not None
+        assert page_layouts.chunk_pages(source, group, leaves["id"]).bounds is not None
         assert len(searches) - before == 3, group
 
 
@@ -264,7 +265,7 @@ def test_an_offset_index_that_does_not_describe_its_chunk_ends_the_run(tmp_path:
             start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
             walked = pp.walk_pages(lambda o, n: raw[o : o + n], start, start + chunk.total_compressed_size,
                                    30_000, 29_999)
-            layout = point_reads.chunk_pages(source, group, leaf)
+            layout = page_layouts.chunk_pages(source, group, leaf)
             assert layout is not None and layout.pages == walked, (group, name)
             if name != "amount":  # (decimals have no bounds here)
                 assert (layout.bounds is None) == ((group, name) == (1, "price")), (group, name)
@@ -334,7 +335,7 @@ def test_zoned_timestamp_bounds_at_the_ends_of_the_calendar(tmp_path: Path, monk
                                     pa.timestamp("us", "America/New_York"))})
     table = mt.write_table(str(tmp_path / "t"), data)
     source = _source(str(Path(table.store.inner.root) / table.manifest().files[0].path))
-    layout = point_reads.chunk_pages(source, 0, leaf_columns(source.fragment.physical_schema)["at"])
+    layout = page_layouts.chunk_pages(source, 0, leaf_columns(source.fragment.physical_schema)["at"])
     assert layout is not None and layout.bounds is not None
     assert (layout.bounds.mins, layout.bounds.maxes) == ([first], [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
     assert table.scan(where="at IS NOT NULL").to_arrow()["id"].to_pylist() == [0, 2]
