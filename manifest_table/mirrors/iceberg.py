@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 import zlib
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from ..format.manifest import manifest_key
 from ..format.mirrors import ICEBERG, setting
 from ..format.properties import CLUSTER_BY, SORT_BY
 from ..log.version import Version
+from ..process_pools import ProcessLock
 from .change import tombstones_of
 from .iceberg_avro import DATA, manifest_list, read_avro
 from .iceberg_manifests import ManifestPlanner, NewManifest, slot_of
@@ -39,7 +39,7 @@ HINT = f"{METADATA_PREFIX}version-hint.text"
 VERSION_PROPERTY = "manifest-table.version"
 _METADATA = re.compile(r"metadata/v([0-9]+)\.metadata\.json")
 _STATES: OrderedDict[tuple[str, int], IcebergState] = OrderedDict()
-_STATES_LOCK = threading.Lock()
+_STATES_LOCK = ProcessLock()
 
 
 def metadata_key(version: int) -> str:

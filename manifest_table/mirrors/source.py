@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +16,7 @@ from ..deadline import Deadline
 from ..errors import NotFound, PreconditionFailed, StoreError
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX, TOMBSTONE_PREFIX
 from ..log.version_log import VersionLog
+from ..process_pools import ProcessLock, ProcessPool
 from ..storage import ObjectStore
 from ..storage.prefixed import PrefixedStore
 from ..storage.retry import RetryingStore
@@ -88,7 +87,7 @@ class Source:
         """Start creating uniquely named objects, in parallel (a commit's mirror objects that
         no order is needed between: manifests and their list, before the metadata file);
         returns the wait for them, which raises the first failure."""
-        pending = [_PUTS.submit(self.store.put_if_absent, key, data) for key, data in objects]
+        pending = [_PUTS.get().submit(self.store.put_if_absent, key, data) for key, data in objects]
 
         def wait() -> None:
             for done in pending:
@@ -141,8 +140,8 @@ def _remember_etag(cached: tuple[str, str], version: int, etag: str) -> None:
 _HINT_ATTEMPTS = 8
 _ETAGS: dict[tuple[str, str], tuple[int, str]] = {}
 """(location, pointer key) -> the version and etag this process last wrote there."""
-_ETAGS_LOCK = threading.Lock()
-_PUTS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mirror-put")
+_ETAGS_LOCK = ProcessLock()
+_PUTS = ProcessPool(8, "mirror-put")
 """Threads for parallel PUTs (they wait on the store, not the GIL), shared by every sync."""
 
 

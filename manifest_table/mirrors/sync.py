@@ -14,13 +14,12 @@ commit or the maintenance job catches it up."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from ..format.mirrors import DELTA, ICEBERG, MIRRORS
 from ..log.version import Version
 from ..log.version_log import VersionLog
+from ..process_pools import ProcessLock, ProcessPool
 from . import delta, iceberg
 from .change import version_change
 from .source import Source
@@ -28,11 +27,11 @@ from .source import Source
 logger = logging.getLogger("manifest_table.mirrors")
 LATEST: dict[str, Callable[[Source], int | None]] = {ICEBERG: iceberg.latest, DELTA: delta.latest}
 HAS: dict[str, Callable[[Source, int], bool]] = {ICEBERG: iceberg.has, DELTA: delta.has}
-_MIRRORS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mirror")
+_MIRRORS = ProcessPool(4, "mirror")
 _NEWEST: dict[tuple[str, str], int] = {}
 """(location, mirror) -> the newest version this process mirrored there (write-once objects:
 it stays mirrored)."""
-_NEWEST_LOCK = threading.Lock()
+_NEWEST_LOCK = ProcessLock()
 
 
 def start(vlog: VersionLog, committed: Version) -> Callable[[], None]:
@@ -41,7 +40,7 @@ def start(vlog: VersionLog, committed: Version) -> Callable[[], None]:
     advances its pointer; returns the wait for them. Best effort, each mirror on its own: a
     failure is logged, and the next sync repairs the lag."""
     src = Source.of(vlog)
-    pending = [_MIRRORS.submit(_mirror, src, name, committed) for name in MIRRORS if name in committed.mirrors]
+    pending = [_MIRRORS.get().submit(_mirror, src, name, committed) for name in MIRRORS if name in committed.mirrors]
 
     def wait() -> None:
         for done in pending:
