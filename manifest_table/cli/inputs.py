@@ -9,6 +9,7 @@ without a zone keeps wall-clock times and refuses a value with an offset rather 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -41,16 +42,24 @@ INPUT_FORMATS = {
 }
 
 
-def format_of(path: str) -> str | None:
-    return INPUT_FORMATS.get(Path(path).suffix.lower())
+def input_kind(path: str) -> str:
+    """The format of the input file at ``path``, told by its extension; ``InputFileError`` if
+    its name is not UTF-8 (pyarrow opens files by UTF-8 names), names no format, or names no
+    file (pyarrow's error for a missing Parquet file was the bare path)."""
+    check_unicode("the file name", path)
+    kind = INPUT_FORMATS.get(Path(path).suffix.lower())
+    if kind is None:
+        raise InputFileError(f"cannot tell the format of {path}: name it {', '.join(f'*{s}' for s in INPUT_FORMATS)}")
+    if not os.path.isfile(path):
+        raise InputFileError(f"cannot read {path}: {'a directory' if os.path.isdir(path) else 'no such file'}")
+    return kind
 
 
 def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect()) -> pa.RecordBatchReader:
     """Open one file (its format told by its extension) as a stream of the table's columns.
     Opening reads the header or footer, so a missing or malformed file fails here, before
     anything is written; a bad value further in fails while streaming, naming the file."""
-    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
-    kind = format_of(path)
+    kind = input_kind(path)
     if kind == "json":
         source = open(path, "rb")
         return pa.RecordBatchReader.from_batches(schema, _closing(source, read_json_lines(path, source, schema)))
@@ -59,12 +68,8 @@ def read_input(path: str, schema: pa.Schema, dialect: CsvDialect = CsvDialect())
             reader = ds.dataset(path, format="parquet").scanner().to_reader()
         elif kind == "arrow":
             reader = open_ipc(path)
-        elif kind == "csv":
-            reader = _open_csv(path, schema, dialect)
         else:
-            raise InputFileError(
-                f"cannot tell the format of {path}: name it {', '.join(f'*{s}' for s in INPUT_FORMATS)}"
-            )
+            reader = _open_csv(path, schema, dialect)
     except pa.ArrowInvalid as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
     return pa.RecordBatchReader.from_batches(reader.schema, _reported(path, reader))

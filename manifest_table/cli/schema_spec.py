@@ -15,7 +15,7 @@ from ..arguments import check_unicode
 from ..errors import InputFileError, InvalidArgumentError
 from ..format.column_types import plain_type
 from ..lazy import lazy
-from .inputs import INPUT_FORMATS, CsvDialect, format_of, open_csv, open_ipc
+from .inputs import CsvDialect, input_kind, open_csv, open_ipc
 from .jsonl import to_timestamp
 from .options import PROG
 
@@ -84,19 +84,14 @@ def file_schema(path: str, dialect: CsvDialect = CsvDialect()) -> pa.Schema:
     their values are: a dictionary-encoded column (a pandas categorical) has its value type
     (format/column_types.py); a column of only nulls in what was read has no type and is an
     ``InputFileError``. Metadata is dropped."""
-    check_unicode("the file name", path)  # pyarrow opens files by UTF-8 names
-    kind = format_of(path)
+    kind = input_kind(path)
     try:
         if kind == "parquet":
             found = pq.read_schema(path)
         elif kind == "arrow":
             found = open_ipc(path).schema
-        elif kind in ("csv", "json"):
-            found = _inferred(path, kind, dialect)
         else:
-            raise InputFileError(
-                f"cannot tell the format of {path}: name it {', '.join(f'*{s}' for s in INPUT_FORMATS)}"
-            )
+            found = _inferred(path, kind, dialect)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InputFileError(f"cannot read the schema of {path}: {exc}") from None
     fields = [f.with_type(plain_type(f.type)) for f in found.remove_metadata()]

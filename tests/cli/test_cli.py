@@ -474,11 +474,21 @@ def test_failed_append_leaves_the_table_unchanged(
     assert mt.open_table(uri).version == 2 and data_files(uri) == before
 
 
-def test_append_missing_file_writes_nothing(run: Run, uri: str, tmp_path: Path):
+@pytest.mark.parametrize("name", ["gone.csv", "gone.parquet", "gone.jsonl", "gone.arrow"])
+def test_append_missing_file_writes_nothing(run: Run, uri: str, tmp_path: Path, name: str):
     pq.write_table(rows(10, 12), tmp_path / "good.parquet")
     before = data_files(uri)
-    assert_user_error(run("append", uri, str(tmp_path / "good.parquet"), str(tmp_path / "gone.csv")), "gone.csv")
+    missing = str(tmp_path / name)
+    good = str(tmp_path / "good.parquet")
+    assert_user_error(run("append", uri, good, missing), f"cannot read {missing}: no such file")
     assert mt.open_table(uri).version == 2 and data_files(uri) == before
+
+
+def test_an_input_that_is_a_directory_or_missing_is_named(run: Run, uri: str, tmp_path: Path):
+    (tmp_path / "dir.parquet").mkdir()
+    assert_user_error(run("append", uri, str(tmp_path / "dir.parquet")), "dir.parquet: a directory")
+    assert_user_error(run("create", str(tmp_path / "new"), "--like", str(tmp_path / "no.csv")), "no.csv: no such file")
+    assert not (tmp_path / "new").exists()
 
 
 def test_delete(run: Run, uri: str):
