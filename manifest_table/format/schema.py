@@ -14,8 +14,10 @@ from ..lazy import lazy
 from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
 
 if TYPE_CHECKING:
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 else:
+    pc = lazy("pyarrow.compute")
     pq = lazy("pyarrow.parquet")
 
 MERGE_HINT = "schema_mode='merge' adds new columns"
@@ -113,6 +115,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 f"column {field.name!r} has type {column.type}, the table wants {field.type}",
             )
         _check_parquet_form(field, column)
+        _check_calendar(field.name, column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -130,6 +133,60 @@ def _check_parquet_form(field: pa.Field, column: pa.ChunkedArray) -> None:
                 f"column {field.name!r} ({field.type}) holds a value Parquet would store "
                 f"as another ({stored} in the file): {exc}"
             ) from None
+
+
+def _check_calendar(name: str, column: pa.ChunkedArray | pa.Array) -> None:
+    """Refuse a date or timestamp outside the years 1-9999 (UTC for a zoned one), Delta's and
+    Spark's range: Arrow and Parquet hold more, but a table's statistics, filters and exports
+    go through Python's ``datetime``, which does not (``OverflowError`` from a 1-row append).
+    Nested values are checked too (a null parent's children are not values)."""
+    for array in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        arrow_type = array.type
+        if pa.types.is_struct(arrow_type):
+            for field, child in zip(arrow_type, array.flatten()):
+                _check_calendar(f"{name}.{field.name}", child)
+        elif (
+            pa.types.is_list(arrow_type)
+            or pa.types.is_large_list(arrow_type)
+            or pa.types.is_fixed_size_list(arrow_type)
+        ):
+            _check_calendar(f"{name}[]", array.flatten())
+        elif pa.types.is_map(arrow_type):
+            _check_calendar(f"{name} keys", array.keys)
+            _check_calendar(f"{name} values", array.items)
+        elif (unit := _calendar_unit(arrow_type)) is not None:
+            counts = array.cast(pa.int32() if pa.types.is_date32(arrow_type) else pa.int64())
+            found = pc.min_max(counts)
+            lo, hi = found["min"].as_py(), found["max"].as_py()
+            first, last = _CALENDAR[unit]
+            if lo is not None and (lo < first or hi > last):
+                raise SchemaMismatchError(
+                    f"column {name!r} ({arrow_type}) holds {lo if lo < first else hi} ({unit} from "
+                    "1970-01-01), outside the years 1-9999 a table's dates and timestamps can hold "
+                    "(UTC for a zoned one)"
+                )
+
+
+def _calendar_unit(arrow_type: pa.DataType) -> str | None:
+    if pa.types.is_timestamp(arrow_type):
+        return {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}.get(arrow_type.unit)  # (ns: within)
+    if pa.types.is_date32(arrow_type):
+        return "days"
+    return "milliseconds" if pa.types.is_date64(arrow_type) else None
+
+
+_FIRST_DAY, _LAST_DAY = -719_162, 2_932_896
+"""0001-01-01 and 9999-12-31, in days from 1970-01-01."""
+_CALENDAR = {
+    unit: (_FIRST_DAY * per_day, (_LAST_DAY + 1) * per_day - 1)
+    for unit, per_day in (
+        ("days", 1),
+        ("seconds", 86_400),
+        ("milliseconds", 86_400_000),
+        ("microseconds", 86_400_000_000),
+    )
+}
+"""Per unit, the first and last count within the years 1-9999."""
 
 
 def _describe(schema: pa.Schema) -> str:

@@ -34,6 +34,7 @@ from .delete import delete
 from .staging import Staging
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.compute as pc
 else:
     pc = lazy("pyarrow.compute")
@@ -86,8 +87,8 @@ def check_within(
         failing = pc.invert(pc.fill_null(where.evaluate(batch), False))
         found = pc.sum(failing).as_py() or 0
         if found and example is None:
-            row = batch.filter(failing).slice(0, 1).to_pylist()[0]
-            example = ", ".join(f"{name} = {_shown(value)}" for name, value in row.items())
+            row = batch.filter(failing).slice(0, 1)
+            example = ", ".join(f"{name} = {_shown(row.column(name))}" for name in row.column_names)
         outside += found
     if outside:
         total = sum(f.rows for f in files)
@@ -106,7 +107,13 @@ def _proven(file: DataFile, where: Expr) -> bool:
     return no_nulls and not Not(where).may_match(stats.get)
 
 
-def _shown(value: Any) -> str:
+def _shown(column: pa.Array) -> str:
+    """A 1-value column's value as a literal; in Arrow's text where Python cannot hold it (a
+    zoned time of the year 1 whose local time falls in the year 0)."""
+    try:
+        value = column[0].as_py()
+    except (OverflowError, ValueError):
+        return str(column.cast("string")[0])
     try:
         return "NULL" if value is None else render_literal(value)
     except (TypeError, ValueError):

@@ -173,3 +173,50 @@ def test_pandas_arrow_dtypes_round_trip_integers_beyond_float_precision(tmp_path
     info = t.append(t.scan().to_pandas(types_mapper=pd.ArrowDtype))
     assert t.scan().to_arrow().to_pylist() == [{"u": 2**63 + 1, "i": 2**53 + 1}, {"u": None, "i": None}] * 2
     assert info.metrics["rows_added"] == 2
+
+
+FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
+"""0001-01-01 00:00:00 and 9999-12-31 23:59:59 UTC, in seconds from 1970."""
+CALENDAR_EDGES = [
+    (pa.date32(), -719_162, 2_932_896),
+    (pa.date64(), -719_162 * 86_400_000, 2_932_896 * 86_400_000),
+    (pa.timestamp("s"), FIRST_SECOND, LAST_SECOND),
+    (pa.timestamp("ms", "America/New_York"), FIRST_SECOND * 1000, LAST_SECOND * 1000 + 999),
+    (pa.timestamp("us", "Asia/Kolkata"), FIRST_SECOND * 10**6, LAST_SECOND * 10**6 + 999_999),
+]
+
+
+@pytest.mark.parametrize("arrow_type, first, last", CALENDAR_EDGES, ids=lambda v: str(v))
+def test_dates_and_times_of_the_years_1_to_9999_append_and_others_are_refused(
+    tmp_path: Path, arrow_type: pa.DataType, first: int, last: int
+) -> None:
+    """Python's ``datetime`` holds the years 1-9999 (UTC for a zoned value), as Delta and
+    Spark do: the edges append, read and filter; a value past them (top level, in a struct,
+    in a list) is a ``SchemaMismatchError`` naming the column, with nothing written (it was
+    an ``OverflowError`` from the statistics, a zoned one in the year 1 also from the
+    overwrite's error message)."""
+    schema = pa.schema(
+        [("id", pa.int64()), ("t", arrow_type), ("s", pa.struct([("t", arrow_type)])), ("l", pa.list_(arrow_type))]
+    )
+    table = mt.create_table(tmp_path / "t", schema)
+    edges = pa.array([first, last], arrow_type)
+    good = pa.table(
+        {"id": [1, 2], "t": edges, "s": pa.StructArray.from_arrays([edges], ["t"]), "l": [[v] for v in edges]},
+        schema=schema,
+    )
+    table.append(good)
+    files = sorted((tmp_path / "t" / "data").iterdir())
+    assert table.scan().to_arrow().sort_by("id").equals(good)
+    assert table.scan(where="t IS NOT NULL").count() == 2
+    with pytest.raises(mt.errors.InvalidArgumentError, match="not satisfy") as raised:
+        table.overwrite(good, where="t IS NULL")  # its message shows a row's t: the first edge
+    assert "(e.g. the row with t = " in str(raised.value)
+    for column in ("t", "s", "l"):
+        step = 86_400_000 if pa.types.is_date64(arrow_type) else 1  # (date64: whole days only)
+        for beyond in (first - step, last + step):
+            value = pa.array([beyond], arrow_type)
+            row = {"id": [3], "t": edges[:1], "s": pa.StructArray.from_arrays([edges[:1]], ["t"]), "l": [[edges[0]]]}
+            row[column] = {"t": value, "s": pa.StructArray.from_arrays([value], ["t"]), "l": [[value[0]]]}[column]
+            with pytest.raises(SchemaMismatchError, match=f"column '{column}.*outside the years 1-9999"):
+                table.append(pa.table(row, schema=schema))
+    assert table.version == 1 and sorted((tmp_path / "t" / "data").iterdir()) == files
