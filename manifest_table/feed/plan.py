@@ -71,10 +71,11 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
     else:
         change = version_change(prev, cur)
         added = change.added
+        purged = {f.path for f in purged_sources(change.removed, cur)}
         for f in change.removed:
             if f.path not in moved:
                 deleted[f.path] = Rows(f, _all(f.rows) - dvs.of(f))
-            elif f.path in sources and sources[f.path].deletes != f.deletes:  # a purge's own deletes
+            elif f.path in purged:
                 dropped = sources[f.path].deletes
                 deleted[f.path] = Rows(f, (dvs.load(dropped) if dropped else BitMap()) - dvs.of(f))
         for before, after in change.redeleted:
@@ -90,6 +91,15 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
         pairs,
         [rows for rows in inserted.values() if rows.positions],
     )
+
+
+def purged_sources(removed: Iterable[DataFile], cur: Version) -> list[DataFile]:
+    """The files of ``removed`` (the parent's entries) that a rewrite of ``cur`` replaced while
+    dropping rows of its own: a purge's deletes, which its record holds and the parent had not
+    (a compaction's record holds the parent's deletes as they were)."""
+    rewrites = rewrites_from_json(cur.parameters.get("rewrites", []))
+    sources = {s.path: s for rw in rewrites for s in rw.sources}
+    return [f for f in removed if f.path in sources and sources[f.path].deletes != f.deletes]
 
 
 def _pairs(

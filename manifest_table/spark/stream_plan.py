@@ -35,6 +35,7 @@ from ..errors import (
     VersionExpiredError,
     VersionNotFoundError,
 )
+from ..feed.plan import purged_sources
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..handle import TableHandle
@@ -146,13 +147,15 @@ def _file_changes(
     parent: Version | None, commit: Version
 ) -> tuple[Sequence[DataFile], Sequence[DataFile], Sequence[tuple[DataFile, DataFile]]]:
     """The files ``commit`` added, removed, and deleted rows of (before, after): all its
-    files when the table did not exist before it; none for a compaction, which moves rows
-    without changing any (neither stream reads it)."""
+    files when the table did not exist before it. A rewrite's files are left out (a
+    compaction moves rows without changing any: neither stream reads it) but for the files
+    a purge dropped rows of, which count as removed (the append stream fails on them or skips
+    the commit, the change feed reads their deletes)."""
     if parent is None:
         return commit.files, (), ()
-    if "rewrites" in commit.parameters:
-        return (), (), ()
     change = version_change(parent, commit)
+    if "rewrites" in commit.parameters:
+        return (), purged_sources(change.removed, commit), ()
     return change.added, change.removed, change.redeleted
 
 

@@ -236,3 +236,26 @@ def ends(p: StreamPlanner, start: Position, limit: Limit) -> list[tuple[Position
         out.append((start, end))
         start = end
     return out
+
+
+def test_a_purge_is_a_change_commit_a_compaction_is_not(tmp_path: Path):
+    """A purge rewrites files like a compaction, but drops rows of its own: the change feed
+    plans its deletes (one unit, the files it dropped rows of) and the append stream fails on
+    it or skips it; a compaction after it has no unit in either. (Both streams took a purge
+    for a compaction: a change-feed consumer never saw an erased row's delete.)"""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))  # version 1
+    t.append(rows(10, 20))  # version 2
+    t.purge(where="id = 3")  # version 3: rewrites the first file
+    t.delete("id = 12")  # version 4
+    t.compact(min_deleted_fraction=0.01)  # version 5
+    t.append(rows(20, 30))  # version 6
+    latest = t.manifest()
+    feed = StreamPlanner(t, latest.fields, latest.version, changed_rows)
+    units = feed.units(Position(0), feed.latest(Position(0), None))
+    assert [u.version for u in units] == [1, 2, 3, 4, 6] and len(units[2].files) == 1
+    assert sorted(set(t.changes(0).to_arrow().column("_commit_version").to_pylist())) == [1, 2, 3, 4, 6]
+    with pytest.raises(ChangeCommitError, match=r"version 3 \(purge\)"):
+        planner(t, skip=False).latest(Position(3), None)
+    p = planner(t, skip=True)
+    assert [u.version for u in p.units(Position(1), p.latest(Position(1), None))] == [1, 2, 6]
