@@ -157,6 +157,12 @@ def _children(dtype: pa.DataType) -> list[pa.DataType]:
     return []
 
 
+def holds(dtype: pa.DataType, kind: Callable[[pa.DataType], bool]) -> bool:
+    """Whether ``dtype`` is of ``kind``, or holds a type of it at any depth (list items, struct
+    fields, map keys and values)."""
+    return kind(dtype) or any(holds(child, kind) for child in _children(dtype))
+
+
 def rebuilt(dtype: pa.DataType, change: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
     """A nested ``dtype`` (list, struct, map) with ``change`` applied to its children; a flat
     one as it is."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 import pyarrow as pa
 
 from ..data.scan import Scan, Snapshot
+from ..format.column_types import holds
 from ..storage import FileIO
 
 if TYPE_CHECKING:
@@ -58,19 +59,7 @@ def _compacted(batch: pa.RecordBatch) -> pa.RecordBatch:
     ("validity mask length must be equal to the number of values divided by size"), which
     Arrow allows, and the nulls of a column older files lack are sliced into batches by row
     group. Other columns are passed as they are."""
-    if not any(_holds_fixed_size_list(f.type) for f in batch.schema):
+    if not any(holds(f.type, pa.types.is_fixed_size_list) for f in batch.schema):
         return batch
-    columns = [pa.concat_arrays([c]) if _holds_fixed_size_list(c.type) else c for c in batch.columns]
+    columns = [pa.concat_arrays([c]) if holds(c.type, pa.types.is_fixed_size_list) else c for c in batch.columns]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
-
-
-def _holds_fixed_size_list(dtype: pa.DataType) -> bool:
-    if pa.types.is_fixed_size_list(dtype):
-        return True
-    if pa.types.is_struct(dtype):
-        return any(_holds_fixed_size_list(f.type) for f in dtype)
-    if pa.types.is_map(dtype):
-        return _holds_fixed_size_list(dtype.item_type)
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return _holds_fixed_size_list(dtype.value_type)
-    return False

@@ -38,7 +38,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import functions as F
 
 import manifest_table as mt
-from manifest_table.format.column_types import rebuilt
+from manifest_table.format.column_types import holds, rebuilt
 from manifest_table.spark import read, write
 from manifest_table.spark.schema import spark_schema
 from tests.differential_cases import SECONDS, SEED, TIMEOUT, Outcome, run_case, run_cases
@@ -146,7 +146,7 @@ class SparkChecker:
         if start > latest:
             return
         limit = self.rng.choice([{"maxFilesPerTrigger": "1"}, {"maxFilesPerTrigger": "2"}, {}])
-        self.streamed = [f.name for f in self.states[latest].schema if not has_time(f.type)]
+        self.streamed = [f.name for f in self.states[latest].schema if not holds(f.type, pa.types.is_time)]
         if self.rng.random() < 0.5 or len(self.streamed) < len(self.states[latest].schema):
             self.stream_appends(start, latest, limit)
         else:  # (a user-given schema is a projection of the table's columns, not of the feed's)
@@ -267,18 +267,6 @@ def spark_write_step(spark: Any) -> Step:
         h.committed(info, state.append(rows, uids))
 
     return step, 4, lambda h: all(spark_writable(c.type) for c in h.state.columns)
-
-
-def has_time(t: pa.DataType) -> bool:
-    """Whether ``t`` is or holds (at any depth) a time of day."""
-    if pa.types.is_time(t):
-        return True
-    if pa.types.is_struct(t):
-        return any(has_time(f.type) for f in t)
-    if pa.types.is_map(t):
-        return has_time(t.key_type) or has_time(t.item_type)
-    listed = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-    return listed and has_time(t.value_type)
 
 
 def spark_writable(t: pa.DataType) -> bool:
