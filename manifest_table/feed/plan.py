@@ -23,7 +23,7 @@ from typing import NoReturn
 import numpy as np
 from pyroaring import BitMap
 
-from ..commit.changes import rewrites_from_json
+from ..commit.changes import RewriteSource, rewrites_from_json
 from ..data.tombstones import DeletionVectors
 from ..errors import CorruptTableError
 from ..format.entries import DataFile
@@ -62,25 +62,22 @@ class CommitPlan:
 
 def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> CommitPlan:
     """The rows ``cur`` changed relative to ``prev`` (None: the table did not exist before)."""
-    rewrites = rewrites_from_json(cur.parameters.get("rewrites", []))
-    sources = {s.path: s for rw in rewrites for s in rw.sources}
-    moved = sources.keys() | {o.path for rw in rewrites for o in rw.outputs}
+    rewritten = Rewritten.of(cur)
     deleted: dict[str, Rows] = {}
     if prev is None:
         added = list(cur.files)
     else:
         change = version_change(prev, cur)
         added = change.added
-        purged = {f.path for f in purged_sources(change.removed, cur)}
         for f in change.removed:
-            if f.path not in moved:
+            if f.path not in rewritten.moved:
                 deleted[f.path] = Rows(f, _all(f.rows) - dvs.of(f))
-            elif f.path in purged:
-                dropped = sources[f.path].deletes
+            elif rewritten.purged(f):
+                dropped = rewritten.sources[f.path].deletes
                 deleted[f.path] = Rows(f, (dvs.load(dropped) if dropped else BitMap()) - dvs.of(f))
         for before, after in change.redeleted:
             deleted[before.path] = Rows(before, dvs.of(after) - dvs.of(before))
-    inserted = {f.path: Rows(f, _all(f.rows) - dvs.of(f)) for f in added if f.path not in moved}
+    inserted = {f.path: Rows(f, _all(f.rows) - dvs.of(f)) for f in added if f.path not in rewritten.moved}
     replaced = replacements_from_json(cur.parameters.get("replaced", []))
     pairs = _pairs(replaced, deleted, inserted, dvs, manifest_key(cur.version))
     for pair in pairs:
@@ -93,13 +90,25 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
     )
 
 
-def purged_sources(removed: Iterable[DataFile], cur: Version) -> list[DataFile]:
-    """The files of ``removed`` (the parent's entries) that a rewrite of ``cur`` replaced while
-    dropping rows of its own: a purge's deletes, which its record holds and the parent had not
-    (a compaction's record holds the parent's deletes as they were)."""
-    rewrites = rewrites_from_json(cur.parameters.get("rewrites", []))
-    sources = {s.path: s for rw in rewrites for s in rw.sources}
-    return [f for f in removed if f.path in sources and sources[f.path].deletes != f.deletes]
+@dataclass(frozen=True)
+class Rewritten:
+    """What a commit's rewrites (``parameters.rewrites``) did: the files they moved rows
+    between, and each source's record. A compaction's record holds the parent's deletes as
+    they were; a purge's holds more, the rows it dropped itself."""
+
+    sources: Mapping[str, RewriteSource]
+    moved: frozenset[str]
+
+    @classmethod
+    def of(cls, cur: Version) -> Rewritten:
+        rewrites = rewrites_from_json(cur.parameters.get("rewrites", []))
+        sources = {s.path: s for rw in rewrites for s in rw.sources}
+        return cls(sources, frozenset(sources.keys() | {o.path for rw in rewrites for o in rw.outputs}))
+
+    def purged(self, parent_file: DataFile) -> bool:
+        """Whether a rewrite dropped rows of ``parent_file`` (the parent's entry) of its own."""
+        source = self.sources.get(parent_file.path)
+        return source is not None and source.deletes != parent_file.deletes
 
 
 def _pairs(

@@ -11,7 +11,7 @@ import pyarrow as pa
 from ..arguments import did_you_mean
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
 from ..lazy import lazy
-from .column_types import Refusal, appendable, cast_safely, parquet_form, refusal
+from .column_types import Refusal, appendable, cast_safely, holds, parquet_form, refusal
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
@@ -115,7 +115,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 f"column {field.name!r} has type {column.type}, the table wants {field.type}",
             )
         _check_parquet_form(field, column)
-        _check_calendar(field.name, column)
+        if holds(field.type, _has_calendar_unit):  # (no walk of nested columns without dates)
+            _check_calendar(field.name, column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -165,6 +166,10 @@ def _check_calendar(name: str, column: pa.ChunkedArray | pa.Array) -> None:
                     "1970-01-01), outside the years 1-9999 a table's dates and timestamps can hold "
                     "(UTC for a zoned one)"
                 )
+
+
+def _has_calendar_unit(arrow_type: pa.DataType) -> bool:
+    return _calendar_unit(arrow_type) is not None
 
 
 def _calendar_unit(arrow_type: pa.DataType) -> str | None:

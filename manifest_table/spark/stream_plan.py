@@ -35,7 +35,7 @@ from ..errors import (
     VersionExpiredError,
     VersionNotFoundError,
 )
-from ..feed.plan import purged_sources
+from ..feed.plan import Rewritten
 from ..format.entries import DataFile
 from ..format.field_ids import FieldIds
 from ..handle import TableHandle
@@ -148,15 +148,18 @@ def _file_changes(
 ) -> tuple[Sequence[DataFile], Sequence[DataFile], Sequence[tuple[DataFile, DataFile]]]:
     """The files ``commit`` added, removed, and deleted rows of (before, after): all its
     files when the table did not exist before it. A rewrite's files are left out (a
-    compaction moves rows without changing any: neither stream reads it) but for the files
-    a purge dropped rows of, which count as removed (the append stream fails on them or skips
-    the commit, the change feed reads their deletes)."""
+    compaction moves rows without changing any: neither stream reads them) but for the
+    files a purge dropped rows of, which count as removed (the append stream fails on them
+    or skips the commit, the change feed reads their deletes), as in the feed's plan."""
     if parent is None:
         return commit.files, (), ()
     change = version_change(parent, commit)
-    if "rewrites" in commit.parameters:
-        return (), purged_sources(change.removed, commit), ()
-    return change.added, change.removed, change.redeleted
+    rewritten = Rewritten.of(commit)
+    return (
+        [f for f in change.added if f.path not in rewritten.moved],
+        [f for f in change.removed if f.path not in rewritten.moved or rewritten.purged(f)],
+        change.redeleted,
+    )
 
 
 class StreamPlanner:
