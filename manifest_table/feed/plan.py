@@ -72,9 +72,8 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
         for f in change.removed:
             if f.path not in rewritten.moved:
                 deleted[f.path] = Rows(f, _all(f.rows) - dvs.of(f))
-            elif rewritten.purged(f):
-                dropped = rewritten.sources[f.path].deletes
-                deleted[f.path] = Rows(f, (dvs.load(dropped) if dropped else BitMap()) - dvs.of(f))
+            elif dropped := rewritten.dropped(f, dvs):  # a purge's own deletes
+                deleted[f.path] = Rows(f, dropped)
         for before, after in change.redeleted:
             deleted[before.path] = Rows(before, dvs.of(after) - dvs.of(before))
     inserted = {f.path: Rows(f, _all(f.rows) - dvs.of(f)) for f in added if f.path not in rewritten.moved}
@@ -93,8 +92,9 @@ def plan_commit(prev: Version | None, cur: Version, dvs: DeletionVectors) -> Com
 @dataclass(frozen=True)
 class Rewritten:
     """What a commit's rewrites (``parameters.rewrites``) did: the files they moved rows
-    between, and each source's record. A compaction's record holds the parent's deletes as
-    they were; a purge's holds more, the rows it dropped itself."""
+    between, and each source's record. A compaction's record holds the deletes the source had
+    when it was read (the parent's, or fewer: a delete that committed meanwhile was remapped
+    onto the outputs); a purge's holds more, the rows it dropped itself."""
 
     sources: Mapping[str, RewriteSource]
     moved: frozenset[str]
@@ -105,10 +105,15 @@ class Rewritten:
         sources = {s.path: s for rw in rewrites for s in rw.sources}
         return cls(sources, frozenset(sources.keys() | {o.path for rw in rewrites for o in rw.outputs}))
 
-    def purged(self, parent_file: DataFile) -> bool:
-        """Whether a rewrite dropped rows of ``parent_file`` (the parent's entry) of its own."""
+    def dropped(self, parent_file: DataFile, dvs: DeletionVectors) -> BitMap:
+        """The rows of ``parent_file`` (the parent's entry) a rewrite dropped of its own: in its
+        source's record, live in the parent. Empty for a compaction, even one a delete raced
+        (its record holds fewer deletes than the parent, not more); the bitmaps are read only
+        where the record and the parent differ."""
         source = self.sources.get(parent_file.path)
-        return source is not None and source.deletes != parent_file.deletes
+        if source is None or source.deletes == parent_file.deletes or source.deletes is None:
+            return BitMap()
+        return dvs.load(source.deletes) - dvs.of(parent_file)
 
 
 def _pairs(

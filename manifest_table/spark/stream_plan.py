@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ..data.tombstones import DeletionVectors
 from ..errors import (
     ChangeCommitError,
     InvalidArgumentError,
@@ -109,8 +110,17 @@ class Limit:
         return self.max_bytes is None or size + unit.size <= self.max_bytes
 
 
-UnitsOf = Callable[[Version | None, Version], Sequence[Unit]]
-"""(the parent version, None when the table did not exist before; the commit's version) -> its units."""
+@dataclass(frozen=True)
+class FileChanges:
+    """The files a commit added, removed, and deleted rows of (before, after)."""
+
+    added: Sequence[DataFile]
+    removed: Sequence[DataFile]
+    redeleted: Sequence[tuple[DataFile, DataFile]]
+
+
+UnitsOf = Callable[[Version, FileChanges], Sequence[Unit]]
+"""(a commit's version, the files it changed: ``file_changes``) -> its units."""
 
 
 def appended_rows(skip_change_commits: bool) -> UnitsOf:
@@ -119,9 +129,8 @@ def appended_rows(skip_change_commits: bool) -> UnitsOf:
     with ``skip_change_commits`` is skipped whole (as Delta's option of that name does: rows
     it added are skipped too)."""
 
-    def units_of(parent: Version | None, commit: Version) -> Sequence[Unit]:
-        added, removed, redeleted = _file_changes(parent, commit)
-        changed = sum(1 for f in removed if f.live_rows) + len(redeleted)
+    def units_of(commit: Version, changes: FileChanges) -> Sequence[Unit]:
+        changed = sum(1 for f in changes.removed if f.live_rows) + len(changes.redeleted)
         if changed and skip_change_commits:
             return ()
         if changed:
@@ -131,33 +140,30 @@ def appended_rows(skip_change_commits: bool) -> UnitsOf:
                 "true to skip commits that delete or update rows (rows they add are skipped too), or start "
                 "a new query after it with startingVersion"
             )
-        return tuple(Unit(commit.version, f) for f in added if f.live_rows > 0)
+        return tuple(Unit(commit.version, f) for f in changes.added if f.live_rows > 0)
 
     return units_of
 
 
-def changed_rows(parent: Version | None, commit: Version) -> Sequence[Unit]:
+def changed_rows(commit: Version, changes: FileChanges) -> Sequence[Unit]:
     """The change feed: a commit that changed the table's files is one unit, its change rows."""
-    added, removed, redeleted = _file_changes(parent, commit)
-    touched = (*added, *removed, *(after for _, after in redeleted))
+    touched = (*changes.added, *changes.removed, *(after for _, after in changes.redeleted))
     return (Unit(commit.version, touched=touched),) if touched else ()
 
 
-def _file_changes(
-    parent: Version | None, commit: Version
-) -> tuple[Sequence[DataFile], Sequence[DataFile], Sequence[tuple[DataFile, DataFile]]]:
-    """The files ``commit`` added, removed, and deleted rows of (before, after): all its
-    files when the table did not exist before it. A rewrite's files are left out (a
-    compaction moves rows without changing any: neither stream reads them) but for the
-    files a purge dropped rows of, which count as removed (the append stream fails on them
-    or skips the commit, the change feed reads their deletes), as in the feed's plan."""
+def file_changes(parent: Version | None, commit: Version, dvs: DeletionVectors) -> FileChanges:
+    """The files ``commit`` changed relative to ``parent``: all its files when the table did
+    not exist before it. A rewrite's files are left out (a compaction moves rows without
+    changing any, also when a delete raced it: neither stream reads them) but for the files
+    a purge dropped rows of, which count as removed (the append stream fails on them or skips
+    the commit, the change feed reads their deletes), as in the feed's plan."""
     if parent is None:
-        return commit.files, (), ()
+        return FileChanges(commit.files, (), ())
     change = version_change(parent, commit)
     rewritten = Rewritten.of(commit)
-    return (
+    return FileChanges(
         [f for f in change.added if f.path not in rewritten.moved],
-        [f for f in change.removed if f.path not in rewritten.moved or rewritten.purged(f)],
+        [f for f in change.removed if f.path not in rewritten.moved or rewritten.dropped(f, dvs)],
         change.redeleted,
     )
 
@@ -277,7 +283,8 @@ class StreamPlanner:
                         f"query started (with the schema of version {self.fields_version}); restart the "
                         "query to read on with the new schema"
                     )
-                found = self.units_of(self._state(version - 1, version) if version else None, commit)
+                parent = self._state(version - 1, version) if version else None
+                found = self.units_of(commit, file_changes(parent, commit, DeletionVectors(self.table.store)))
             self._commits[version] = found
         return found
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
+from manifest_table.data.tombstones import DeletionVectors
 from manifest_table.errors import (
     ChangeCommitError,
     InvalidArgumentError,
@@ -21,6 +22,7 @@ from manifest_table.errors import (
     VersionExpiredError,
     VersionNotFoundError,
 )
+from manifest_table.operations.compaction import commit_compaction, plan_compaction, rewrite_group
 from manifest_table.spark.stream_plan import (
     AFTER_LATEST,
     LATEST,
@@ -259,3 +261,26 @@ def test_a_purge_is_a_change_commit_a_compaction_is_not(tmp_path: Path):
         planner(t, skip=False).latest(Position(3), None)
     p = planner(t, skip=True)
     assert [u.version for u in p.units(Position(1), p.latest(Position(1), None))] == [1, 2, 6]
+
+
+def test_a_compaction_a_delete_raced_is_no_change_commit(tmp_path: Path):
+    """A compaction's record holds its sources' deletes as it read them; a delete committed
+    meanwhile is remapped onto its outputs, so the parent's entry holds more deletes than the
+    record. That is no row the compaction dropped: neither stream plans it (the append
+    stream failed on it with ChangeCommitError, the change feed planned an empty unit)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    t.append(rows(0, 10))  # version 1
+    t.append(rows(10, 20))  # version 2
+    t.delete("id = 1")  # version 3
+    base, pointer = t.log.latest()
+    results = [rewrite_group(t, g, DeletionVectors(t.store)) for g in plan_compaction(base, 1 << 30, 0)]
+    t.delete("id = 2")  # version 4, while the compaction rewrites
+    assert commit_compaction(t, base, pointer, results, {}).version == 5
+    t.append(rows(20, 30))  # version 6
+    latest = t.manifest()
+    feed = StreamPlanner(t, latest.fields, latest.version, changed_rows)
+    assert [u.version for u in feed.units(Position(0), feed.latest(Position(0), None))] == [1, 2, 3, 4, 6]
+    assert sorted(set(t.changes(0).to_arrow().column("_commit_version").to_pylist())) == [1, 2, 3, 4, 6]
+    p = planner(t, skip=False)
+    assert [u.version for u in p.units(Position(5), p.latest(Position(5), None))] == [6]
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [0, *range(3, 30)]
