@@ -89,17 +89,53 @@ def test_values_at_rows_equal_pyarrows(
     for page in (p for p in pages if not p.dictionary):
         inside = [r - page.first_row for r in rows if page.first_row <= r < page.first_row + page.rows]
         inside = sorted(set(inside) | {0, page.rows - 1})
-        with patch.object(page_values, "MAX_RUNS", 10**9):  # (every run walked: see the test below)
-            got = page_values.values_at(chunk, entries, data[page.offset : page.offset + page.size], inside)
+        got = _values_at(chunk, entries, data, page, inside)
         if got is None:  # a plain page of strings (dictionary overflow or none asked)
             assert chunk.physical == "BYTE_ARRAY"
             continue
         decoded += 1
-        expected = whole.take(pa.array([page.first_row + r for r in inside]))
-        got.validate(full=True)  # (fixed-width values become an array over their own buffer)
-        assert got.type == expected.type and got.null_count == expected.null_count
-        assert got.to_pylist() == expected.to_pylist(), (page.first_row, inside)
+        _assert_equal(got, whole, page, inside)
+        every = list(range(page.rows))  # (each run's every row)
+        _assert_equal(_values_at(chunk, entries, data, page, every), whole, page, every)
     assert decoded or chunk.physical == "BYTE_ARRAY" and not dictionary
+
+
+def _values_at(chunk: page_values.Chunk, entries: page_values.Entries | None, data: bytes, page: pp.Page,
+               rows: list[int]) -> pa.Array | None:
+    with patch.object(page_values, "MAX_RUNS", 10**9):  # (every run walked: see the test below)
+        return page_values.values_at(chunk, entries, data[page.offset : page.offset + page.size], rows)
+
+
+def _assert_equal(got: pa.Array | None, whole: pa.Array, page: pp.Page, rows: list[int]) -> None:
+    """``got``, the values at ``rows`` of ``page``, are pyarrow's (``whole``: the column)."""
+    assert got is not None
+    expected = whole.take(pa.array([page.first_row + r for r in rows]))
+    got.validate(full=True)  # (fixed-width values become an array over their own buffer)
+    assert got.type == expected.type and got.null_count == expected.null_count
+    assert got.to_pylist() == expected.to_pylist(), (page.first_row, rows)
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+@pytest.mark.parametrize("runs", [False, True], ids=["scattered", "in runs"])
+def test_every_row_of_a_full_page_with_nulls(tmp_path: pytest.TempPathFactory, dictionary: bool, runs: bool) -> None:
+    """A page of 20,000 rows as the writer cuts them, one value in ten null at random, the
+    values scattered or in runs of 1 to 60 (a sorted column's): definition levels and
+    dictionary indexes are runs of both kinds, bit-packed ones hundreds of values long, and
+    each row's value is found by counting the ones before it."""
+    rng = np.random.default_rng(7)
+    rows = 20_000
+    drawn = rng.integers(0, 50 if dictionary else 2**40, rows)
+    if runs:
+        drawn = np.repeat(drawn, rng.integers(1, 61, rows))[:rows]
+    values = pa.array(drawn, mask=rng.random(rows) < 0.1)
+    path = str(tmp_path / "f.parquet")  # type: ignore[operator]
+    pq.write_table(pa.table({"v": values}), path, use_dictionary=dictionary, row_group_size=rows)
+    chunk, pages, data, whole = _pages(path, "v")
+    entries = _entries(chunk, pages, data)
+    page = next(p for p in pages if not p.dictionary)
+    assert page.rows == rows
+    for picked in (list(range(rows)), list(range(3, rows, 997))):
+        _assert_equal(_values_at(chunk, entries, data, page, picked), whole, page, picked)
 
 
 @pytest.mark.parametrize("options", [
