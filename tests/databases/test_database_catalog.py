@@ -152,6 +152,31 @@ def test_creating_a_name_a_concurrent_commit_took_by_a_rename_conflicts(db: mt.D
     assert db.tables() == ["b", "c"] and ids(db.table("c")) == [1]
 
 
+CONCURRENT_TAKEOVERS = {  # what another commit did to name 'a' meanwhile, and the catalog it left
+    "dropped and created again": (lambda tx: (tx.drop_table("a"), tx.create_table("a", SCHEMA).append([{"id": 9}])),
+                                  {"a": [9], "b": [2]}, "'a' was dropped"),
+    "renamed away, another renamed onto it": (lambda tx: (tx.rename_table("a", "x"), tx.rename_table("b", "a")),
+                                              {"a": [2], "x": [1]}, "'a' was renamed to 'x'"),
+}
+
+
+@pytest.mark.parametrize("takeover", sorted(CONCURRENT_TAKEOVERS))
+@pytest.mark.parametrize("change", ["drop", "rename"])
+def test_dropping_or_renaming_a_name_another_table_took_meanwhile_conflicts(
+        db: mt.Database, change: str, takeover: str) -> None:
+    """The transaction drops (or renames) the table named 'a' when it began; a concurrent
+    commit gave that name to another table. The change was about the first table: it must
+    neither drop nor rename the table that holds the name now."""
+    act, left, message = CONCURRENT_TAKEOVERS[takeover]
+    tx = db.transaction()
+    tx.drop_table("a") if change == "drop" else tx.rename_table("a", "c")
+    with mt.open_database(db.uri).transaction() as other:
+        act(other)
+    with pytest.raises(CommitConflictError, match=f"table {message} by a concurrent commit"):
+        tx.commit()
+    assert {name: ids(db.table(name)) for name in db.tables()} == left
+
+
 # --- item 3: a replayed streaming batch ----------------------------------------------------------
 def test_a_replayed_batch_commits_nothing_in_a_database_transaction(db: mt.Database) -> None:
     for _ in range(2):

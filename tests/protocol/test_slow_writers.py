@@ -148,6 +148,25 @@ def test_every_operation_paused_past_its_deadline_commits_nothing_and_leaves_not
     assert table.version == 3
 
 
+def test_a_grace_shortened_by_a_concurrent_commit_shortens_the_writers_deadline(tmp_path: Path) -> None:
+    """A writer stages under a gc_grace of 1h; meanwhile another sets it to 1s, and GC then
+    deletes anything unreferenced older than 1s: rebasing over that version, the writer takes
+    the shorter grace (a deadline of 1s less the margin) and gives up rather than commit a
+    file GC may have deleted."""
+    uri = str(tmp_path / "t")
+    table = mt.create_table(uri, SCHEMA, properties={"gc_grace": "1h"})
+    table.append(_rows(1))
+    tx = table.transaction()
+    tx.append(_rows(2))
+    staged = tx.staging.changes.added[0].path
+    mt.open_table(uri).set_properties({"gc_grace": "1s"})
+    time.sleep(1.0)
+    with pytest.raises(CommitFailedError, match=r"gave up before its commit point.*the gc_grace of 1s"):
+        tx.commit()
+    assert table.version == 2 and table.scan().to_arrow().column("id").to_pylist() == [1]
+    assert not (tmp_path / "t" / staged).exists()
+
+
 def test_a_database_transaction_paused_past_the_databases_grace_commits_nothing() -> None:
     store = PausesAfterStaging(MemoryStore(), pause=1.0)
     db = mt.create_database("mem://db", store=store)
