@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from ..commit.changes import rewrites_from_json
-from ..errors import NotFound, VersionExpiredError
+from ..errors import CorruptTableError, NotFound, VersionExpiredError
 from ..format.listed_once import ListedPaths
 from ..log.version import Version
 
@@ -22,16 +22,23 @@ def referenced_keys(manifests: Iterable[Version], stored: Callable[[int], bool])
     file twice is corrupt: GC stops rather than judge its objects. A version whose objects
     have gone since it was listed is skipped if it is no longer ``stored`` (a concurrent GC
     expired it: a version goes before its objects); under a stored version it is damage, and
-    GC stops."""
+    GC stops before deleting anything (``CorruptTableError``): what that version references
+    cannot be known, so nothing unreferenced can be told apart from it."""
     keys: set[str] = set()
     vectors: dict[str, list[tuple[str, str]]] = {}  # segment -> (file, its stored bitmap's object)
     listed: dict[str, ListedPaths] = {}
     for manifest in manifests:
         try:
             _add_references(manifest, keys, vectors, listed)
-        except (NotFound, VersionExpiredError):
+        except (NotFound, VersionExpiredError) as exc:
             if stored(manifest.version):
-                raise
+                raise CorruptTableError(
+                    f"garbage collection stopped and deleted nothing: version {manifest.version}, which it "
+                    f"retains, references an object that is missing ({exc}). The table is damaged: repair "
+                    "(`manifest-table repair`, Table.repair or Database.repair) commits a version without "
+                    "what is gone, and gc proceeds once it retains no damaged version (after they age out "
+                    "of retain_for, or with a shorter one)"
+                ) from exc
             logger.info("version %d was expired by a concurrent GC", manifest.version)
     return keys
 

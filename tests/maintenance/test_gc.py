@@ -18,7 +18,13 @@ import pyarrow as pa
 import pytest
 
 from manifest_table import Table, create_table, open_table
-from manifest_table.errors import CommitFailedError, InvalidArgumentError, TableExistsError, VersionExpiredError
+from manifest_table.errors import (
+    CommitFailedError,
+    CorruptTableError,
+    InvalidArgumentError,
+    TableExistsError,
+    VersionExpiredError,
+)
 from manifest_table.format.manifest import manifest_key
 from manifest_table.format.pointer import POINTER_KEY, decode_pointer
 from manifest_table.operations.garbage_collection import collect_garbage
@@ -362,3 +368,19 @@ def test_gc_skips_versions_a_concurrent_gc_expired_after_it_listed_them(tmp_path
     collect_garbage(open_table(uri, store=store), 20, None, timedelta(0), force=True, now=later)
     assert store.ran
     assert sorted(open_table(uri).to_arrow().column("id").to_pylist()) == list(range(6))
+
+
+def test_a_retained_version_missing_a_segment_stops_gc_before_it_deletes_anything(tmp_path: Path) -> None:
+    """A segment deleted by hand under the latest version: what that version references cannot
+    be read, so its data files look unreferenced. GC deletes nothing, and says why and what to do."""
+    uri = str(tmp_path / "t")
+    table = create_table(uri, SCHEMA, properties={"tail_limit": 1})
+    for i in range(4):
+        table.append(pa.table({"id": [i], "g": [i]}, schema=SCHEMA))
+    segment = table.manifest().index.segments[0].path
+    os.remove(tmp_path / "t" / segment)
+    stored = sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file())
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with pytest.raises(CorruptTableError, match=rf"stopped and deleted nothing: version 4.*\({segment}\).*repair"):
+        collect_garbage(open_table(uri), 1, None, timedelta(0), force=True, now=later)
+    assert sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file()) == stored
