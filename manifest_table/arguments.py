@@ -246,21 +246,22 @@ def check_version(value: Any) -> int:
     return check_int("version", value, minimum=0)
 
 
-def check_time(value: Any) -> datetime:
+def check_time(value: Any, name: str = "as_of") -> datetime:
     """An instant: an aware ``datetime``, a naive one (UTC), or an ISO 8601 string. A bare
-    ``date`` is refused: midnight in which zone would be a guess."""
+    ``date`` is refused: midnight in which zone would be a guess. ``name``: the argument's,
+    for the error."""
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidArgumentError(f"as_of is not an ISO 8601 time: {value!r}") from None
+            raise InvalidArgumentError(f"{name} is not an ISO 8601 time: {value!r}") from None
     elif isinstance(value, date):
         raise InvalidArgumentError(
-            f"as_of must be a datetime, not a date ({value}): pass e.g. "
+            f"{name} must be a datetime, not a date ({value}): pass e.g. "
             f"datetime({value.year}, {value.month}, {value.day}, tzinfo=timezone.utc)"
         )
     else:
-        raise InvalidArgumentError(f"as_of must be a datetime or an ISO 8601 string, not {_describe(value)}")
+        raise InvalidArgumentError(f"{name} must be a datetime or an ISO 8601 string, not {_describe(value)}")
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

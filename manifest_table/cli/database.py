@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..database import create_database, open_database
-from .options import storage_options, whole_number
+from .options import instant, storage_options, whole_number
 from .read import show_history, timestamp
 
 
@@ -67,7 +67,9 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     def at_version(parser: argparse.ArgumentParser) -> None:
         travel = parser.add_mutually_exclusive_group()
         travel.add_argument("--version", type=int, metavar="N", help="as of database version N")
-        travel.add_argument("--as-of", metavar="TIMESTAMP", help="as of an ISO 8601 time (no offset: UTC)")
+        travel.add_argument(
+            "--as-of", type=instant, metavar="TIMESTAMP", help="as of an ISO 8601 time (no offset: UTC)"
+        )
 
     command("create", create, "create an empty database")
     at_version(command("tables", tables, "list the tables"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from ..arguments import parse_duration, parse_size
+from ..arguments import check_time, parse_duration, parse_size
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -41,6 +41,16 @@ def names(text: str) -> list[str]:
 def retention(text: str) -> timedelta | None:
     """A duration, or ``none`` for count-based retention only (needs ``force``)."""
     return None if text.strip().lower() == "none" else duration(text)
+
+
+def instant(text: str) -> datetime:
+    """``--as-of``, ``--since``, ``--until``: an ISO 8601 time, read as the API reads one."""
+    try:
+        return check_time(text)
+    except InvalidArgumentError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 time: {text!r} (e.g. 2026-11-29T08:30:00, without an offset: UTC)"
+        ) from None
 
 
 def fraction(text: str) -> float:

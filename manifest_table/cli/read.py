@@ -17,7 +17,7 @@ from ..format.properties import LAYOUT
 from ..lazy import lazy
 from .mirror import describe as describe_mirrors
 from .mirror import versions as mirror_versions
-from .options import PROG, csv_options, names, open_from, whole_number
+from .options import PROG, csv_options, instant, names, open_from, whole_number
 from .output import OUTPUT_FORMATS, WRITERS, csv_writer
 from .progress import counted
 
@@ -196,7 +196,10 @@ def add_commands(command: Any) -> None:
     travel = snapshot.add_mutually_exclusive_group()
     travel.add_argument("--version", type=int, metavar="N", help="read version N")
     travel.add_argument(
-        "--as-of", metavar="TIMESTAMP", help="read the version current at an ISO 8601 time (no offset: UTC)"
+        "--as-of",
+        type=instant,
+        metavar="TIMESTAMP",
+        help="read the version current at an ISO 8601 time (no offset: UTC)",
     )
     described = command("info", info, "show version, schema, size and row counts", aliases=["describe"])
     described.add_argument("--json", action="store_true", help="print JSON")
@@ -220,10 +223,10 @@ def add_commands(command: Any) -> None:
     changed = command("changes", changes, "print the rows changed since a version", csv_options(reading=False))
     start = changed.add_mutually_exclusive_group()
     start.add_argument("--from", dest="start", type=whole_number, metavar="V", help="changes after version V")
-    start.add_argument("--since", metavar="TIMESTAMP", help="changes committed after an ISO 8601 time")
+    start.add_argument("--since", type=instant, metavar="TIMESTAMP", help="changes committed after an ISO 8601 time")
     end = changed.add_mutually_exclusive_group()
     end.add_argument("--to", dest="end", type=whole_number, metavar="V", help="up to version V (default: the latest)")
-    end.add_argument("--until", metavar="TIMESTAMP", help="up to the version current at an ISO 8601 time")
+    end.add_argument("--until", type=instant, metavar="TIMESTAMP", help="up to the version current at an ISO 8601 time")
     changed.add_argument("--where", metavar="EXPR", help="only changes of rows matching the filter")
     changed.add_argument("--columns", type=names, metavar="A,B", help="columns to show (default: all)")
     changed.add_argument(

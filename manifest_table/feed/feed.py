@@ -157,7 +157,11 @@ def change_range(
     if end_version is not None and end_as_of is not None:
         raise InvalidArgumentError("pass end_version or end_as_of, not both")
     latest = log.pointer().version
-    start = check_version(start_version) if start_version is not None else _at(log, check_time(start_as_of), latest)
+    start = (
+        check_version(start_version)
+        if start_version is not None
+        else _at(log, check_time(start_as_of, "start_as_of"), latest)
+    )
     if start > latest:
         raise VersionNotFoundError(f"version {start} does not exist in {log.location} (latest is {latest})")
     end = latest
@@ -166,7 +170,7 @@ def change_range(
         if end > latest:
             raise VersionNotFoundError(f"version {end} does not exist in {log.location} (latest is {latest})")
     elif end_as_of is not None:
-        end = _at(log, check_time(end_as_of), latest)
+        end = _at(log, check_time(end_as_of, "end_as_of"), latest)
     if start > end:
         raise InvalidArgumentError(f"the start version {start} is after the end version {end}")
     if log.find(start) is None and not _before_creation(log, start):

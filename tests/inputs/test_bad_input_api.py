@@ -228,6 +228,18 @@ CASES: list[Case] = [
         lambda t: t.scan(as_of=1700000000),
         "as_of must be a datetime or an ISO 8601 string",
     ),
+    (
+        "changes-start-as-of-garbage",
+        InvalidArgumentError,
+        lambda t: t.changes(start_as_of="yesterday"),
+        "start_as_of is not an ISO 8601 time",
+    ),
+    (
+        "changes-end-as-of-date",
+        InvalidArgumentError,
+        lambda t: t.changes(0, end_as_of=date(2024, 1, 1)),
+        "end_as_of must be a datetime, not a date",
+    ),
     ("scan-version-and-as-of", InvalidArgumentError, lambda t: t.scan(version=1, as_of=datetime.now(UTC)), "not both"),
     ("scan-where-number", InvalidFilterError, lambda t: t.scan(where=5), "a filter must be a string or an Expr"),
     (
