@@ -13,7 +13,7 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.clock import Stamp, utc_now
-from manifest_table.errors import CommitConflictError, CommitFailedError, StoreError
+from manifest_table.errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.format.pointer import POINTER_KEY, decode_pointer
 from manifest_table.storage import MemoryStore
@@ -262,6 +262,19 @@ def test_transient_failures_of_repeatable_calls_are_retried_and_others_are_not()
         RetryingStore(FaultyStore(inner, plan), ("data/",)).put_if_absent(manifest_key(5), b"{}")
     assert len(plan.calls) == 1
     assert table.scan().count() == 0
+
+
+def test_a_unique_key_taken_before_the_first_attempt_is_not_taken_as_ours():
+    """Only a key found taken after an attempt of ours failed can be our attempt landing; one
+    taken before we ever tried is someone else's object, and a retry that took it as ours
+    would reference bytes it never wrote."""
+    inner = MemoryStore()
+    inner.put_if_absent("data/x.parquet", b"theirs")
+    store = RetryingStore(inner, ("data/",))
+    for create in (store.put_if_absent, store.put_new):
+        with pytest.raises(PreconditionFailed):
+            create("data/x.parquet", b"ours")
+    assert inner.get("data/x.parquet") == b"theirs"
 
 
 def test_a_commit_past_its_deadline_gives_up_and_leaves_nothing_behind():
