@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import re
 import signal
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ from manifest_table.clock import Stamp, utc_now
 from manifest_table.errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
 from manifest_table.format.manifest import manifest_key
 from manifest_table.format.pointer import POINTER_KEY, decode_pointer
-from manifest_table.storage import MemoryStore
+from manifest_table.storage import MemoryStore, ObjectInfo
 from manifest_table.storage.retry import RetryingStore
 from manifest_table.testing import TIMEOUT, TRANSIENT, Call, FaultPlan, FaultyStore
 from tests.conftest import store_location
@@ -275,6 +276,48 @@ def test_a_unique_key_taken_before_the_first_attempt_is_not_taken_as_ours():
         with pytest.raises(PreconditionFailed):
             create("data/x.parquet", b"ours")
     assert inner.get("data/x.parquet") == b"theirs"
+
+
+def test_a_listing_that_fails_midway_resumes_after_the_last_key_it_gave():
+    """Each key once, in order: a listing retried from the start must not hand GC or a repair
+    the keys it already gave (a key given twice was counted twice, and deleted twice)."""
+
+    class FailsOnceMidway(WrappedStore):
+        failed = False
+
+        def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+            for i, info in enumerate(self.inner.list(prefix)):
+                if i == 3 and not self.failed:
+                    self.failed = True
+                    raise StoreError("injected: connection reset while listing")
+                yield info
+
+    inner = MemoryStore()
+    keys = [f"data/{i:02}.parquet" for i in range(8)]
+    for key in keys:
+        inner.put_if_absent(key, b"x")
+    store = FailsOnceMidway(inner)
+    assert [info.key for info in RetryingStore(store, ("data/",)).list("data/")] == keys
+    assert store.failed
+
+
+def test_a_create_found_taken_after_a_failed_attempt_but_then_missing_is_not_ours():
+    """The key was taken when the retry tried it and gone when it looked: nothing says the
+    object was ours, so the create fails rather than answer an etag of nothing."""
+
+    class TakenThenGone(WrappedStore):
+        attempts = 0
+
+        def put_if_absent(self, key: str, data: bytes) -> str:
+            self.attempts += 1
+            if self.attempts == 1:
+                raise StoreError("injected: timed out, did not land")
+            raise PreconditionFailed(key)
+
+    store = TakenThenGone(MemoryStore())
+    with pytest.raises(PreconditionFailed):
+        RetryingStore(store, ("data/",)).put_if_absent("data/x.parquet", b"ours")
+    assert store.attempts == 2
 
 
 def test_a_commit_past_its_deadline_gives_up_and_leaves_nothing_behind():
