@@ -96,6 +96,21 @@ def test_every_field_of_a_manifest_set_to_hostile_values_reads_right_or_raises_c
     assert outcomes["corrupt"] > outcomes["ok"] > 0, outcomes
 
 
+@pytest.mark.parametrize("claims", [-1, +1, +5])
+def test_a_manifest_that_names_another_version_than_its_key_is_corrupt(claims: int) -> None:
+    """A manifest copied under the wrong key (a restore by hand, a bad tool) names a version
+    its key does not: taken at its word, a reader would show one version's rows as another's
+    and the next commit would number from the wrong place."""
+    t = small_table(MemoryStore())
+    doc = latest_doc(t)
+    version = t.version + 1
+    doc["version"], doc["parent_version"] = version + claims, version + claims - 1
+    key = commit_raw(t, doc)
+    for read in (lambda: t.scan().count(), lambda: t.history(limit=1), lambda: open_table("mem://t", store=t.store)):
+        with pytest.raises(CorruptTableError, match=f"{key} says it is version {version + claims}"):
+            read()
+
+
 @pytest.mark.parametrize("kind", ["memory", "local"])
 def test_errors_name_the_object_and_the_field(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     t = small_table(make_store(kind, request, tmp_path))
