@@ -110,6 +110,19 @@ def test_retention_by_time_keeps_versions_current_within_the_window(table: Table
     assert rows(table, version=2) == Counter(range(20))
 
 
+def test_retention_by_time_holds_for_exactly_retain_for(table: Table) -> None:
+    """Versions superseded moments ago are kept until ``retain_for`` has passed since, and not
+    after: at three quarters of it every version stays, at five quarters only the latest.
+    (No grace: GC would keep the too-young manifests for it, hiding a shorter retention.)"""
+    for i in range(3):
+        append(table, 10 * i)
+    kept = [
+        collect_garbage(table, retain_for=HOUR, grace=ZERO, now=later(HOUR * k / 4), dry_run=True, force=True)
+        for k in (3, 5)
+    ]
+    assert [report.versions_retained for report in kept] == [range(0, 4), range(3, 4)]
+
+
 def test_a_version_superseded_long_after_it_committed_is_retained(table: Table) -> None:
     append(table, 0)
     report = collect_garbage(table, retain_for=HOUR, grace=HOUR, now=later(HOUR / 2), dry_run=True, force=True)
