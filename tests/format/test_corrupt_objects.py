@@ -18,8 +18,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyroaring import BitMap
 
 from manifest_table import Table, create_table, open_table
+from manifest_table.data.tombstones import MAGIC
 from manifest_table.errors import CommitConflictError, CommitFailedError, CorruptTableError, InvalidArgumentError
 from manifest_table.format.manifest import DataFile, manifest_key, version_of_key
 from manifest_table.format.pointer import POINTER_KEY
@@ -109,6 +111,29 @@ def test_a_manifest_that_names_another_version_than_its_key_is_corrupt(claims: i
     for read in (lambda: t.scan().count(), lambda: t.history(limit=1), lambda: open_table("mem://t", store=t.store)):
         with pytest.raises(CorruptTableError, match=f"{key} says it is version {version + claims}"):
             read()
+
+
+@pytest.mark.parametrize(
+    ("positions", "said", "message"),
+    [
+        ([0, 1, 2, ROWS], 4, f"deletes position {ROWS}, past the end of its data file of {ROWS} rows"),
+        ([0, 1, 2, 3], 3, "the bitmap has 4 positions, the manifest's deletes.cardinality says 3"),
+        ([0, 1], 3, "the bitmap has 2 positions, the manifest's deletes.cardinality says 3"),
+    ],
+    ids=["position past the end", "more than the manifest says", "fewer than the manifest says"],
+)
+def test_a_tombstone_that_disagrees_with_its_entry_is_corrupt(positions: list[int], said: int, message: str) -> None:
+    """A bitmap is checked against the entry that points at it: a position the file does not
+    have, or a count other than the manifest's (which every count of live rows uses), would
+    make a scan and a count disagree."""
+    t = small_table(MemoryStore())
+    blob = BitMap(positions).serialize()
+    key = put_object(t, "tombstones/", ".roaring", MAGIC + blob)
+    doc = latest_doc(t)
+    doc["files"][0]["deletes"] = {"path": key, "offset": len(MAGIC), "length": len(blob), "cardinality": said}
+    commit_raw(t, doc)
+    with pytest.raises(CorruptTableError, match=message):
+        t.scan().to_arrow()
 
 
 @pytest.mark.parametrize("kind", ["memory", "local"])
