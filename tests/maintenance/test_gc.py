@@ -201,6 +201,42 @@ def test_aged_orphans_on_a_local_table_are_removed_after_the_grace_period(tmp_pa
     assert rows(t) == Counter(range(10))
 
 
+def _age(root: Path, keys: list[str], seconds: float = 2 * 86400) -> None:
+    then = time.time() - seconds
+    for key in keys:
+        os.utime(root / key, (then, then))
+
+
+def test_an_expired_version_too_young_to_delete_keeps_its_old_files(tmp_path: Path) -> None:
+    """Version 2 is expired by the rules but its manifest is inside the grace period, so it
+    stays readable, and so must the file it shares with version 1, which is older than the
+    grace and no retained version names."""
+    t = create_table(str(tmp_path / "t"), SCHEMA)
+    append(t, 0)
+    old_file = t.manifest(1).files[0].path
+    append(t, 10)
+    t.overwrite(pa.table({"id": [99], "g": [4]}, schema=SCHEMA))
+    _age(Path(t.store.root), [manifest_key(0), manifest_key(1), old_file])
+    report = collect_garbage(t, retain_versions=1, retain_for=None, grace=HOUR, force=True)
+    assert report.versions_expired == range(0, 2) and report.versions_retained == range(2, 4)
+    assert old_file not in report.deleted_keys and (Path(t.store.root) / old_file).exists()
+    assert rows(t, version=2) == Counter(range(20))
+
+
+def test_manifests_aged_out_of_order_expire_only_as_a_prefix(tmp_path: Path) -> None:
+    """A copied table's manifests may carry times out of order: version 2 older than version 1.
+    Expired versions stay a prefix (time travel and ``oldest`` search for where they end), so
+    version 2 stays while version 1 is inside the grace period."""
+    t = create_table(str(tmp_path / "t"), SCHEMA)
+    for start in (0, 10, 20):
+        append(t, start)
+    _age(Path(t.store.root), [manifest_key(0), manifest_key(2)])
+    report = collect_garbage(t, retain_versions=1, retain_for=None, grace=HOUR, force=True)
+    assert report.versions_expired == range(0, 1) and report.versions_retained == range(1, 4)
+    assert (Path(t.store.root) / manifest_key(2)).exists()
+    assert rows(t, version=2) == Counter(range(20))
+
+
 # --- commits killed at every step -------------------------------------------------------
 class Crash(Exception):
     """The writing process died."""
