@@ -1,7 +1,8 @@
 """What the readers found in the mirrors (issue 31), one test per finding, each read by the
 readers others wrote: strict JSON, exact decimal bounds, Delta features declared only as
-used, garbage collection that leaves no expired version offered, Delta time travel by
-timestamp, dropped columns Iceberg readers cannot read, and database tables' mirrors."""
+used, Delta stats that claim only what holds, garbage collection that leaves no expired
+version offered, Delta time travel by timestamp, dropped columns Iceberg readers cannot read,
+and database tables' mirrors."""
 
 from __future__ import annotations
 
@@ -114,6 +115,27 @@ def test_delta_declares_only_the_features_a_version_uses(tmp_path: Path) -> None
     for version in range(t.version + 1):
         assert delta_rows(t.uri, version) == rows(t.scan(version=version).to_arrow()), version
     assert rows(DeltaTable(t.uri, version=plain).to_pyarrow_table()) == rows(t.scan(version=plain).to_arrow())
+
+
+def test_delta_stats_claim_only_what_holds(tmp_path: Path) -> None:
+    """Bounds are tight only for a file without a deletion vector (a reader may answer
+    ``min``/``max`` from tight bounds alone); timestamps carry no bounds (Delta truncates them
+    to milliseconds, and a truncated maximum below the true one would skip a matching file); a
+    NOT NULL column is declared as the invariant Spark's Delta takes it for."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("at", pa.timestamp("us", "UTC")), ("v", pa.float64())]
+    )
+    t = mt.create_table(str(tmp_path / "t"), schema, mirrors=["delta"])
+    at = pa.array([1_700_000_000_000_001, 1_700_000_000_000_999, None], pa.timestamp("us", "UTC"))
+    t.append(pa.table({"id": [1, 2, 3], "at": at, "v": [0.5, 1.5, 2.5]}, schema=schema))
+    t.delete("id = 2")
+    adds = [a["add"] for a in _log(tmp_path / "t") if "add" in a]
+    stats = [json.loads(a["stats"]) for a in adds]
+    assert [(s["tightBounds"], "deletionVector" in a) for s, a in zip(stats, adds)] == [(True, False), (False, True)]
+    assert all(set(s["minValues"]) == set(s["maxValues"]) == {"id", "v"} for s in stats)
+    assert all(s["nullCount"]["at"] == 1 for s in stats)
+    assert "invariants" in (DeltaTable(t.uri).protocol().writer_features or [])
+    assert delta_rows(t.uri) == rows(t.to_arrow())
 
 
 # --- 4. GC: no expired version offered ------------------------------------------------------------------
