@@ -107,6 +107,23 @@ def test_clustering_by_two_columns_narrows_each_columns_filter(tmp_path: Path) -
     assert not t.compact().committed
 
 
+def test_boxes_that_only_touch_do_not_overlap() -> None:
+    """Files cut inside a run of one value share that value as a bound: such boxes meet but
+    do not cross, and counting them as overlapping would rewrite a neighbour for nothing at
+    every compaction. Boxes overlap where they meet in every column and cross in one."""
+    lo = np.array([[0], [10], [5], [20], [10]], dtype=np.int64)
+    hi = np.array([[10], [20], [15], [20], [10]], dtype=np.int64)
+    # 0..10 and 10..20 touch; 5..15 crosses both; the single values 20 and 10 touch their ends
+    assert clustering.overlapping(lo, hi, [0], [1, 3]).tolist() == [False]
+    assert clustering.overlapping(lo, hi, [1, 4], [3, 0]).tolist() == [False, False]
+    assert clustering.overlapping(lo, hi, [0, 1, 3, 4], [2]).tolist() == [True, True, False, True]
+    lo2 = np.array([[0, 0], [10, 5], [10, 10]], dtype=np.int64)
+    hi2 = np.array([[10, 10], [20, 15], [20, 20]], dtype=np.int64)
+    # touching in the first column, crossing in the second: overlap; touching in both: not
+    assert clustering.overlapping(lo2, hi2, [0], [1]).tolist() == [True]
+    assert clustering.overlapping(lo2, hi2, [0], [2]).tolist() == [False]
+
+
 def test_new_rows_in_one_range_rewrite_only_the_files_they_overlap(tmp_path: Path) -> None:
     t = clustered_table(tmp_path, ["user_id"])
     t.compact()

@@ -104,6 +104,19 @@ def test_pruning_skips_files_by_stats(table):
     assert len(scan.plan_files()) == 1 and scan.count() == 11
 
 
+def test_bounds_of_long_strings_are_left_out_of_the_manifest(store):
+    """A string bound longer than 256 characters is not kept (a manifest of long keys would
+    outweigh the files it lists); a filter on that column reads the file, and finds the row."""
+    t = mt.create_table("test://s", pa.schema([("id", pa.int64()), ("s", pa.string())]), store=store)
+    long = "x" * 300
+    t.append(pa.table({"id": [1, 2], "s": ["a", long]}))
+    t.append(pa.table({"id": [3, 4], "s": ["b", "c"]}))
+    first, second = t.manifest().files
+    assert (first.stats["s"].min, first.stats["s"].max) == (None, None) and first.stats["s"].null_count == 0
+    assert (second.stats["s"].min, second.stats["s"].max) == ("b", "c")
+    assert t.scan(where=f"s = '{long}'").to_arrow().column("id").to_pylist() == [2]
+
+
 def test_time_travel_by_version_and_timestamp(table):
     table.append(rows(0, 10))
     time.sleep(0.01)
