@@ -1,5 +1,5 @@
 """What the readers found in the mirrors (issue 31), one test per finding, each read by the
-readers others wrote: strict JSON, exact decimal bounds, Delta features declared only as
+readers others wrote: strict JSON, exact decimal bounds, null counts, Delta features declared only as
 used, Delta stats that claim only what holds, garbage collection that leaves no expired
 version offered, Delta time travel by timestamp, dropped columns Iceberg readers cannot read,
 and database tables' mirrors."""
@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from pyiceberg.expressions import EqualTo
+from pyiceberg.expressions import EqualTo, IsNull
 from pyiceberg.table import StaticTable
 
 import manifest_table as mt
@@ -85,6 +85,22 @@ def test_iceberg_decimal_bounds_are_exact_at_any_precision(tmp_path: Path, dtype
     for value in values:
         found = table.scan(row_filter=EqualTo("d", value)).to_arrow()
         assert found.column("d").to_pylist() == [value], f"{value} through pyiceberg"
+
+
+def test_iceberg_null_counts_let_a_reader_skip_files_without_nulls(tmp_path: Path) -> None:
+    """Each data file's ``null_value_counts`` are the manifest's: a reader asking for the
+    rows where a column is null plans only the files holding one."""
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    t = mt.create_table(str(tmp_path / "t"), schema, mirrors=["iceberg"])
+    t.append(pa.table({"id": [1, 2], "name": ["a", None]}))
+    t.append(pa.table({"id": [3, 4], "name": ["b", "c"]}))
+    table = StaticTable.from_metadata(t.uri)
+    planned = [task.file for task in table.scan(row_filter=IsNull("name")).plan_files()]
+    with_null = next(f for f in t.manifest().files if f.stats["name"].null_count)
+    assert [(f.file_path.rsplit("/", 1)[-1], dict(f.null_value_counts)) for f in planned] == [
+        (with_null.path.rsplit("/", 1)[-1], {1: 0, 2: 1})
+    ]
+    assert table.scan(row_filter=IsNull("name")).to_arrow().column("id").to_pylist() == [2]
 
 
 # --- 3. column mapping only from the first rename ----------------------------------------------------
