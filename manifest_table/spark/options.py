@@ -151,10 +151,7 @@ class StreamOptions:
         if given is not None:
             latest = str(given).strip().lower() == "latest"
             version = "latest" if latest else _int(options, "startingversion", 0, name="startingVersion")
-        try:
-            when = check_time(timestamp) if timestamp is not None else None
-        except InvalidArgumentError:
-            raise InvalidArgumentError(f"option startingTimestamp is not an ISO 8601 time: {timestamp!r}") from None
+        when = check_time(timestamp, "option startingTimestamp") if timestamp is not None else None
         max_bytes = options.get("maxbytespertrigger")
         parsed = cls(
             starting_version=version,
