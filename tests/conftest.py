@@ -19,6 +19,8 @@ from tests.gcs_server import start_gcs_server
 from tests.s3_server import start_moto_server
 from tests.server_process import ServerProcess
 
+pytest_plugins = ["tests.run_records"]
+
 MOTO_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
