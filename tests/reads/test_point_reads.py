@@ -77,7 +77,9 @@ def test_the_table_has_large_row_groups_of_many_pages(table_and_data: tuple[mt.T
 
 @pytest.mark.parametrize("where", [
     "id = 70001", "id = 5", "id IN (3, 19999, 20000, 64999, 65000, 129999)", "id = 70001 AND name = 'x'",
-    "id < 3 OR id > 129997", "id BETWEEN 40000 AND 40100", "day = '1970-01-04' AND flag = true", "name = 'user-7919'",
+    "id < 3 OR id > 129997", "id BETWEEN 40000 AND 40100",
+    "id BETWEEN 39990 AND 40000",  # a run of rows ending on a page's first row
+    "day = '1970-01-04' AND flag = true", "name = 'user-7919'",
     "id >= 1000 AND id < 1400",  # more than FEW_ROWS: the matched row groups' whole chunks
 ])
 def test_filtered_scans_return_the_rows_pyarrow_selects(table_and_data: tuple[mt.Table, pa.Table],
