@@ -311,6 +311,23 @@ def test_a_point_lookup_reads_only_the_page_that_may_hold_the_key(table_and_data
     assert table.scan(where=where).to_arrow()["id"].to_pylist() == [70_001]
 
 
+def test_pages_whose_every_row_is_null_are_ruled_out(tmp_path: Path) -> None:
+    """An all-null page has no bounds, but its null count rules it out for a comparison or
+    ``IS NOT NULL``: a lookup there reads no page of it."""
+    rows = 100_000
+    data = pa.table({"id": np.arange(rows), "v": pa.array([None] * 40_000 + list(range(60_000)), pa.int64())})
+    table = mt.write_table(str(tmp_path / "t"), data, row_group_size="64MiB")
+    (file,) = table.scan().plan_files()
+    source = _source(str(Path(table.store.inner.root) / file.path))
+    leaves = leaf_columns(source.fragment.physical_schema)
+    for where in ("v = 7", "v IS NOT NULL"):
+        bound = to_expr(where).bind(table.schema)
+        spans = point_reads.candidate_spans(source, [0], np.array([0, rows]), {"v": leaves["v"]},
+                                            lambda lookup: bound.may_match(lookup))
+        assert spans and spans[0][0] == 40_000, (where, spans)  # the first two pages: every row null
+        assert table.scan(where=where).count() == (1 if where == "v = 7" else 60_000)
+
+
 def test_a_filter_on_added_columns_selecting_another_added_column(tmp_path: Path) -> None:
     """Files written before two columns were added: the filter's column and the selected one
     are both absent from them, and read as nulls (the page route gave the selected column no
