@@ -136,6 +136,21 @@ def test_a_tombstone_that_disagrees_with_its_entry_is_corrupt(positions: list[in
         t.scan().to_arrow()
 
 
+def test_the_change_feed_refuses_a_file_whose_footer_disagrees_with_its_entry() -> None:
+    """The feed reads added files by position, as a scan does, so it checks the footer's row
+    count against the entry first: a file of 10 rows listed as 12 would shift every position."""
+    t = small_table(MemoryStore())
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows(range(ROWS)), sink)
+    blob = sink.getvalue().to_pybytes()
+    doc = latest_doc(t)
+    doc["files"][0] = {**doc["files"][0], "path": put_object(t, "data/", ".parquet", blob), "rows": ROWS + 2,
+                       "size": len(blob), "deletes": None}
+    commit_raw(t, doc)
+    with pytest.raises(CorruptTableError, match=f"footer has {ROWS} rows, the manifest's rows field says {ROWS + 2}"):
+        t.changes(t.version - 1).to_arrow()
+
+
 @pytest.mark.parametrize("kind", ["memory", "local"])
 def test_errors_name_the_object_and_the_field(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     t = small_table(make_store(kind, request, tmp_path))
