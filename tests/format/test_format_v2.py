@@ -180,6 +180,26 @@ def test_a_point_lookup_reads_only_the_segment_its_stats_allow():
     assert store.reset()[("get", "segment")] == 0  # totals in the root
 
 
+def test_a_segments_summary_is_unknown_where_one_of_its_entries_is():
+    """A string longer than the stats keep has no bounds in its entry, and a file written
+    before a column was added has no null count for it: the segment's summary must say
+    unknown there, not summarize the other entries, or a filter would skip the segment that
+    holds the row."""
+    long = "a" * 300  # before every "n<i>" of the other files
+    t = mt.create_table("mem://t", SCHEMA, store=MemoryStore(), properties={"tail_limit": 1, "segment_target_files": 4,
+                                                                          "max_small_segments": 1})
+    t.append(pa.table({"id": [1000], "name": [long]}, schema=SCHEMA))
+    t.append(rows(range(10)))
+    with t.update_schema() as schema:
+        schema.add_column("v", pa.int64())
+    for i in range(1, 5):
+        t.append(pa.table({"id": range(i * 10, i * 10 + 10), "name": ["n"] * 10, "v": [i] * 10}))
+    assert any(s.files >= 3 for s in t.manifest().index.segments)
+    fresh = mt.open_table("mem://t", store=t.store)
+    assert ids(fresh, where=f"name = '{long}'") == ids(fresh, where="name < 'b'") == Counter([1000])
+    assert ids(fresh, where="v IS NULL") == Counter([1000, *range(10)])
+
+
 def test_planned_segment_files_pickle_with_their_stats():
     """The Spark data source sends each partition's files to its executors: a file planned
     from a segment pickles as its own stats, not its whole segment (whose lock once made
