@@ -29,6 +29,7 @@ from manifest_table.errors import (
 )
 from manifest_table.format.keys import is_writer_key
 from manifest_table.maintenance.job import JobOptions, maintain
+from manifest_table.mirrors import sync as mirror_sync
 from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
 from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
@@ -351,6 +352,31 @@ def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
     _gc(t, 1)
     assert _retained(t) == [t.version]
     assert iceberg_rows(t.uri) == rows(t.to_arrow())
+
+
+def test_the_mirror_that_lags_most_holds_gc_back(tmp_path: Path) -> None:
+    """Two mirrors, the Delta one failing to follow three commits the Iceberg one follows:
+    GC keeps what the older of the two describes, not the newer."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg", "delta"])
+    t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    lagging, real = t.version, mirror_sync.sync_one
+
+    def delta_fails(src: object, name: str, *args: object, **kwargs: object) -> int:
+        if name == "delta":
+            raise OSError("injected: the Delta mirror's write fails")
+        return real(src, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    for i in range(3):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("manifest_table.mirrors.sync.sync_one", delta_fails)
+            t.append(pa.Table.from_pylist([{"id": 10 + i}], schema=SCHEMA))
+    _gc(t, 1)
+    assert min(_retained(t)) == lagging  # kept for the Delta mirror
+    assert delta_rows(t.uri) == rows(t.scan(version=lagging).to_arrow())
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
+    t.sync_mirrors()
+    _gc(t, 1)
+    assert _retained(t) == [t.version] and delta_rows(t.uri) == rows(t.to_arrow())
 
 
 def _fail(*args: object) -> None:
