@@ -23,6 +23,7 @@ from pyroaring import BitMap
 from manifest_table import Table, create_table, open_table
 from manifest_table.data.tombstones import MAGIC
 from manifest_table.errors import CommitConflictError, CommitFailedError, CorruptTableError, InvalidArgumentError
+from manifest_table.format.listed_once import ListedPaths, check_listed_once
 from manifest_table.format.manifest import DataFile, manifest_key, version_of_key
 from manifest_table.format.pointer import POINTER_KEY
 from manifest_table.operations.garbage_collection import collect_garbage
@@ -462,3 +463,13 @@ def test_a_commit_rebasing_onto_a_version_listing_a_file_twice_is_refused() -> N
         key = commit_raw(t, doc)
         with pytest.raises(CorruptTableError, match=f"^{key}: data file {path} is listed twice"):
             tx.commit()
+
+
+def test_paths_listed_twice_are_found_in_a_slice_of_a_longer_column() -> None:
+    """A part's paths may be a slice of a longer column: their fingerprints read the slice's
+    own values, from its offset, not the column's first ones."""
+    a, b = (f"data/{c * 32}.parquet" for c in "ab")
+    assert ListedPaths.of("segment s", pa.array([a, b, b]).slice(1)).twice() == b
+    parts = [ListedPaths.of("segment s", pa.array([a, b]).slice(1)), ListedPaths.of("the tail", [b])]
+    with pytest.raises(CorruptTableError, match=f"^root r: data file {b} is listed twice, in segment s and in the"):
+        check_listed_once("root r", parts)
