@@ -21,6 +21,8 @@ ROOT = Path(os.environ.get("MT_RUN_RECORDS", Path.home() / ".cache" / "manifest_
 
 
 class RunRecord:
+    """The record of one run: a pytest plugin registered when the run is configured."""
+
     def __init__(self, checkout: Path) -> None:
         self.started = time.strftime("%Y%m%dT%H%M%S")
         self.began = time.monotonic()
@@ -28,7 +30,17 @@ class RunRecord:
         self.outcomes: Counter[str] = Counter()
         self.failures: list[str] = []
 
-    def add(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._add(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._add(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._write(int(exitstatus))
+
+    def _add(self, report: pytest.TestReport | pytest.CollectReport) -> None:
         if report.when == "call" or report.skipped:
             self.outcomes["xfailed" if hasattr(report, "wasxfail") else report.outcome] += 1
         elif report.failed:
@@ -37,7 +49,7 @@ class RunRecord:
             sections = "".join(f"\n--- {name}\n{text}" for name, text in report.sections)
             self.failures.append(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}{sections}\n")
 
-    def write(self, exitstatus: int) -> None:
+    def _write(self, exitstatus: int) -> None:
         try:
             ROOT.mkdir(parents=True, exist_ok=True)
             counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(self.outcomes.items()))
@@ -62,25 +74,5 @@ def _commit(checkout: Path) -> str:
     return done.stdout.strip() or "unknown"
 
 
-_record: RunRecord | None = None
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    global _record
-    if not hasattr(session.config, "workerinput"):  # once per run, not per worker process
-        _record = RunRecord(Path(session.config.rootpath))
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if _record is not None:
-        _record.add(report)
-
-
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if _record is not None and report.failed:
-        _record.add(report)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _record is not None:
-        _record.write(int(exitstatus))
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(RunRecord(Path(config.rootpath)), "run-records")
