@@ -206,3 +206,34 @@ def test_a_run_claiming_more_bytes_than_it_has_raises() -> None:
         page_values._hybrid_at(b"\x06\x01", 0, 16, [1])
     with pytest.raises(ValueError):  # levels: 1 group of 8 bit-packed, no byte
         page_values._places(b"\x03", 8, [2])
+
+
+def test_runs_of_dictionary_indexes_wider_than_a_byte(tmp_path: pytest.TempPathFactory) -> None:
+    """A sorted column of 1,000 distinct values: its dictionary indexes take 10 bits, so a run
+    of one index stores it in two bytes (the hybrid encoding's value width rounded up to whole
+    bytes), and bit-packed runs cross byte boundaries."""
+    path = str(tmp_path / "f.parquet")  # type: ignore[operator]
+    values = np.repeat(np.arange(1_000, dtype=np.int64) * 7, 10)  # (runs of 10: stored as RLE runs)
+    pq.write_table(pa.table({"v": values}), path, use_dictionary=True, row_group_size=len(values))
+    chunk, pages, data, whole = _pages(path, "v")
+    entries = _entries(chunk, pages, data)
+    assert entries is not None and len(entries) == 1_000
+    page = next(p for p in pages if not p.dictionary)
+    picked = [0, 9, 10, 2_555, 2_560, 9_999]
+    _assert_equal(_values_at(chunk, entries, data, page, picked), whole, page, picked)
+
+
+def test_a_v2_page_header_without_is_compressed_reads_as_compressed(tmp_path: pytest.TempPathFactory) -> None:
+    """Thrift's default for ``DataPageHeaderV2.is_compressed`` is true: a writer may leave the
+    field out, and its values are then compressed."""
+    path = str(tmp_path / "f.parquet")  # type: ignore[operator]
+    values = pa.array(np.arange(1_000, dtype=np.int64) * 3, mask=np.arange(1_000) % 5 == 0)
+    pq.write_table(pa.table({"v": values}), path, data_page_version="2.0", compression="zstd", use_dictionary=False)
+    chunk, pages, data, whole = _pages(path, "v")
+    page = next(p for p in pages if not p.dictionary)
+    raw = data[page.offset : page.offset + page.size]
+    header, end = pp.decode_struct(raw)
+    assert header[8][1][7][1] is True  # (pyarrow writes it)
+    del header[8][1][7]
+    rows = [0, 1, 499, 999]
+    _assert_equal(page_values.values_at(chunk, None, pp.encode_struct(header) + raw[end:], rows), whole, page, rows)

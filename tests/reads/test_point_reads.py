@@ -440,3 +440,28 @@ def test_matching_rows_taken_from_a_key_column_of_many_chunks() -> None:
         index = np.unique(rng.integers(0, max(whole.num_rows, 1), int(rng.integers(0, 12)))) if whole.num_rows else []
         index = np.asarray(index, dtype=np.int64)
         assert _rows_at(table, index).equals(whole.take(index))
+
+
+def test_an_offset_index_that_does_not_describe_its_chunk_is_refused() -> None:
+    """``pages_of`` keeps page locations only if they tile the chunk exactly: the first data
+    page where the footer says, pages end to end up to the chunk's end, rows from 0 ascending
+    and no more than the row group's."""
+    chunk = page_index.ChunkFacts(100, 40, 300, 1_000)  # (data pages from byte 100, a dictionary page at 40)
+    good = [(100, 100, 0), (200, 140, 400)]
+    assert page_index.pages_of(good, chunk) == [
+        pp.Page(40, 60, 0, 0, True), pp.Page(100, 100, 0, 400, False), pp.Page(200, 140, 400, 600, False),
+    ]
+    for raw in (
+        [],
+        [(101, 99, 0), (200, 140, 400)],  # (the first data page elsewhere)
+        [(100, 100, 1), (200, 140, 400)],  # (rows not from 0)
+        [(100, 90, 0), (200, 140, 400)],  # (a gap between pages)
+        [(100, 100, 0), (200, 150, 400)],  # (past the chunk's end)
+        [(100, 100, 0), (200, 140, 0)],  # (rows not ascending)
+        [(100, 100, 0), (200, 140, 1_000)],  # (a page of no rows at the end)
+    ):
+        assert page_index.pages_of(raw, chunk) is None, raw
+    assert page_index.pages_of(good, page_index.ChunkFacts(100, 120, 300, 1_000)) is None  # (dictionary after)
+    assert page_index.pages_of(good, page_index.ChunkFacts(100, None, 240, 1_000)) == [
+        pp.Page(100, 100, 0, 400, False), pp.Page(200, 140, 400, 600, False),
+    ]
