@@ -51,7 +51,8 @@ def test_gc_keeps_what_is_younger_than_the_grace_period(tmp_path: Path) -> None:
     t.append(pa.table({"id": [1]}, schema=SCHEMA))
     orphan = f"data/{uuid.uuid4().hex}.parquet"  # staged by a commit still in flight
     t.store.put_if_absent(orphan, b"staged")
-    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(hours=1), force=True)
+    soon = datetime.now(UTC) + timedelta(minutes=30)  # (30 minutes after: not within one mtime tick)
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(hours=1), force=True, now=soon)
     assert not report.deleted_keys and report.in_grace["data files"].count == 1
     report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True, now=LATER)
     assert f"tables/{t.table_id}/{orphan}" in report.deleted_keys

@@ -379,6 +379,27 @@ def test_the_mirror_that_lags_most_holds_gc_back(tmp_path: Path) -> None:
     assert _retained(t) == [t.version] and delta_rows(t.uri) == rows(t.to_arrow())
 
 
+def test_a_lagging_mirror_holds_a_databases_gc_back(tmp_path: Path) -> None:
+    """A database table whose Iceberg mirror failed to follow the database's last commit: GC
+    keeping one database version keeps the one before too (the state the mirror describes,
+    and its mirror objects), until the mirror catches up."""
+    db = mt.create_database(str(tmp_path / "db"))
+    a = db.create_table("a", SCHEMA, mirrors=["iceberg"])
+    a.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    a.delete("id = 1")
+    a.append(pa.Table.from_pylist([{"id": 2}], schema=SCHEMA))
+    mirrored, folder, then = db.version, str(tmp_path / "db" / "tables" / a.table_id), rows(a.to_arrow())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
+        a.delete("id = 2")  # (the database's last commit; the mirror's write fails)
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert list(report.versions_retained) == [mirrored, db.version]  # kept for the mirror
+    assert iceberg_rows(folder) == then != rows(a.to_arrow())
+    assert db.table("a").sync_mirrors() == {"iceberg": a.version}
+    report = db.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert list(report.versions_retained) == [db.version] and iceberg_rows(folder) == rows(a.to_arrow())
+
+
 def _fail(*args: object) -> None:
     raise OSError("injected: the mirror write fails")
 

@@ -5,6 +5,7 @@ conflicts; a replayed streaming batch leaves nothing behind."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -68,6 +69,17 @@ def test_positions_past_the_end_are_refused_and_stage_nothing(table: mt.Table, p
             tx.delete_positions({path: BitMap(positions)})
         assert tx.scan().count() == 99
     assert table.scan().count() == 99 and table.scan().to_arrow().num_rows == 99
+
+
+def test_positions_in_a_file_the_version_does_not_hold_are_refused_and_stage_nothing(table: mt.Table) -> None:
+    path = table.manifest().files[0].path
+    stranger = f"data/{uuid.uuid4().hex}.parquet"  # (a data key's shape, never written)
+    with table.transaction() as tx:
+        tx.delete_positions({path: BitMap([3])})
+        with pytest.raises(ManifestTableError, match=f"not data files of version 1: \\['{stranger}'\\]"):
+            tx.delete_positions({path: BitMap([4]), stranger: BitMap([0])})
+        assert tx.scan().count() == 99
+    assert ids(table) == [i for i in range(100) if i != 3]
 
 
 def test_last_position_is_accepted(table: mt.Table) -> None:
