@@ -304,11 +304,13 @@ def test_runs_are_recorded_per_file_through_segments_and_shown(tmp_path: Path, c
     assert json.loads(capsys.readouterr().out)["cluster_by"] == ["user_id"]
 
 
-def test_a_rewrite_record_with_a_bad_order_is_corrupt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("field_ids", [["user_id"], [], [1, 2, 3, 4, 5], [0], [True]],
+                         ids=["a name", "none", "five", "zero", "a boolean"])
+def test_a_rewrite_record_with_a_bad_order_is_corrupt(tmp_path: Path, field_ids: list) -> None:
     t = clustered_table(tmp_path, ["user_id"], files=3, rows=500)
     info = t.compact()
     doc = json.loads(t.store.get(manifest_key(info.version)))
-    doc["parameters"]["rewrites"][0]["order"]["field_ids"] = ["user_id"]
+    doc["parameters"]["rewrites"][0]["order"]["field_ids"] = field_ids
     t.store.delete(manifest_key(info.version))
     t.store.put_if_absent(manifest_key(info.version), json.dumps(doc).encode())
     with pytest.raises(mt.errors.CorruptTableError, match=r"parameters.rewrites\[0\].order.field_ids"):
