@@ -51,3 +51,19 @@ def test_a_transaction_over_k_tables_costs_k_plus_two_puts_and_its_data(s3_uri: 
     assert {k: v for k, v in counts.items() if k.startswith("PUT")} == {
         "PUT data": 3, "PUT root": 3, "PUT manifest": 1, "PUT pointer": 1}
     assert counts["GET pointer"] == 1 and counts["GET manifest"] == 0
+
+
+def test_a_tables_history_reads_no_database_version_older_than_the_table(s3_uri: str,
+                                                                          requests: Requests) -> None:  # noqa: F811
+    """``history()`` walks back from the pointer and stops at the version before the table's
+    creation: a table created late in a long-lived database reads only its own versions."""
+    db = mt.create_database(s3_uri)
+    old = db.create_table("old", SCHEMA)
+    for i in range(6):
+        old.append(rows(i))
+    db.create_table("new", SCHEMA).append(rows(1))
+    new = mt.open_database(s3_uri).table("new")
+    requests.take()
+    assert [v.version for v in new.history()] == [9, 8]
+    # (versions 8 and 7, and the root 8 names; version 9 and its root were read on opening)
+    assert requests.take() == {"GET pointer": 1, "GET manifest": 2, "GET root": 1}
