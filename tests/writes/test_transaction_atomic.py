@@ -228,6 +228,18 @@ def test_overwrite_rebases_over_an_append_its_condition_cannot_match(table: mt.T
     assert 2000 in ids(table) and 5000 in ids(table)
 
 
+def test_an_update_of_every_row_after_a_conditioned_one_conflicts_with_any_concurrent_append(table: mt.Table) -> None:
+    """The second update has no condition, so the transaction read every row: an append of
+    rows the first condition cannot match still makes its commit fail."""
+    tx = table.transaction()
+    tx.update(values={"x": 1.0}, where="id = 5")
+    tx.update(values={"x": 2.0})
+    table.append(rows(5000, 5001))
+    with pytest.raises(CommitConflictError, match="may match this commit's condition"):
+        tx.commit()
+    assert 5000 in ids(table) and set(table.scan(columns=["x"]).to_arrow().column("x").to_pylist()) != {2.0}
+
+
 # --- item 10: a replayed streaming batch leaves nothing behind ----------------------------------
 def test_replayed_batch_removes_its_staged_files(table: mt.Table) -> None:
     with table.transaction() as tx:
