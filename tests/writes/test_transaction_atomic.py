@@ -98,6 +98,17 @@ def test_failed_overwrite_with_condition_keeps_nothing_of_its_delete(table: mt.T
         assert tx.scan().count() == 110
     assert ids(table) == list(range(110))
     assert table.history(1)[0].operation == "append"  # no overwrite (nor its predicate) was recorded
+
+
+def test_failed_overwrite_keeps_the_deletes_staged_before_it_in_the_same_file(table: mt.Table) -> None:
+    """The transaction restores what it had staged in the file the failed overwrite deleted
+    from too: its positions are a copy, not the bitmap the overwrite added to."""
+    with table.transaction() as tx:
+        tx.delete("id = 3")
+        with pytest.raises(SchemaMismatchError):
+            tx.overwrite([{"id": 0.5}], where="id < 50")
+        assert tx.scan().count() == 99
+    assert ids(table) == [i for i in range(100) if i != 3]
     assert data_keys(table) == referenced(table)
 
 
