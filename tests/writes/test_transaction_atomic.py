@@ -251,6 +251,18 @@ def test_an_update_of_every_row_after_a_conditioned_one_conflicts_with_any_concu
     assert 5000 in ids(table) and set(table.scan(columns=["x"]).to_arrow().column("x").to_pylist()) != {2.0}
 
 
+def test_a_transactions_conditions_add_up_for_conflicts(table: mt.Table) -> None:
+    """Two updates with conditions: a concurrent append that only the first one's condition
+    matches makes the commit fail, as one that matches the second's does."""
+    tx = table.transaction()
+    tx.update(values={"x": 1.0}, where="id = 5000")
+    tx.update(values={"x": 2.0}, where="id = 7")
+    table.append(rows(5000, 5001))
+    with pytest.raises(CommitConflictError, match="may match this commit's condition"):
+        tx.commit()
+    assert table.scan(where="id IN (7, 5000)", columns=["x"]).to_arrow().column("x").to_pylist() == [3.5, 2500.0]
+
+
 # --- item 10: a replayed streaming batch leaves nothing behind ----------------------------------
 def test_replayed_batch_removes_its_staged_files(table: mt.Table) -> None:
     with table.transaction() as tx:
