@@ -239,6 +239,11 @@ def test_a_spark_job_longer_than_the_deadline_fails_cleanly(tmp_path: Path) -> N
     with pytest.raises(CommitFailedError, match="gave up before its commit point"):
         streaming.commit(written(), ("query", 0), written_since=utc_now() - timedelta(minutes=50))
     assert table.version == 0 and not any((tmp_path / "t" / "data").iterdir())
+    restarted = TableCommit(location, frame, overwrite=False)  # tasks that began after the job: the earlier counts
+    restarted.began = utc_now() - timedelta(minutes=50)
+    with pytest.raises(CommitFailedError, match="gave up before its commit point"):
+        restarted.commit(written(), ("query", 0), written_since=utc_now() - timedelta(minutes=10))
+    assert table.version == 0 and not any((tmp_path / "t" / "data").iterdir())
     assert streaming.commit(written(), ("query", 0), written_since=utc_now() - timedelta(minutes=40)).version == 1
 
 
