@@ -279,3 +279,16 @@ def test_abort_after_a_commit_whose_pointer_lags_keeps_its_files(tmp_path: Path)
     assert {f.path for f in received.files} <= data_files_on_disk(t.uri)
     t.append(rows(50, 51))  # rolls the pointer forward over the landed version
     assert ids_of(t) == list(range(51))
+
+
+def test_abort_that_cannot_read_the_table_keeps_its_files(tmp_path: Path):
+    """An abort that cannot tell whether the commit landed (the table unreadable: here the
+    landed version's manifest damaged) leaves the job's files to GC's grace period."""
+    from manifest_table.format.manifest import manifest_key
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    writer = BatchWriter(SourceOptions.parse({"path": t.uri}), spark_schema(SCHEMA), overwrite=False)
+    received = writer.write(iter(rows(0, 50).to_batches()))
+    writer.commit([received])
+    (tmp_path / "t" / manifest_key(1)).write_bytes(b"not a manifest")
+    writer.abort([received])
+    assert {f.path for f in received.files} <= data_files_on_disk(t.uri)
