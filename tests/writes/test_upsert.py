@@ -80,6 +80,18 @@ def test_many_keys_use_a_range_filter(table: mt.Table):
     assert table.scan().count() == 50 + len(ids)
 
 
+def test_a_range_filter_holds_both_of_its_ends(table: mt.Table):
+    """The range of many keys is closed: the files whose bounds are the smallest and the
+    largest source key are read, and their rows updated, not inserted again."""
+    table.append(rows([-7]))  # (a file whose max is the smallest key)
+    table.append(rows([5000]))  # (and one whose min is the largest)
+    ids = [-7, *range(200, 200 + IN_LIMIT), 5000]
+    info = table.upsert(rows(ids, v=1.0), on=["id"])
+    assert info.metrics["rows_updated"] == 2 and info.metrics["rows_inserted"] == IN_LIMIT
+    assert table.scan().count() == 102 + IN_LIMIT
+    assert table.scan(where="id IN (-7, 5000)", columns=["v"]).to_arrow().column("v").to_pylist() == [1.0, 1.0]
+
+
 def test_a_duplicate_key_commits_nothing_and_writes_nothing(table: mt.Table):
     files = data_keys(table)
     with pytest.raises(DuplicateKeyError, match=r"more than once.*'id': 7"):
