@@ -85,10 +85,13 @@ def test_the_checker_finds_each_class_of_anomaly(history: tuple[Target, Path], t
         lines.append({"txn": "p9.2", "phase": "end", "outcome": "invalid", "error": "InvalidArgumentError: ..."})
         read = next(line for line in lines if "s" in line.get("observed", {}))
         read["observed"]["s"][1] = "0" * 16  # dirty read: a read saw rows its version never held
-        increments = [line for line in lines
-                      if line.get("phase") == "intent" and line["effect"].get("s", {}).get("increment")]
+        committed = {line["txn"]: line["version"] for line in lines  # (not p9.1, added above)
+                     if line.get("phase") == "end" and line.get("outcome") == "ok" and line["txn"] != "p9.1"}
+        increments = sorted((line for line in lines if line.get("phase") == "intent" and line["txn"] in committed
+                             and line["effect"].get("s", {}).get("increment")), key=lambda line: committed[line["txn"]])
         increments[1]["effect"]["s"] = dict(increments[0]["effect"]["s"])  # cycle: it read what another increment,
-        increments[1]["snapshot"] = 0  # committed after its snapshot, wrote
+        increments[1]["snapshot"] = 0  # committed after its snapshot, wrote (two committed in that order: an
+        # increment that lost a conflict, or one committed before the other, makes no cycle)
         table = mt.open_table(str(root / "s"))  # unreadable version: the newest data file, deleted
         newest = max(table.manifest().files, key=lambda f: (root / "s" / f.path).stat().st_mtime)
         (root / "s" / newest.path).unlink()
