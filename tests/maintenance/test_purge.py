@@ -79,7 +79,6 @@ def test_purge_where_deletes_and_rewrites_in_one_commit_without_recording_the_co
     assert sorted(changes["id"].to_pylist()) == [42, 399] and set(changes["_change_type"].to_pylist()) == {"delete"}
 
 
-
 def test_a_purge_that_fails_midway_leaves_none_of_its_files(tmp_path: Path) -> None:
     """The second file to rewrite is gone: the purge raises, and the first file's outputs and
     the plan's tombstone objects are removed with it (nothing for GC to find)."""
@@ -90,6 +89,7 @@ def test_a_purge_that_fails_midway_leaves_none_of_its_files(tmp_path: Path) -> N
     with pytest.raises(mt.errors.ManifestTableError, match=second.path):
         t.purge()
     assert {info.key for info in t.store.list()} == before and t.version == 5
+
 
 def test_compact_with_min_deleted_fraction_0_leaves_no_deleted_row(tmp_path: Path) -> None:
     t = table_with_deletes(tmp_path, target_file_size=1)  # every file counts as big

@@ -98,6 +98,7 @@ def test_failed_overwrite_with_condition_keeps_nothing_of_its_delete(table: mt.T
         assert tx.scan().count() == 110
     assert ids(table) == list(range(110))
     assert table.history(1)[0].operation == "append"  # no overwrite (nor its predicate) was recorded
+    assert data_keys(table) == referenced(table)
 
 
 def test_failed_overwrite_keeps_the_deletes_staged_before_it_in_the_same_file(table: mt.Table) -> None:
