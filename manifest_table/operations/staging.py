@@ -80,13 +80,11 @@ class Staging:
             self.record("append", rows_added=rows, files_added=len(files))
 
     def stage_deletes(self, positions: Iterable[tuple[str, BitMap]]) -> int:
-        """Record deleted positions per file; the snapshot files they came from were read."""
-        added = self.changes.added_paths()
+        """Record deleted positions per file (a file deleted from was read: the conflict check
+        counts ``Changes.deletes`` among the files read)."""
         count = 0
         for path, bitmap in positions:
             self.changes.delete_rows(path, bitmap)
-            if path not in added:
-                self.changes.read_files.add(path)
             count += len(bitmap)
         if count:
             self.record("delete")

@@ -150,6 +150,15 @@ def test_transactions_net_their_own_steps(table: mt.Table):
     assert any("positions" in s for r in replaced for s in r["sources"])  # 1 and 2, not 3: explicit
 
 
+def test_an_overwrite_of_every_row_drops_the_updates_staged_before_it(table: mt.Table):
+    with table.transaction() as tx:
+        tx.update(values={"v": "b"}, where="id = 1")
+        tx.overwrite(rows([1, 9], "o"))
+    assert changed(table.changes(1)) == [*[("delete", 2, i, "a") for i in range(6)], ("insert", 2, 1, "o"),
+                                         ("insert", 2, 9, "o")]
+    assert "replaced" not in table.history()[0].parameters
+
+
 def test_schema_changes_read_as_the_end_version(table: mt.Table):
     table.delete("id = 0")  # 2
     with table.update_schema() as s:  # 3

@@ -82,6 +82,16 @@ def test_positions_in_a_file_the_version_does_not_hold_are_refused_and_stage_not
     assert ids(table) == [i for i in range(100) if i != 3]
 
 
+def test_positions_in_a_file_the_transaction_removed_are_refused(table: mt.Table) -> None:
+    path = table.manifest().files[0].path
+    with table.transaction() as tx:
+        tx.overwrite(rows(200, 203))  # (every file of the version goes)
+        with pytest.raises(ManifestTableError, match=f"not data files of version 1: \\['{path}'\\]"):
+            tx.delete_positions({path: BitMap([0])})
+        assert ids(tx) == [200, 201, 202]
+    assert ids(table) == [200, 201, 202]
+
+
 def test_last_position_is_accepted(table: mt.Table) -> None:
     path = table.manifest().files[0].path
     with table.transaction() as tx:
