@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
+from manifest_table.errors import CommitConflictError
 
 SCHEMA = pa.schema([("k", pa.int64())])
 INITIAL = range(200)
@@ -59,3 +60,36 @@ def test_concurrent_deletes_and_appends(where, tmp_path, request):
     assert all(f.deletes is None or f.deletes.cardinality <= f.rows for f in manifest.files)
     assert sum(f.deleted_rows for f in manifest.files) == len(deleted)
     assert [h.version for h in table.history()] == list(range(table.version, -1, -1))
+
+
+
+def _segment_table(path, deletes_limit: int) -> mt.Table:
+    props = {"tail_limit": 1, "deletes_limit": deletes_limit}
+    table = mt.create_table(str(path), SCHEMA, properties=props)
+    for start in (0, 100, 200):
+        table.append(pa.table({"k": list(range(start, start + 100))}, schema=SCHEMA))
+    assert [f.stats["k"].min for f in table.manifest().tail] == [200]  # the others: in a segment
+    return table
+
+
+# A winner deleting from two files of a segment: with ``deletes_limit`` 1 the segment is
+# rewritten, with 64 both versions list it and only the roots' ``deletes`` maps show the
+# change (log/version.py, ``diff``).
+@pytest.mark.parametrize("deletes_limit", [1, 64])
+def test_a_delete_rebased_onto_one_of_the_same_segment_file_keeps_both(tmp_path, deletes_limit):
+    table = _segment_table(tmp_path / "t", deletes_limit)
+    with mt.open_table(str(tmp_path / "t")).transaction() as tx:
+        tx.delete("k IN (5, 150)")
+        table.delete("k IN (7, 151)")  # the winner, on the same two files
+    assert sorted(set(range(300)) - set(table.scan().to_arrow().column("k").to_pylist())) == [5, 7, 150, 151]
+    assert table.version == 5
+
+
+@pytest.mark.parametrize("deletes_limit", [1, 64])
+def test_an_update_of_a_row_a_winner_deleted_from_a_segment_file_conflicts(tmp_path, deletes_limit):
+    table = _segment_table(tmp_path / "t", deletes_limit)
+    with pytest.raises(CommitConflictError, match="changed rows this commit read"):
+        with mt.open_table(str(tmp_path / "t")).transaction() as tx:
+            tx.update(values={"k": -5}, where="k = 5")
+            table.delete("k IN (5, 151)")
+    assert table.scan(where="k IN (5, -5, 151)").count() == 0 and table.version == 4
