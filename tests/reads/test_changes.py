@@ -159,6 +159,19 @@ def test_an_overwrite_of_every_row_drops_the_updates_staged_before_it(table: mt.
     assert "replaced" not in table.history()[0].parameters
 
 
+def test_a_filter_over_columns_that_swapped_names_prunes_each_file_by_its_own_names(tmp_path: Path):
+    """A file's statistics are keyed by its version's column names: after ``a`` and ``b``
+    swap names, the first file's ``a`` bounds are the feed's ``b`` (``feed/commit._pruned``)."""
+    t = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.int64())]))
+    t.append(pa.table({"id": [1, 2], "a": [10, 20], "b": [100, 200]}))  # 1
+    for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):  # 2-4
+        with t.update_schema() as s:
+            s.rename_column(old, new)
+    t.delete("id = 2")  # 5
+    assert changed(t.changes(0, where="a = 200")) == [("insert", 1, 2, 20, 200), ("delete", 5, 2, 20, 200)]
+    assert changed(t.changes(0, where="b = 10")) == [("insert", 1, 1, 10, 100)]  # (columns id, b, a)
+
+
 def test_schema_changes_read_as_the_end_version(table: mt.Table):
     table.delete("id = 0")  # 2
     with table.update_schema() as s:  # 3
