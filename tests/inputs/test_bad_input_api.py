@@ -322,6 +322,25 @@ CASES: list[Case] = [
         "not valid Unicode",
     ),
     ("list-of-non-dicts", SchemaMismatchError, lambda t: t.append([1, 2]), "must hold dicts"),
+    (
+        "list-of-non-dicts-merged",
+        SchemaMismatchError,
+        lambda t: t.append([{"id": 7}, 2], schema_mode="merge"),
+        "must hold dicts",
+    ),
+    ("upsert-list-of-non-dicts", SchemaMismatchError, lambda t: t.upsert([{"id": 7}, 2], ["id"]), "must hold dicts"),
+    (
+        "arrow-duplicate-columns",
+        SchemaMismatchError,
+        lambda t: t.append(pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["id", "id"])),
+        "duplicate column names",
+    ),
+    (
+        "reader-of-another-schema-without-batches",
+        SchemaMismatchError,
+        lambda t: t.append(pa.RecordBatchReader.from_batches(pa.schema([("ident", pa.int64())]), [])),
+        r"unknown columns \['ident'\]",
+    ),
     ("dicts-null-in-required", SchemaMismatchError, lambda t: t.append([{"name": "x"}]), "'id' is not nullable"),
     ("append-str", SchemaMismatchError, lambda t: t.append("id=1"), "cannot write a str"),
     (

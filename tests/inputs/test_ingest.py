@@ -186,22 +186,29 @@ CALENDAR_EDGES = [
 ]
 
 
+def _one_entry_maps(values: pa.Array) -> pa.MapArray:
+    """A map per value: {"k": value}."""
+    return pa.MapArray.from_arrays(pa.array(range(len(values) + 1), pa.int32()), pa.array(["k"] * len(values)), values)
+
+
 @pytest.mark.parametrize("arrow_type, first, last", CALENDAR_EDGES, ids=lambda v: str(v))
 def test_dates_and_times_of_the_years_1_to_9999_append_and_others_are_refused(
     tmp_path: Path, arrow_type: pa.DataType, first: int, last: int
 ) -> None:
     """Python's ``datetime`` holds the years 1-9999 (UTC for a zoned value), as Delta and
     Spark do: the edges append, read and filter; a value past them (top level, in a struct,
-    in a list) is a ``SchemaMismatchError`` naming the column, with nothing written (it was
-    an ``OverflowError`` from the statistics, a zoned one in the year 1 also from the
-    overwrite's error message)."""
+    in a list, as a map's value) is a ``SchemaMismatchError`` naming the column, with nothing
+    written (it was an ``OverflowError`` from the statistics, a zoned one in the year 1 also
+    from the overwrite's error message)."""
     schema = pa.schema(
-        [("id", pa.int64()), ("t", arrow_type), ("s", pa.struct([("t", arrow_type)])), ("l", pa.list_(arrow_type))]
+        [("id", pa.int64()), ("t", arrow_type), ("s", pa.struct([("t", arrow_type)])), ("l", pa.list_(arrow_type)),
+         ("m", pa.map_(pa.string(), arrow_type))]
     )
     table = mt.create_table(tmp_path / "t", schema)
     edges = pa.array([first, last], arrow_type)
     good = pa.table(
-        {"id": [1, 2], "t": edges, "s": pa.StructArray.from_arrays([edges], ["t"]), "l": [[v] for v in edges]},
+        {"id": [1, 2], "t": edges, "s": pa.StructArray.from_arrays([edges], ["t"]), "l": [[v] for v in edges],
+         "m": _one_entry_maps(edges)},
         schema=schema,
     )
     table.append(good)
@@ -211,12 +218,14 @@ def test_dates_and_times_of_the_years_1_to_9999_append_and_others_are_refused(
     with pytest.raises(mt.errors.InvalidArgumentError, match="not satisfy") as raised:
         table.overwrite(good, where="t IS NULL")  # its message shows a row's t: the first edge
     assert "(e.g. the row with t = " in str(raised.value)
-    for column in ("t", "s", "l"):
+    for column in ("t", "s", "l", "m"):
         step = 86_400_000 if pa.types.is_date64(arrow_type) else 1  # (date64: whole days only)
         for beyond in (first - step, last + step):
             value = pa.array([beyond], arrow_type)
-            row = {"id": [3], "t": edges[:1], "s": pa.StructArray.from_arrays([edges[:1]], ["t"]), "l": [[edges[0]]]}
-            row[column] = {"t": value, "s": pa.StructArray.from_arrays([value], ["t"]), "l": [[value[0]]]}[column]
+            row = {"id": [3], "t": edges[:1], "s": pa.StructArray.from_arrays([edges[:1]], ["t"]), "l": [[edges[0]]],
+                   "m": _one_entry_maps(edges[:1])}
+            row[column] = {"t": value, "s": pa.StructArray.from_arrays([value], ["t"]), "l": [[value[0]]],
+                           "m": _one_entry_maps(value)}[column]
             with pytest.raises(SchemaMismatchError, match=f"column '{column}.*outside the years 1-9999"):
                 table.append(pa.table(row, schema=schema))
     assert table.version == 1 and sorted((tmp_path / "t" / "data").iterdir()) == files
