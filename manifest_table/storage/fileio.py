@@ -208,12 +208,10 @@ what a MiB takes to transfer."""
 @functools.cache
 def _parquet() -> ds.ParquetFileFormat:
     """The format of every read (made once, at the first read: building it imports the
-    dataset layer, which pulls pandas)."""
+    dataset layer, which pulls pandas): coalesced range reads (``pre_buffer``); a fragment
+    scan decodes row groups in parallel, where ``ParquetFile.read_row_groups`` parallelises
+    only across columns (one column: one thread)."""
     return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
-
-
-"""Coalesced range reads; a fragment scan decodes row groups in parallel, where
-``ParquetFile.read_row_groups`` parallelises only across columns (one column: one thread)."""
 
 
 def _footer(key: str, size: int, fragment: ds.ParquetFileFragment) -> pq.FileMetaData:
