@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.arguments import parse_duration, parse_size
+from manifest_table.arguments import format_duration, parse_duration, parse_size
 from manifest_table.cli import options
 from manifest_table.errors import InvalidArgumentError, VersionExpiredError
 from manifest_table.maintenance.job import JobOptions
@@ -24,6 +24,13 @@ SCHEMA = pa.schema([("id", pa.int64())])
 def test_one_parser_serves_the_cli_and_python():
     assert options.duration is parse_duration and options.size is parse_size
     assert parse_duration("36h") == timedelta(hours=36) and parse_size("128MiB") == 128 << 20
+
+
+def test_durations_are_written_in_the_largest_unit_that_holds_them_exactly():
+    shown = {timedelta(days=1): "24h", timedelta(days=2): "2d", timedelta(weeks=1): "7d", timedelta(minutes=90): "90m",
+             timedelta(seconds=2.5): "2.5s", timedelta(0): "0", timedelta(hours=36): "36h"}
+    for value, text in shown.items():
+        assert format_duration(value) == text and parse_duration(text) == value
 
 
 def test_table_options_take_sizes_and_durations_as_text(tmp_path: Path):
@@ -51,6 +58,7 @@ def test_gc_and_compact_take_text(tmp_path: Path):
 
 @pytest.mark.parametrize("call, message", [
     (lambda p: mt.create_table(p, SCHEMA, target_file_size="lots"), "not a positive size: 'lots'"),
+    (lambda p: mt.create_table(p, SCHEMA, target_file_size="0MiB"), "not a positive size: '0MiB'"),
     (lambda p: mt.create_table(p, SCHEMA, deadline="soon"), "not a duration: 'soon'"),
     (lambda p: mt.create_table(p, SCHEMA, deadline="0"), "deadline must be above 0"),
     (lambda p: mt.create_table(p, SCHEMA, compresion="zstd"), "did you mean 'compression'"),

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import CorruptTableError
+from manifest_table.errors import CorruptTableError, NotFound
 from manifest_table.storage import FileIO, LocalStore
 from manifest_table.storage.fileio import KnownFiles, ParquetSource
 
@@ -61,6 +61,8 @@ def test_a_file_written_again_at_the_same_path_is_parsed_again(io: FileIO, tmp_p
     size = _write(path, 0)
     old, _ = _read(io, "a.parquet", size)
     assert _write(tmp_path / "tmp.parquet", 7_000) == size
+    before = path.stat()
+    os.utime(tmp_path / "tmp.parquet", ns=(before.st_atime_ns, before.st_mtime_ns))  # (as rsync -a keeps times)
     os.replace(tmp_path / "tmp.parquet", path)
     renamed, values = _read(io, "a.parquet", size)
     assert renamed is not old and values == [7_000, 7_001]
@@ -81,6 +83,13 @@ def test_a_size_other_than_the_manifests_is_never_served_from_memory(io: FileIO,
     other, values = _read(io, "a.parquet", size + 1)
     assert other is not kept and values == [0, 1]
     assert _read(io, "a.parquet", size)[0] is kept
+
+
+def test_a_missing_file_read_by_ranges_is_not_found(io: FileIO) -> None:
+    """Without a HEAD first, the failed footer read is told from a transient failure by one
+    HEAD, on that path only (``FileIO._read_error``)."""
+    with pytest.raises(NotFound):
+        _read(io, "gone.parquet", 1_000)
 
 
 def test_a_removed_file_is_not_found_though_its_footer_was_kept(tmp_path: Path) -> None:
