@@ -234,6 +234,16 @@ def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: 
     )
 
 
+def test_an_arrow_ipc_file_of_many_batches_loads_every_batch(run: Run, uri: str, tmp_path: Path):
+    """The IPC file format (Feather v2), not only the stream ``scan --format arrow`` writes."""
+    with pa.ipc.new_file(str(tmp_path / "rows.feather"), SCHEMA) as writer:
+        for start in range(100, 130, 7):
+            writer.write_table(rows(start, min(start + 7, 130)))
+    assert run("append", uri, str(tmp_path / "rows.feather"))[0] == 0
+    ids = mt.open_table(uri).to_arrow().column("id").to_pylist()
+    assert sorted(ids) == [*range(5), *range(100, 130)]
+
+
 def test_scan_output_errors(run: Run, uri: str, tmp_path: Path):
     assert_user_error(run("scan", uri, "--output", str(tmp_path / "no" / "rows.csv")), "No such file")
 
