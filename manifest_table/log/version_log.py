@@ -299,6 +299,8 @@ class PointerLog(ABC, Generic[V]):
     def history(self, limit: int | None = None) -> list[V]:
         """Manifests from the latest back to the oldest retained, newest first."""
         version = self.pointer().version
+        with self._lock:
+            cached = set(self._cache)
         out: list[V] = []
         while version >= 0 and (limit is None or len(out) < limit):
             manifest = self.find(version)
@@ -306,7 +308,23 @@ class PointerLog(ABC, Generic[V]):
                 break
             out.append(manifest)
             version -= 1
+        if out and out[-1].version in cached and not self.stored(out[-1].version):
+            out = self._without_expired(out)
         return out
+
+    def _without_expired(self, listed: list[V]) -> list[V]:
+        """``listed`` (newest first, its oldest expired) without the versions that garbage
+        collection through another handle expired after this one cached them: expired
+        versions form a prefix, so a binary search of HEADs finds where they start."""
+        kept, gone = 0, len(listed) - 1  # the latest is stored; the oldest is not
+        while gone - kept > 1:
+            middle = (kept + gone) // 2
+            if self.stored(listed[middle].version):
+                kept = middle
+            else:
+                gone = middle
+        self.forget_before(listed[gone].version + 1)
+        return listed[:gone]
 
     def forget_before(self, version: int) -> None:
         """Drop cached manifests older than ``version``: garbage collection removed them, and

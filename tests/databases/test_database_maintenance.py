@@ -91,6 +91,38 @@ def test_the_maintenance_job_compacts_every_table_and_collects_once(tmp_path: Pa
     assert all(db.table(n).manifest().totals.files == 1 for n in ("a", "b"))
     assert db.history()[-1].version == db.version  # gc kept the latest version only
     assert find_tables(f"{db.uri}/a") == [f"{db.uri}/a"]
+    assert find_tables(f"{db.uri}/nope") == []  # (not a table of the database: nothing to maintain)
+
+
+def test_the_job_on_db_uri_slash_table_compacts_that_table_and_collects_the_database(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    for name in ("a", "b"):
+        table = db.create_table(name, SCHEMA)
+        for i in range(3):
+            table.append(pa.table({"id": [i]}, schema=SCHEMA))
+    lines: list[str] = []
+    options = JobOptions(retain_for=None, retain_versions=1, grace=timedelta(0), force=True)
+    assert run_job(find_tables(f"{db.uri}/a"), options, show=lines.append) == 0
+    assert "compaction: version" in lines[0] and "summary: 1 table, 1 ok" in lines[1]
+    assert [db.table(n).manifest().totals.files for n in ("a", "b")] == [1, 3]
+    assert [h.version for h in db.history()] == [db.version]  # the database's gc ran
+    assert content_after_gc(db, "a", db.version) == content_after_gc(db, "b", db.version) == [0, 1, 2]
+
+
+def test_a_table_dropped_while_the_job_runs_is_skipped(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    for name in ("a", "b", "c"):
+        db.create_table(name, SCHEMA).append(pa.table({"id": [1]}, schema=SCHEMA))
+
+    def compact(table: mt.Table, target: int | None, fraction: float) -> mt.CommitInfo:
+        if table.uri.endswith("/a"):  # another writer drops b after the job listed the tables
+            mt.open_database(db.uri).drop_table("b")
+        return table.compact(target, fraction)
+
+    lines: list[str] = []
+    assert run_job([db.uri], JobOptions(retain_for=None, grace=timedelta(0), force=True), compact, lines.append) == 0
+    assert "a: compaction" in lines[0] and "c: compaction" in lines[0] and "b:" not in lines[0]
+    assert db.tables() == ["a", "c"]
 
 
 def test_the_command_line_takes_db_uri_slash_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from manifest_table import Table, create_table, open_table
+from manifest_table import Table, create_database, create_table, open_database, open_table
 from manifest_table.errors import (
     CommitFailedError,
     CorruptTableError,
@@ -433,3 +433,24 @@ def test_a_retained_version_missing_a_segment_stops_gc_before_it_deletes_anythin
     with pytest.raises(CorruptTableError, match=rf"stopped and deleted nothing: version 4.*\({segment}\).*repair"):
         collect_garbage(open_table(uri), 1, None, timedelta(0), force=True, now=later)
     assert sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file()) == stored
+
+
+def test_history_of_another_handle_leaves_out_what_gc_expired(tmp_path: Path) -> None:
+    """A long-lived handle caches manifests: after GC through another handle (another
+    process, the maintenance job) its history and time travel no longer offer them."""
+    uri = str(tmp_path / "t")
+    writer = create_table(uri, pa.schema([("id", pa.int64())]))
+    for i in range(6):
+        writer.append(pa.table({"id": [i]}))
+    reader = open_table(uri)
+    assert [c.version for c in reader.history()] == [6, 5, 4, 3, 2, 1, 0]  # (each manifest cached)
+    open_table(uri).gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
+    assert [c.version for c in reader.history()] == [6, 5]
+    assert [c.version for c in reader.history(limit=1)] == [6]
+    with pytest.raises(VersionExpiredError):
+        reader.scan(version=4).to_arrow()
+    db = create_database(str(tmp_path / "db"))
+    db.create_table("a", pa.schema([("id", pa.int64())])).append(pa.table({"id": [1]}))
+    assert [c.version for c in db.history()] == [2, 1, 0]
+    open_database(db.uri).gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert [c.version for c in db.history()] == [2]

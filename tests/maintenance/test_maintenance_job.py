@@ -15,6 +15,7 @@ import pytest
 
 from manifest_table import Table, create_table, open_table
 from manifest_table.errors import CommitConflictError
+from manifest_table.maintenance.job import JobOptions
 
 SCRIPT = Path(__file__).resolve().parents[2] / "gc" / "maintain.py"
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -67,6 +68,25 @@ def test_job_processes_every_table_and_reports_the_broken_one(tmp_path: Path) ->
     assert "CorruptTableError" in result.stderr  # logged too
 
 
+def test_an_unexpected_error_on_one_table_does_not_stop_the_others(job: ModuleType, tmp_path: Path) -> None:
+    """A compactor (``run_job``'s seam: Spark's job passes its own) failing with an error that is
+    no ``ManifestTableError``, as a bug would."""
+    for name in ("a", "b", "c"):
+        small_table(str(tmp_path / name))
+
+    def compact(table: Table, target: int | None, fraction: float):
+        if table.uri.endswith("/b"):
+            raise RuntimeError("a bug")
+        return table.compact(target, fraction)
+
+    shown: list[str] = []
+    options = JobOptions(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert job.run_job(job.find_tables(str(tmp_path)), options, compact, shown.append) == 1
+    assert "FAILED: unexpected RuntimeError: a bug" in shown[1]
+    assert "summary: 3 tables, 2 ok, 1 failed" in shown[-1]
+    assert [open_table(str(tmp_path / n)).history()[0].operation for n in ("a", "c")] == ["compact", "compact"]
+
+
 def test_job_on_one_healthy_table_exits_zero(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     small_table(uri)
@@ -102,6 +122,12 @@ def test_an_empty_root_is_a_usage_error(job: ModuleType, tmp_path: Path, monkeyp
         job.main([root, *AGGRESSIVE])
     assert exit_.value.code == 2 and "the table location is" in capsys.readouterr().err
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_tables_below_a_root_are_found_in_order(job: ModuleType, tmp_path: Path) -> None:
+    for name in ("b", "a", "c/d", "c/a", "a2"):
+        small_table(str(tmp_path / name))
+    assert job.find_tables(str(tmp_path)) == [str(tmp_path / n) for n in ("a", "a2", "b", "c/a", "c/d")]
 
 
 def test_a_path_without_tables_is_a_usage_error(tmp_path: Path) -> None:

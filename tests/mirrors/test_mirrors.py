@@ -410,6 +410,8 @@ def test_the_maintenance_job_syncs_mirrors(tmp_path: Path) -> None:
         mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
         t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
     assert versions(t) == {"iceberg": 0, "delta": 0}
+    assert maintain(t.uri, JobOptions(dry_run=True, retain_for=None, grace=timedelta(0), force=True)).ok
+    assert versions(t) == {"iceberg": 0, "delta": 0}  # a dry run writes nothing, mirrors included
     outcome = maintain(t.uri, JobOptions(retain_for=None, grace=timedelta(0), force=True, compact=False))
     assert outcome.ok and "mirrors: iceberg at version 1, delta at version 1" in outcome.lines
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
