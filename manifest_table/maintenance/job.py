@@ -182,10 +182,11 @@ def _compact(table: Table, options: JobOptions, outcome: Outcome, compact: Compa
 
 def _sync_mirrors(table: Table, outcome: Outcome) -> str:
     """Catch the mirrors up before GC (a lagging mirror holds GC back, docs/mirrors.md). A
-    failure is reported and GC still runs."""
+    failure, of any kind (mirrors are best effort, as at a commit), is reported and GC still
+    runs."""
     try:
         versions = table.sync_mirrors()
-    except ManifestTableError as exc:
+    except Exception as exc:
         outcome.ok, outcome.error = False, f"mirror sync failed: {type(exc).__name__}: {exc}"
         logger.error("%s: %s", table.uri, outcome.error)
         return outcome.error

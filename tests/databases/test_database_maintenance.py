@@ -109,6 +109,18 @@ def test_the_job_on_db_uri_slash_table_compacts_that_table_and_collects_the_data
     assert content_after_gc(db, "a", db.version) == content_after_gc(db, "b", db.version) == [0, 1, 2]
 
 
+def test_a_dry_run_on_a_database_changes_nothing(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    for i in range(3):
+        db.create_table(f"t{i}", SCHEMA).append(pa.table({"id": [i]}, schema=SCHEMA))
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    lines: list[str] = []
+    options = JobOptions(dry_run=True, retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    assert run_job([db.uri], options, show=lines.append) == 0
+    assert "would delete" in lines[0] and "(dry run)" in lines[-1]
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_table_dropped_while_the_job_runs_is_skipped(tmp_path: Path) -> None:
     db = mt.create_database(str(tmp_path / "db"))
     for name in ("a", "b", "c"):

@@ -144,6 +144,9 @@ def test_dry_run_changes_nothing(job: ModuleType, tmp_path: Path, capsys: pytest
     out = capsys.readouterr().out
     assert "would rewrite 3 files into 1" in out and "dry run: nothing was deleted" in out and "would delete" in out
     assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+    assert job.main([uri, "--dry-run", "--target-file-size", "100", *AGGRESSIVE]) == 0
+    out = capsys.readouterr().out  # each file is above 100 bytes: only the one with deleted rows qualifies
+    assert "compaction (dry run): would rewrite 1 file into 1" in out
 
 
 def test_a_compaction_conflict_is_skipped_not_failed(job: ModuleType, tmp_path: Path,

@@ -412,6 +412,11 @@ def test_the_maintenance_job_syncs_mirrors(tmp_path: Path) -> None:
     assert versions(t) == {"iceberg": 0, "delta": 0}
     assert maintain(t.uri, JobOptions(dry_run=True, retain_for=None, grace=timedelta(0), force=True)).ok
     assert versions(t) == {"iceberg": 0, "delta": 0}  # a dry run writes nothing, mirrors included
+    options = JobOptions(retain_versions=1, retain_for=None, grace=timedelta(0), force=True, compact=False)
+    with pytest.MonkeyPatch.context() as mp:  # the sync fails: reported as a failure, and GC still runs
+        mp.setattr("manifest_table.mirrors.sync.sync_one", _fail)
+        failed = maintain(t.uri, options)
+    assert not failed.ok and failed.error.startswith("mirror sync failed: ") and "GC of" in failed.lines[-1]
     outcome = maintain(t.uri, JobOptions(retain_for=None, grace=timedelta(0), force=True, compact=False))
     assert outcome.ok and "mirrors: iceberg at version 1, delta at version 1" in outcome.lines
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
