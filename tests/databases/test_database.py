@@ -122,7 +122,12 @@ def content_of(scan: mt.Scan) -> list[tuple[int, int]]:
 
 
 # --- names and typed errors ---------------------------------------------------------------
-@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "tab\x00le", "new\nline", "back\\slash", "x" * 256, 7])
+class _Name(str):
+    """A str subclass: its methods may say anything, so it is refused like any non-string."""
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "tab\x00le", "new\nline", "back\\slash", "x" * 256, 7,
+                                  "é" * 128, "c1\x85control", _Name("a")])
 def test_bad_table_names_are_refused_and_nothing_is_written(db: mt.Database, name: object) -> None:
     before = sorted(str(p) for p in Path(db.uri).rglob("*"))
     with pytest.raises(InvalidArgumentError, match="table name"):
