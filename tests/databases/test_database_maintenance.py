@@ -75,12 +75,18 @@ def content_after_gc(db: mt.Database, name: str, version: int) -> list[int]:
     return sorted(db.snapshot(version=version).table(name).to_arrow().column("id").to_pylist())
 
 
-def test_the_maintenance_job_compacts_every_table_and_collects_once(tmp_path: Path) -> None:
-    db = mt.create_database(str(tmp_path / "db"))
+def _two_tables_of_three_files(path: Path) -> mt.Database:
+    """Tables ``a`` and ``b``, each of three one-row appends: something to compact."""
+    db = mt.create_database(str(path))
     for name in ("a", "b"):
         table = db.create_table(name, SCHEMA)
         for i in range(3):
             table.append(pa.table({"id": [i]}, schema=SCHEMA))
+    return db
+
+
+def test_the_maintenance_job_compacts_every_table_and_collects_once(tmp_path: Path) -> None:
+    db = _two_tables_of_three_files(tmp_path / "db")
     standalone = mt.create_table(str(tmp_path / "plain"), SCHEMA)
     standalone.append(pa.table({"id": [9]}, schema=SCHEMA))
     assert find_tables(str(tmp_path)) == [db.uri, standalone.uri]
@@ -95,11 +101,7 @@ def test_the_maintenance_job_compacts_every_table_and_collects_once(tmp_path: Pa
 
 
 def test_the_job_on_db_uri_slash_table_compacts_that_table_and_collects_the_database(tmp_path: Path) -> None:
-    db = mt.create_database(str(tmp_path / "db"))
-    for name in ("a", "b"):
-        table = db.create_table(name, SCHEMA)
-        for i in range(3):
-            table.append(pa.table({"id": [i]}, schema=SCHEMA))
+    db = _two_tables_of_three_files(tmp_path / "db")
     lines: list[str] = []
     options = JobOptions(retain_for=None, retain_versions=1, grace=timedelta(0), force=True)
     assert run_job(find_tables(f"{db.uri}/a"), options, show=lines.append) == 0
