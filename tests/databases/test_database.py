@@ -5,6 +5,7 @@ loses a race to other tables costs (its root is reused)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -134,7 +135,21 @@ def test_bad_table_names_are_refused_and_nothing_is_written(db: mt.Database, nam
         db.create_table(name, SCHEMA)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="table name"):
         db.table(name)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="table name"):
+        db.snapshot().table(name)  # type: ignore[arg-type]
     assert sorted(str(p) for p in Path(db.uri).rglob("*")) == before
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda db: db.history(-1), "limit must be at least 0"),
+    (lambda db: db.history("3"), "limit must be an integer"),
+    (lambda db: db.snapshot(version=0, as_of="2026-01-01T00:00:00Z"), "pass version or as_of, not both"),
+    (lambda db: db.tables(version=-1), "version must be at least 0"),
+])
+def test_bad_arguments_to_a_database_are_refused(db: mt.Database, call: Callable[[mt.Database], object],
+                                                 message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        call(db)
 
 
 def test_typed_errors_say_what_is_there(db: mt.Database, tmp_path: Path) -> None:

@@ -111,6 +111,35 @@ def test_open_table_finds_the_databases_table_before_a_standalone_one_in_its_fol
         mt.open_table(f"{db.uri}/shadowed")  # never a standalone table, even where one could be
 
 
+def test_db_uri_slash_name_with_a_trailing_slash_is_the_databases_table(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    created = mt.create_table(f"{db.uri}/orders/", SCHEMA)
+    assert isinstance(created, mt.DatabaseTable) and db.tables() == ["orders"]
+    mt.open_table(f"{db.uri}/orders/").append([{"id": 1}])
+    mt.write_table(f"{db.uri}/more/", [{"id": 2}])
+    assert ids(db.table("orders")) == [1] and ids(db.table("more")) == [2]
+    assert not (Path(db.uri) / "orders").exists()  # no standalone table in the database's folder
+
+
+def test_create_table_finds_a_database_whose_creator_died_before_its_pointer(tmp_path: Path) -> None:
+    db = mt.create_database(str(tmp_path / "db"))
+    (Path(db.uri) / "_latest_manifest").unlink()  # as if create_database died after version 0
+    created = mt.create_table(f"{db.uri}/orders", SCHEMA)
+    assert isinstance(created, mt.DatabaseTable) and mt.open_database(db.uri).tables() == ["orders"]
+    assert not (Path(db.uri) / "orders").exists()
+
+
+@pytest.mark.parametrize("name", ["back\\slash", "c1\x85control"])
+def test_a_standalone_table_may_have_a_name_no_database_takes(tmp_path: Path, name: str) -> None:
+    """``DB_URI/NAME`` is read only where NAME is a table name: any other last part of a path is
+    a standalone table's folder, as before databases."""
+    table = mt.create_table(str(tmp_path / name), SCHEMA)
+    table.append([{"id": 1}])
+    assert ids(mt.open_table(str(tmp_path / name))) == [1]
+    mt.write_table(str(tmp_path / name), [{"id": 2}], mode="append")
+    assert ids(mt.open_table(str(tmp_path / name))) == [1, 2]
+
+
 def test_a_database_is_created_in_an_empty_location_only(tmp_path: Path) -> None:
     mt.create_table(str(tmp_path / "lake" / "events"), SCHEMA)
     with pytest.raises(DatabaseExistsError, match="not empty"):

@@ -71,6 +71,28 @@ def test_database_maintenance_takes_duration_and_size_strings(tmp_path: Path) ->
     assert db.gc(retain_for="7d", grace="1d").versions_retained
 
 
+def committed(done: dict[str, mt.CommitInfo]) -> list[str]:
+    return sorted(name for name, info in done.items() if info.committed)
+
+
+def test_database_maintenance_defaults_are_the_tables(tmp_path: Path) -> None:
+    """``Database.compact`` and ``Database.gc`` without arguments do what ``Table.compact`` and
+    ``Table.gc`` do: a fifth of a file deleted is rewritten, a tenth is not; a target smaller
+    than every file merges nothing; versions younger than seven days are kept."""
+    db = mt.create_database(str(tmp_path / "db"))
+    for name, deleted in (("fifth", "id < 2"), ("tenth", "id = 0")):
+        db.create_table(name, SCHEMA).append(pa.table({"id": list(range(10))}, schema=SCHEMA))
+        db.table(name).delete(deleted)
+    assert committed(db.compact()) == ["fifth"]
+    small = _two_tables_of_three_files(tmp_path / "small")
+    assert committed(small.compact(target_file_size=1)) == []
+    assert committed(small.compact(target_file_size="1MiB")) == ["a", "b"]
+    versions = len(db.history())
+    six_days_on = datetime.now(UTC) + timedelta(days=6)
+    assert not db.gc(now=six_days_on).versions_expired and len(db.history()) == versions
+    assert db.gc(now=six_days_on + timedelta(days=2)).versions_expired
+
+
 def content_after_gc(db: mt.Database, name: str, version: int) -> list[int]:
     return sorted(db.snapshot(version=version).table(name).to_arrow().column("id").to_pylist())
 
@@ -186,3 +208,25 @@ def test_gc_skips_versions_a_concurrent_gc_expired_after_it_listed_them(tmp_path
     first.gc(retain_versions=10, retain_for=None, grace=timedelta(0), force=True, now=LATER)
     assert store.ran
     assert mt.open_database(uri).table("t").to_arrow().column("id").to_pylist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("operation", ["compact", "purge"])
+def test_compact_and_purge_of_a_database_skip_a_table_dropped_meanwhile(tmp_path: Path, operation: str) -> None:
+    db = _two_tables_of_three_files(tmp_path / "db")
+    db.create_table("c", SCHEMA).append(pa.table({"id": [7, 8]}, schema=SCHEMA))
+    for name in ("a", "b", "c"):
+        db.table(name).delete("id = 0 OR id = 7")
+
+    class DropsBAtTheFirstWrite(WrappedStore):
+        dropped = False
+
+        def _before(self, op: str, key: str) -> None:
+            if op == "put" and not self.dropped:  # table a's first write: another writer drops b
+                self.dropped = True
+                db.drop_table("b")
+
+    hooked = mt.open_database(db.uri, store=DropsBAtTheFirstWrite(db.store))
+    done = getattr(hooked, operation)()
+    assert sorted(done) == ["a", "c"] and all(info.committed for info in done.values())
+    assert db.tables() == ["a", "c"]
+    assert content_after_gc(db, "a", db.version) == [1, 2] and content_after_gc(db, "c", db.version) == [8]
