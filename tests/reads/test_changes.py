@@ -249,6 +249,17 @@ def test_a_start_that_gc_removed_names_the_oldest_retained_version(table: mt.Tab
     assert changed(table.changes(4), "id") == [("insert", 5, 13)]
 
 
+def test_a_feed_whose_versions_gc_removed_after_it_was_made_fails_naming_them(table: mt.Table):
+    """Never read as if those commits changed nothing: a consumer would miss their rows."""
+    for i in range(3):
+        table.append(rows([10 + i]))
+    feed = table.changes(1)
+    table.gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
+    for read in (feed.to_arrow, lambda: list(feed.commits()), lambda: feed.commit(3).to_arrow()):
+        with pytest.raises(VersionExpiredError, match="oldest retained version is 4"):
+            read()
+
+
 @pytest.mark.parametrize(
     "call, error",
     [
@@ -263,6 +274,9 @@ def test_a_start_that_gc_removed_names_the_oldest_retained_version(table: mt.Tab
         (lambda t: t.changes(0, where="nope = 1"), InvalidFilterError),
         (lambda t: t.changes(start_as_of="yesterday"), InvalidArgumentError),
         (lambda t: t.changes(0, 1).commit(2), InvalidArgumentError),
+        (lambda t: t.changes(0, 1).commit(0), InvalidArgumentError),  # the start is the cursor: not in the feed
+        (lambda t: t.changes(t.version + 1), VersionNotFoundError),
+        (lambda t: t.changes(0, t.version + 1), VersionNotFoundError),
     ],
 )
 def test_bad_arguments_are_typed_errors(table: mt.Table, call, error):
@@ -316,6 +330,11 @@ def test_a_database_table_reports_its_own_commits(tmp_path: Path):
         ("update_postimage", 5, 1, "b"),
     ]
     assert [c.version for c in via_uri.changes(0).commits()] == [1, 2, 3, 4, 5]
+    stock = mt.open_table(f"{db.uri}/stock")  # created at version 2: no commit of it before
+    assert [c.version for c in stock.changes(0).commits()] == [2, 3, 4, 5]
+    assert changed(stock.changes(0), "id") == [("insert", 3, 1), ("delete", 5, 1)]
+    with pytest.raises(VersionNotFoundError, match="did not exist yet at version 1"):
+        stock.changes(0).commit(1)
 
 
 def test_a_database_feed_has_every_table_in_version_order(tmp_path: Path):
