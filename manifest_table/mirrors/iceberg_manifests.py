@@ -22,6 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import CommitFailedError, NotFound, PreconditionFailed
 from ..format.field_ids import FieldIds
 from ..format.keys import METADATA_PREFIX, SEGMENT_PREFIX
 from ..format.manifest import DataFile, DeletionVector
@@ -29,7 +30,7 @@ from ..log.version import Version, locate
 from .columns import bounds_of
 from .iceberg_avro import DATA, DELETES, manifest, read_avro
 from .iceberg_schema import data_entries, dv_entry
-from .puffin import HEADER, puffin_file, puffin_key
+from .puffin import HEADER, names, puffin_file, puffin_key
 from .source import Source
 
 BUCKET_FILES = 1024
@@ -216,12 +217,11 @@ class ManifestPlanner:
             key = puffin_key(tombstone)
             referenced = self.new_tombstones.get(tombstone)
             if referenced is not None:
+                targets = {offset: self._target(path) for offset, path in referenced.items()}
                 data = puffin_file(
-                    self.src.tombstones.object(tombstone),
-                    self.src.tombstones.bitmaps(tombstone),
-                    {offset: self._target(path) for offset, path in referenced.items()},
+                    self.src.tombstones.object(tombstone), self.src.tombstones.bitmaps(tombstone), targets
                 )
-                if self.src.create(key, data):
+                if self.src.create(key, data) or _replaced_if_elsewhere(self.src, key, data, set(targets.values())):
                     self._puffins[tombstone] = len(data)
             if tombstone not in self._puffins:
                 self._puffins[tombstone] = self.src.size_of(key)
@@ -236,6 +236,32 @@ class ManifestPlanner:
                 slot, key, content, len(data), len(entries), sum(e["data_file"]["record_count"] for e in entries)
             )
         )
+
+
+def _replaced_if_elsewhere(src: Source, key: str, data: bytes, targets: set[str]) -> bool:
+    """Replace the Puffin file at ``key`` with ``data`` if it does not name every file of
+    ``targets``: it came with the table from another location (a move or a copy), and names
+    the files there, so pyiceberg would apply none of its vectors here (or it is unreadable).
+    Compare-and-swap, re-read after a lost race; False when the file there names them (a
+    concurrent writer mirrored the same version)."""
+    for _ in range(_REPLACE_ATTEMPTS):
+        try:
+            found, etag = src.store.get_with_etag(key)
+        except NotFound:
+            if src.create(key, data):
+                return True
+            continue
+        if targets <= names(found):
+            return False
+        try:
+            src.store.put_if_match(key, data, etag)
+            return True
+        except PreconditionFailed:
+            continue
+    raise CommitFailedError(f"{src.location}: {key} kept changing while the mirror replaced it; nothing was mirrored")
+
+
+_REPLACE_ATTEMPTS = 4
 
 
 def _path_of(entry: dict[str, Any]) -> str:

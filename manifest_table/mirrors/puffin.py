@@ -5,8 +5,10 @@
 the footer (JSON payload, its length, flags, magic). The name follows from the tombstone's,
 so the file lives and dies with it (garbage collection keeps one while it keeps the other)
 and two writers mirroring the same version create the same object. The footer names each
-blob's data file (``referenced-data-file``), as pyiceberg reads it; a bitmap no version still
-references (superseded before the mirror was enabled) names none of ours."""
+blob's data file (``referenced-data-file``, absolute), as pyiceberg reads it; a bitmap no
+version still references (superseded before the mirror was enabled) names none of ours. A
+table moved or copied elsewhere brings Puffin files naming its old location: the mirror
+replaces each one it needs (``names``, iceberg_manifests.py)."""
 
 from __future__ import annotations
 
@@ -55,3 +57,16 @@ def puffin_file(tombstone: bytes, bitmaps: list[tuple[int, int]], referenced: di
     ).encode()
     chunks += [MAGIC, payload, struct.pack("<i", len(payload)), bytes(4), MAGIC]
     return b"".join(chunks)
+
+
+def names(data: bytes) -> set[str]:
+    """The data files a Puffin file's footer names (``referenced-data-file`` of its blobs);
+    none if it is unreadable (the mirror then replaces it: it is made from the tombstone)."""
+    try:
+        if data[:HEADER] != MAGIC or data[-HEADER:] != MAGIC:
+            return set()
+        (length,) = struct.unpack("<i", data[-12:-8])
+        blobs = json.loads(data[-12 - length : -12])["blobs"] if 0 <= length <= len(data) - 16 else []
+        return {str(b["properties"]["referenced-data-file"]) for b in blobs}
+    except (ValueError, TypeError, KeyError, struct.error):
+        return set()

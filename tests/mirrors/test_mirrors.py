@@ -125,6 +125,25 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
     assert table.metadata.format_version == 3 and table.metadata.next_row_id is not None
 
 
+@pytest.mark.parametrize("how", ["moved", "copied"])
+def test_a_moved_or_copied_table_is_mirrored_afresh_at_its_new_location(tmp_path: Path, how: str) -> None:
+    """Iceberg names files by absolute paths, in its metadata and in each Puffin file's footer:
+    the first commit at the new location describes every file there, and deleted rows stay
+    deleted (0.3.0 kept the Puffin files naming the old location: pyiceberg read them back)."""
+    t = mt.create_table(str(tmp_path / "old"), SCHEMA, mirrors=["iceberg", "delta"])
+    run_history(t, 3, 4, widen=False)
+    assert t.manifest().totals.deleted > 0  # tombstones: Puffin files
+    (shutil.move if how == "moved" else shutil.copytree)(tmp_path / "old", tmp_path / "new")
+    if how == "moved":  # and one Puffin file damaged: made again from its tombstone
+        next((tmp_path / "new" / "tombstones").glob("*.puffin")).write_bytes(b"PFA1 not a footer")
+    there = mt.open_table(str(tmp_path / "new"))
+    there.append(there.scan().to_arrow().slice(0, 1))
+    check_version(there, there.version, ["iceberg", "delta"])
+    if how == "copied":
+        t.append(t.scan().to_arrow().slice(0, 1))
+        check_version(t, t.version, ["iceberg", "delta"])
+
+
 # --- the API and its errors ---------------------------------------------------------------
 def test_set_mirrors_is_one_commit_and_writes_the_current_version(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
