@@ -373,6 +373,18 @@ def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
     assert iceberg_rows(t.uri) == rows(t.to_arrow())
 
 
+def test_a_version_hint_left_behind_holds_nothing_back(tmp_path: Path) -> None:
+    """The hint is best effort: the newest mirrored version is found past it, so GC keeps no
+    version for a mirror that is in fact up to date."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    for i in range(3):
+        t.append(pa.Table.from_pylist([{"id": i}], schema=SCHEMA))
+    (tmp_path / "t" / "metadata" / "version-hint.text").write_text("1")  # its last moves were lost
+    _gc(t, 1)
+    assert _retained(t) == [t.version]
+    assert iceberg_rows(t.uri, t.version) == rows(t.to_arrow())
+
+
 def test_the_mirror_that_lags_most_holds_gc_back(tmp_path: Path) -> None:
     """Two mirrors, the Delta one failing to follow three commits the Iceberg one follows:
     GC keeps what the older of the two describes, not the newer."""
