@@ -225,6 +225,7 @@ def test_the_version_is_the_cursor(table: mt.Table):
     assert table.changes(table.version).to_arrow().num_rows == 0
     assert [c.version for c in table.changes(1).commits()] == [2, 3, 4]
     assert changed(table.changes(0).commit(3), "id") == [("insert", 3, 102)]
+    assert repr(table.changes(1, 3)).endswith("versions 1..3]")  # the range (1, 3], as the cursor reads
 
 
 def test_timestamps_choose_the_versions(table: mt.Table):
