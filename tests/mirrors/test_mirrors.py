@@ -123,6 +123,16 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
         version = int(snapshot.summary["manifest-table.version"])
         assert rows(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()) == rows(t.scan(version=version).to_arrow())
     assert table.metadata.format_version == 3 and table.metadata.next_row_id is not None
+    # Row lineage: each snapshot's rows take ids from where the one before it left off.
+    metadata = [json.loads(p.read_text()) for p in sorted((tmp_path / "t" / "metadata").glob("v*.metadata.json"),
+                                                           key=lambda p: int(p.name[1:].split(".")[0]))]
+    for before, after in zip(metadata, metadata[1:]):
+        current = next(s for s in after["snapshots"] if s["snapshot-id"] == after["current-snapshot-id"])
+        assert current["first-row-id"] == before["next-row-id"]
+        assert after["next-row-id"] == before["next-row-id"] + current["added-rows"]
+        if current["summary"]["operation"] == "delete":  # deletion vectors add no row
+            assert current["added-rows"] == 0
+    assert metadata[-1]["next-row-id"] > 0
 
 
 @pytest.mark.parametrize("how", ["moved", "copied"])
