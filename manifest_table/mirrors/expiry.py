@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from ..errors import NotFound
 from ..format.keys import DELTA_LOG_PREFIX, METADATA_PREFIX
 from ..format.mirrors import DELTA, ICEBERG
 from ..log.version import Version
@@ -98,18 +100,35 @@ def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
     else:  # a database's table: mirrored where it changed, from the state its oldest retained version holds
         start = max((v for v in present if v <= kept[0]), default=kept[0])
         versions = sorted((v for v in present if v >= start), reverse=True)
-    lists: dict[int, str] = {}
+    lists: dict[int, tuple[str, str]] = {}  # version -> (the location its metadata names, its list)
     for version in versions:
         if version not in lists:
             metadata = json.loads(src.store.get(iceberg.metadata_key(version)))
             for snapshot in metadata["snapshots"]:
-                lists.setdefault(int(snapshot["summary"][iceberg.VERSION_PROPERTY]), snapshot["manifest-list"])
+                named = (metadata["location"], snapshot["manifest-list"])
+                lists.setdefault(int(snapshot["summary"][iceberg.VERSION_PROPERTY]), named)
     keys = {iceberg.metadata_key(v) for v in versions}
-    for location in {lists[v] for v in versions}:
-        key = location[len(src.location) + 1 :]
-        keys.add(key)
-        keys.update(e["manifest_path"][len(src.location) + 1 :] for e in read_avro(src.store.get(key)))
+    for location, path in {lists[v] for v in versions}:
+        key = _key_under(location, path)
+        if key is not None and (entries := _entries(src, key)) is not None:
+            keys.add(key)
+            keys.update(k for e in entries if (k := _key_under(location, e["manifest_path"])))
     return keys
+
+
+def _entries(src: Source, key: str) -> list[dict[str, Any]] | None:
+    """A manifest list's entries; None if it is not there (a table copied without it)."""
+    try:
+        return read_avro(src.store.get(key))
+    except NotFound:
+        return None
+
+
+def _key_under(location: str, path: str) -> str | None:
+    """The key of ``path`` relative to the Iceberg ``location`` that names it (a metadata
+    file's own, which is not ours if the table was moved or copied since: the objects it names
+    came along under the same keys); None for a path outside it."""
+    return path[len(location) + 1 :] if path.startswith(location + "/") else None
 
 
 def _delta(oldest: int, listed: list[str]) -> set[str]:

@@ -139,18 +139,27 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
 def test_a_moved_or_copied_table_is_mirrored_afresh_at_its_new_location(tmp_path: Path, how: str) -> None:
     """Iceberg names files by absolute paths, in its metadata and in each Puffin file's footer:
     the first commit at the new location describes every file there, and deleted rows stay
-    deleted (0.3.0 kept the Puffin files naming the old location: pyiceberg read them back)."""
+    deleted (0.3.0 kept the Puffin files naming the old location: pyiceberg read them back).
+    GC there reads the metadata files that came along by the location each names (0.3.0 cut
+    their paths by the new location's length, and failed)."""
     t = mt.create_table(str(tmp_path / "old"), SCHEMA, mirrors=["iceberg", "delta"])
     run_history(t, 3, 4, widen=False)
     assert t.manifest().totals.deleted > 0  # tombstones: Puffin files
-    (shutil.move if how == "moved" else shutil.copytree)(tmp_path / "old", tmp_path / "new")
+    new = tmp_path / "a-longer-name"
+    (shutil.move if how == "moved" else shutil.copytree)(tmp_path / "old", new)
     if how == "moved":  # and one Puffin file damaged: made again from its tombstone
-        next((tmp_path / "new" / "tombstones").glob("*.puffin")).write_bytes(b"PFA1 not a footer")
-    there = mt.open_table(str(tmp_path / "new"))
+        next((new / "tombstones").glob("*.puffin")).write_bytes(b"PFA1 not a footer")
+    there = mt.open_table(str(new))
     there.append(there.scan().to_arrow().slice(0, 1))
+    check_version(there, there.version, ["iceberg", "delta"])
+    assert _gc(there, 2).versions_expired  # one version from before the move retained
+    check_version(there, there.version, ["iceberg", "delta"])
+    there.append(there.scan().to_arrow().slice(0, 1))
+    _gc(there, 1)
     check_version(there, there.version, ["iceberg", "delta"])
     if how == "copied":
         t.append(t.scan().to_arrow().slice(0, 1))
+        _gc(t, 1)
         check_version(t, t.version, ["iceberg", "delta"])
 
 
