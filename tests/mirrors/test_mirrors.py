@@ -24,6 +24,7 @@ from manifest_table.errors import (
     CorruptTableError,
     InvalidArgumentError,
     MirrorTypeError,
+    PreconditionFailed,
     SchemaEvolutionError,
     UpgradeRequiredError,
 )
@@ -33,6 +34,7 @@ from manifest_table.mirrors import sync as mirror_sync
 from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
 from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
+from tests.stores import AmbiguousPutStore, WrappedStore
 
 STEPS = int(os.environ.get("MT_MIRROR_STEPS", "30"))
 BOTH = {"iceberg": {}, "delta": {"checkpoint_interval": 4}}
@@ -114,6 +116,7 @@ def test_mirrors_on_s3(s3_uri: str, moto_endpoint: str) -> None:
 
 def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
     """Time travel maps both ways: a snapshot's summary names our version."""
+    from pyiceberg.manifest import ManifestContent
     from pyiceberg.table import StaticTable
 
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
@@ -123,6 +126,11 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
         version = int(snapshot.summary["manifest-table.version"])
         assert rows(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()) == rows(t.scan(version=version).to_arrow())
     assert table.metadata.format_version == 3 and table.metadata.next_row_id is not None
+    # Every data file has data sequence number 0 (so every deletion vector applies to it).
+    manifests = table.current_snapshot().manifests(table.io)
+    assert {m.min_sequence_number for m in manifests if m.content == ManifestContent.DATA} == {0}
+    deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
+    assert deletes and all(m.min_sequence_number == m.sequence_number > 0 for m in deletes)
     # Row lineage: each snapshot's rows take ids from where the one before it left off.
     metadata = [json.loads(p.read_text()) for p in sorted((tmp_path / "t" / "metadata").glob("v*.metadata.json"),
                                                            key=lambda p: int(p.name[1:].split(".")[0]))]
@@ -368,9 +376,35 @@ def test_gc_expires_mirror_objects_with_our_versions(tmp_path: Path) -> None:
     assert {k for k in before - after if not is_writer_key(k)} == set()
     for version in _retained(t):
         check_version(t, version, ["iceberg", "delta"])
+    for key in sorted(k for k in after if k.endswith(".metadata.json")):  # no expired snapshot offered
+        metadata = json.loads(t.store.get(key))
+        ids = {snapshot["snapshot-id"] for snapshot in metadata["snapshots"]}
+        assert {entry["snapshot-id"] for entry in metadata["snapshot-log"]} <= ids, key
     # Every puffin and DV file kept belongs to a kept tombstone.
     tombstones = {k for k in after if k.endswith(".roaring")}
     assert {k for k in after if k.endswith(".puffin")} == {k.replace(".roaring", ".puffin") for k in tombstones}
+
+
+def test_gc_that_loses_a_race_to_rewrite_a_metadata_file_reads_it_again(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    for i in range(4):
+        t.append(pa.Table.from_pylist([{"id": i}], schema=SCHEMA))
+
+    class LosesTheFirstRewrite(WrappedStore):
+        lost = 0
+
+        def _before(self, op: str, key: str) -> None:
+            if op == "put" and key.endswith(".metadata.json") and not self.lost:
+                self.lost += 1  # another GC rewrote it first (here: the same file)
+                raise PreconditionFailed(key)
+
+    store = LosesTheFirstRewrite(LocalStore(tmp_path / "t"))
+    _gc(mt.Table(t.uri, store), 2)
+    assert store.lost == 1
+    oldest = min(_retained(t))
+    for version in _retained(t):
+        metadata = json.loads(t.store.get(f"metadata/v{version}.metadata.json"))
+        assert all(int(s["summary"]["manifest-table.version"]) >= oldest for s in metadata["snapshots"]), version
 
 
 def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
@@ -402,6 +436,17 @@ def test_a_version_hint_left_behind_holds_nothing_back(tmp_path: Path) -> None:
     _gc(t, 1)
     assert _retained(t) == [t.version]
     assert iceberg_rows(t.uri, t.version) == rows(t.to_arrow())
+
+
+def test_a_metadata_file_whose_create_landed_but_reported_a_conflict_is_ours(tmp_path: Path) -> None:
+    """A create retried after a lost response finds the object taken: the same bytes there
+    mean this writer made it, so the mirror counts that version done and moves the hint."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    store = AmbiguousPutStore(LocalStore(tmp_path / "t"), lambda op, key: key == "metadata/v1.metadata.json")
+    mt.Table(t.uri, store).append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    assert store.injected == 1
+    assert (tmp_path / "t" / "metadata" / "version-hint.text").read_text() == "1"
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
 
 
 def test_the_mirror_that_lags_most_holds_gc_back(tmp_path: Path) -> None:
