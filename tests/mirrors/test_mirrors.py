@@ -122,9 +122,14 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
     run_history(t, 6, 6, widen=False)
     table = StaticTable.from_metadata(t.uri)
+    ours = {info.version: info.operation for info in t.history()}
+    iceberg_operation = {"append": "append", "delete": "delete", "update": "overwrite", "compact": "replace"}
     for snapshot in table.metadata.snapshots:
         version = int(snapshot.summary["manifest-table.version"])
         assert rows(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()) == rows(t.scan(version=version).to_arrow())
+        if ours[version] in iceberg_operation:
+            assert snapshot.summary.operation.value == iceberg_operation[ours[version]], ours[version]
+    assert {ours[int(s.summary["manifest-table.version"])] for s in table.metadata.snapshots} >= {"append", "delete"}
     assert table.metadata.format_version == 3 and table.metadata.next_row_id is not None
     # Every data file has data sequence number 0 (so every deletion vector applies to it).
     manifests = table.current_snapshot().manifests(table.io)
