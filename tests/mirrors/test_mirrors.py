@@ -176,6 +176,25 @@ def test_a_moved_or_copied_table_is_mirrored_afresh_at_its_new_location(tmp_path
         check_version(t, t.version, ["iceberg", "delta"])
 
 
+def test_iceberg_operations_and_schemas_follow_our_commits(tmp_path: Path) -> None:
+    """A compaction is a ``replace`` (same rows); a commit that keeps the columns keeps the
+    schema id, a schema change adds one schema."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    for i in range(3):
+        t.append(pa.Table.from_pylist([{"id": i}], schema=SCHEMA))
+    t.delete("id = 0")
+    t.compact(min_deleted_fraction=0)
+    with t.update_schema() as change:
+        change.add_column("note", pa.string())
+    t.append(pa.Table.from_pylist([{"id": 9, "note": "n"}], schema=t.schema))
+    metadata = json.loads(t.store.get(f"metadata/v{t.version}.metadata.json"))
+    assert [s["summary"]["operation"] for s in metadata["snapshots"]][-5:] == [
+        "append", "delete", "replace", "replace", "append"
+    ]
+    assert [s["schema-id"] for s in metadata["snapshots"]][-5:] == [0, 0, 0, 1, 1]
+    assert [s["schema-id"] for s in metadata["schemas"]] == [0, 1] and metadata["current-schema-id"] == 1
+
+
 # --- the API and its errors ---------------------------------------------------------------
 def test_set_mirrors_is_one_commit_and_writes_the_current_version(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
