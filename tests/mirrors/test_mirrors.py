@@ -85,6 +85,11 @@ def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> N
     assert [json.loads(d["configuration"])["clusteringColumns"] for d in found] == [[["small"], ["id"]]]
     protocol = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()[1])
     assert {"domainMetadata", "clustering"} <= set(protocol["protocol"]["writerFeatures"])
+    t.set_properties({"sort_by": None})  # a curve over two columns is no Iceberg sort order
+    assert not StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order().fields
+    t.set_properties({"cluster_by": ["small"]})  # one column: a plain sort
+    order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
+    assert [(f.source_id, str(f.direction)) for f in order.fields] == [(6, "ASC")]
 
 
 def test_a_widened_column_reads_the_same_through_iceberg(tmp_path: Path) -> None:
