@@ -436,6 +436,21 @@ def test_gc_that_loses_a_race_to_rewrite_a_metadata_file_reads_it_again(tmp_path
         assert all(int(s["summary"]["manifest-table.version"]) >= oldest for s in metadata["snapshots"]), version
 
 
+def test_the_commit_after_gc_lists_no_expired_snapshot(tmp_path: Path) -> None:
+    """The writer builds a version's metadata on the previous one's, which this process keeps
+    from before GC expired versions: they are found (a HEAD, then a binary search) and left out."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    for i in range(9):
+        t.append(pa.Table.from_pylist([{"id": i}], schema=SCHEMA))
+    _gc(t, 3)
+    oldest = min(_retained(t))
+    t.append(pa.Table.from_pylist([{"id": 99}], schema=SCHEMA))
+    metadata = json.loads(t.store.get(f"metadata/v{t.version}.metadata.json"))
+    listed = [int(s["summary"]["manifest-table.version"]) for s in metadata["snapshots"]]
+    assert listed == list(range(oldest, t.version + 1))
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
+
+
 def test_a_lagging_mirror_holds_gc_back(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
     t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
