@@ -127,6 +127,8 @@ def test_iceberg_snapshots_name_our_versions(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
     run_history(t, 6, 6, widen=False)
     table = StaticTable.from_metadata(t.uri)
+    ids = [s.snapshot_id for s in table.metadata.snapshots]
+    assert [s.parent_snapshot_id for s in table.metadata.snapshots][1:] == ids[:-1]  # each on the one before
     ours = {info.version: info.operation for info in t.history()}
     iceberg_operation = {"append": "append", "delete": "delete", "update": "overwrite", "compact": "replace"}
     for snapshot in table.metadata.snapshots:

@@ -266,6 +266,8 @@ def test_a_database_s_tables_have_iceberg_mirrors_in_their_folders(tmp_path: Pat
 
     for name in ("a", "b"):
         assert iceberg_rows(folder(name)) == rows(db.table(name).to_arrow()), name
+        # its metadata lists its own snapshot only: which older states stay is the database's to say
+        assert len(StaticTable.from_metadata(folder(name)).metadata.snapshots) == 1, name
     db.gc(retain_versions=2, retain_for=None, grace=timedelta(0), force=True)
     for name in ("a", "b"):
         table = db.table(name)
