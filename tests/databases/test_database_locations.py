@@ -90,6 +90,8 @@ def test_create_and_write_table_of_db_uri_slash_name_create_in_the_database(tmp_
         mt.create_table(f"{db.uri}/m", SCHEMA, mirrors=["delta"])
     with pytest.raises(InvalidArgumentError, match="format version"):
         mt.write_table(f"{db.uri}/v1", [{"id": 1}], format_version=1)
+    with pytest.raises(InvalidArgumentError, match="format version"):
+        mt.create_table(f"{db.uri}/v1", SCHEMA, format_version=1)
     # the database's folder holds its objects only: no standalone table was made in it
     top = sorted(p.name for p in Path(db.uri).iterdir() if p.name != ".cas.lock")
     assert top == ["_latest_manifest", "manifest", "tables"]
