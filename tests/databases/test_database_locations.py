@@ -13,7 +13,13 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.cli import main
-from manifest_table.errors import DatabaseExistsError, InvalidArgumentError, TableExistsError, TableNotFoundError
+from manifest_table.errors import (
+    DatabaseExistsError,
+    InvalidArgumentError,
+    StoreError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from manifest_table.storage import LocalStore, MemoryStore
 from tests.conftest import store_location
 
@@ -140,6 +146,22 @@ def test_a_standalone_table_may_have_a_name_no_database_takes(tmp_path: Path, na
     assert ids(mt.open_table(str(tmp_path / name))) == [1]
     mt.write_table(str(tmp_path / name), [{"id": 2}], mode="append")
     assert ids(mt.open_table(str(tmp_path / name))) == [1, 2]
+
+
+def test_a_parent_that_cannot_be_read(tmp_path: Path) -> None:
+    """As an S3 role allowed only its table's prefix sees a 403 there: a table there opens, a
+    missing one raises the parent's store error (which may be why), and nothing is created."""
+    (tmp_path / "_latest_manifest").mkdir()  # the parent's pointer: unreadable
+    inside = tmp_path / "inside"
+    mt.create_table("t", SCHEMA, store=LocalStore(inside)).append([{"id": 1}])
+    assert ids(mt.open_table(str(inside))) == [1]
+    with pytest.raises(StoreError, match="_latest_manifest"):
+        mt.open_table(str(tmp_path / "missing"))
+    new = str(tmp_path / "new")
+    for make in (lambda: mt.create_table(new, SCHEMA), lambda: mt.write_table(new, [{"id": 1}])):
+        with pytest.raises(StoreError, match="_latest_manifest"):
+            make()
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_database_is_created_in_an_empty_location_only(tmp_path: Path) -> None:
