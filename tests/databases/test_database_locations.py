@@ -134,7 +134,11 @@ def test_create_table_finds_a_database_whose_creator_died_before_its_pointer(tmp
     (Path(db.uri) / "_latest_manifest").unlink()  # as if create_database died after version 0
     created = mt.create_table(f"{db.uri}/orders", SCHEMA)
     assert isinstance(created, mt.DatabaseTable) and mt.open_database(db.uri).tables() == ["orders"]
-    assert not (Path(db.uri) / "orders").exists()
+    db = mt.create_database(str(tmp_path / "other"))
+    (Path(db.uri) / "_latest_manifest").unlink()
+    written = mt.write_table(f"{db.uri}/orders", [{"id": 1}])
+    assert isinstance(written, mt.DatabaseTable) and ids(mt.open_database(db.uri).table("orders")) == [1]
+    assert not (tmp_path / "db" / "orders").exists() and not (tmp_path / "other" / "orders").exists()
 
 
 @pytest.mark.parametrize("name", ["back\\slash", "c1\x85control"])

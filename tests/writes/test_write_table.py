@@ -49,6 +49,9 @@ def test_modes(tmp_path: Path):
     with pytest.raises(InvalidArgumentError, match="mode must be one of"):
         mt.write_table(uri, pa.table({"id": [1]}), mode="upsert")
     assert table.version == 3
+    mt.write_table(uri, pa.table({"id": [1], "new": ["y"], "other": [1]}), mode="append", schema_mode="merge")
+    assert table.to_arrow().sort_by("id").to_pylist() == [{"id": 1, "new": "y", "other": 1},
+                                                            {"id": 9, "new": "x", "other": None}]
 
 
 def test_creation_options_apply_when_created(tmp_path: Path):
@@ -122,9 +125,10 @@ def test_a_table_created_meanwhile_takes_the_rows_if_it_has_the_columns(tmp_path
     from manifest_table.operations import create as create_module
 
     real = create_module.create
-    for other, expected in ((pa.schema([("id", pa.int64())]), [1, 2, 3]),
-                            (pa.schema([("id", pa.int32())]), None)):
-        uri = tmp_path / str(other.field("id").type)
+    for other, mode, expected in ((pa.schema([("id", pa.int64())]), "append", [1, 2, 3]),
+                                  (pa.schema([("id", pa.int64())]), "overwrite", [1, 2]),  # in place of its rows
+                                  (pa.schema([("id", pa.int32())]), "append", None)):
+        uri = tmp_path / f"{other.field('id').type}-{mode}"
 
         def racing(table, empty, other=other, uri=uri):
             monkeypatch.setattr(create_module, "create", real)  # the other writer creates it first
@@ -136,4 +140,4 @@ def test_a_table_created_meanwhile_takes_the_rows_if_it_has_the_columns(tmp_path
                 entry_points.write_table(uri, pa.table({"id": [1, 2]}), mode="append")
             assert ids(mt.open_table(uri)) == [3]
         else:
-            assert ids(entry_points.write_table(uri, pa.table({"id": [1, 2]}), mode="append")) == expected
+            assert ids(entry_points.write_table(uri, pa.table({"id": [1, 2]}), mode=mode)) == expected
