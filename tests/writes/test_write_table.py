@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import manifest_table as mt
@@ -57,6 +58,11 @@ def test_modes(tmp_path: Path):
 def test_creation_options_apply_when_created(tmp_path: Path):
     table = mt.write_table(tmp_path / "t", pa.table({"id": [1]}), format_version=1, target_file_size=1 << 20)
     assert table.manifest().format_version == 1
+    laid_out = mt.write_table(tmp_path / "l", pa.table({"id": [3, 1, 2]}),
+                              properties={"sort_by": ["id"], "bloom_filter_columns": ["id"]})
+    (written,) = laid_out.manifest().files
+    assert pq.read_table(tmp_path / "l" / written.path).column("id").to_pylist() == [1, 2, 3]  # sorted as written
+    assert pq.ParquetFile(tmp_path / "l" / written.path).metadata.row_group(0).column(0).bloom_filter_offset
     mt.write_table(tmp_path / "t", pa.table({"id": [2]}), mode="append", format_version=1)
     assert ids(table) == [1, 2]
 
@@ -139,5 +145,7 @@ def test_a_table_created_meanwhile_takes_the_rows_if_it_has_the_columns(tmp_path
             with pytest.raises(SchemaMismatchError, match="created at .* meanwhile; nothing was written"):
                 entry_points.write_table(uri, pa.table({"id": [1, 2]}), mode="append")
             assert ids(mt.open_table(uri)) == [3]
+            written = {f"data/{p.name}" for p in (uri / "data").iterdir()}
+            assert written == {f.path for f in mt.open_table(uri).manifest().files}  # its files removed
         else:
             assert ids(entry_points.write_table(uri, pa.table({"id": [1, 2]}), mode=mode)) == expected
