@@ -75,7 +75,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.fullmatch(text.strip())
     if not match:
         raise InvalidArgumentError(f"not a duration: {text!r} (use e.g. 90s, 30m, 24h, 7d, 2w)")
-    return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
+    try:
+        return timedelta(**{_DURATION_UNITS[match[2].lower()]: float(match[1])})
+    except OverflowError:
+        raise InvalidArgumentError(f"duration {text!r} is too long (at most {timedelta.max.days} days)") from None
 
 
 def format_duration(value: timedelta) -> str:
@@ -110,7 +113,12 @@ def check_duration(name: str, value: Any, optional: bool = False) -> timedelta |
     if isinstance(value, str):
         return parse_duration(value)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        value = timedelta(seconds=check_number(name, value, minimum=-math.inf))
+        try:
+            value = timedelta(seconds=check_number(name, value, minimum=-math.inf))
+        except OverflowError:
+            raise InvalidArgumentError(
+                f"{name} is too long: {value} seconds (at most {timedelta.max.days} days)"
+            ) from None
     if not isinstance(value, timedelta):
         raise InvalidArgumentError(
             f"{name} must be a datetime.timedelta (e.g. timedelta(days=7)), a number of seconds or "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 _skew = 0.0
 """Seconds added to the wall clock (only ``testing.skewed_clock`` sets it)."""
@@ -28,6 +28,15 @@ def wall() -> float:
 
 def utc_now() -> datetime:
     return datetime.fromtimestamp(wall(), UTC)
+
+
+def before(moment: datetime, span: timedelta) -> datetime:
+    """``moment - span``, or the earliest time there is when that is before the year 1: a
+    retention or grace period of thousands of years means everything is younger than it."""
+    try:
+        return moment - span
+    except OverflowError:
+        return datetime.min.replace(tzinfo=moment.tzinfo)
 
 
 def _boot() -> float | None:

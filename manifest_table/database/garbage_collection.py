@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..arguments import Duration, check_bool
+from ..clock import before
 from ..errors import VersionExpiredError
 from ..format.database import DatabaseVersion, table_prefix
 from ..format.keys import METADATA_PREFIX, TABLES_PREFIX, is_database_writer_key
@@ -50,7 +51,7 @@ def collect_database_garbage(
     report, retained, doomed, floor = plan_versions(
         dlog, db.store, db.uri, now, retention, dry_run, lambda kept: _keep_mirrored(db, kept)
     )
-    cutoff = now - report.grace
+    cutoff = before(now, report.grace)
     needed = _needed(db, retained)
     for info in db.store.list(TABLES_PREFIX):
         report.sort(info, _category(info.key), needed, is_database_writer_key(info.key), cutoff, doomed)

@@ -22,6 +22,7 @@ import logging
 from datetime import datetime, timedelta
 
 from ..arguments import Duration, check_bool
+from ..clock import before
 from ..format.keys import DATA_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PREFIX, is_writer_key
 from ..handle import TableHandle
 from ..log.version import Version
@@ -57,7 +58,7 @@ def collect_garbage(
     report, retained, doomed, floor = plan_versions(
         vlog, handle.store, handle.uri, now, retention, dry_run, keep=lambda kept: _keep_mirrored(vlog, kept)
     )
-    cutoff = now - report.grace
+    cutoff = before(now, report.grace)
     needed = referenced_keys(retained, vlog.stored)
     mirrored = _mirror_objects(vlog, retained, needed, dry_run)
     for prefix in (*mirrored, SEGMENT_PREFIX, DATA_PREFIX, TOMBSTONE_PREFIX):

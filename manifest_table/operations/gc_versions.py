@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from ..arguments import Duration, check_bool, check_duration, check_int, format_duration
-from ..clock import utc_now
+from ..clock import before, utc_now
 from ..errors import InvalidArgumentError
 from ..format.database import DatabaseVersion
 from ..format.keys import MANIFEST_PREFIX
@@ -116,7 +116,7 @@ def plan_versions(
         vlog.advance_pointer(latest, pointer.etag)
     newest = vlog.manifest(latest)
     grace = resolve_grace(newest.gc_grace, retention.grace, retention.time, retention.force, uri)
-    cutoff = now - grace
+    cutoff = before(now, grace)
     # Readers find the latest version by walking from the stored pointer, which may still be
     # the one read here for a reader that read it just before: what they walk stays this run.
     retained = keep(retained_versions(vlog, newest, now, retention.versions, retention.time, stored))
@@ -162,7 +162,7 @@ def retained_versions(
         version = kept[-1].version - 1
         by_count = retain_versions is not None and version > latest.version - retain_versions
         # A version was current until its successor committed.
-        by_time = retain_for is not None and kept[-1].timestamp > now - retain_for
+        by_time = retain_for is not None and kept[-1].timestamp > before(now, retain_for)
         manifest = vlog.find(version) if by_count or by_time or version >= pointed else None
         if manifest is None:
             break

@@ -133,6 +133,9 @@ CASES: list[Case] = [
     ("gc-grace-nan", InvalidArgumentError, lambda t: t.gc(grace=float("nan")), "grace must be a finite number"),
     ("gc-grace-negative-seconds", InvalidArgumentError, lambda t: t.gc(grace=-1), "grace cannot be negative"),
     ("gc-grace-str", InvalidArgumentError, lambda t: t.gc(grace="one day"), "not a duration: 'one day'"),
+    ("gc-retain-for-huge", InvalidArgumentError, lambda t: t.gc(retain_for=1e300), "retain_for is too long"),
+    ("gc-grace-huge-text", InvalidArgumentError, lambda t: t.gc(grace="9" * 20 + "d"), "is too long"),
+    ("property-gc-grace-huge", InvalidArgumentError, lambda t: t.set_properties({"gc_grace": 1e300}), "too long"),
     (
         "gc-retain-versions-str",
         InvalidArgumentError,

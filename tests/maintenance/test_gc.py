@@ -454,3 +454,14 @@ def test_history_of_another_handle_leaves_out_what_gc_expired(tmp_path: Path) ->
     assert [c.version for c in db.history()] == [2, 1, 0]
     open_database(db.uri).gc(retain_versions=1, retain_for=None, grace=timedelta(0), force=True)
     assert [c.version for c in db.history()] == [2]
+
+
+def test_a_retention_of_thousands_of_years_keeps_everything(tmp_path: Path) -> None:
+    """``now - retain_for`` before the year 1 was an ``OverflowError``: everything is younger."""
+    t = create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    longest = {"retain_for": timedelta.max, "grace": timedelta.max}
+    for retention in ({"retain_for": "3000000d", "grace": "3000000d"}, longest):
+        assert not t.gc(**retention).versions_expired
+    assert [c.version for c in t.history()] == [3, 2, 1, 0]
