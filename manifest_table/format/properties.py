@@ -18,7 +18,6 @@ version."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -72,7 +71,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 def _grace(name: str, value: Any) -> timedelta:
     grace = check_duration(name, value)
-    if not grace or not math.isfinite(grace.total_seconds()):
+    if not grace:
         raise InvalidArgumentError(f"{name} must be a positive duration such as '24h', not {value!r}")
     return grace
 

@@ -69,6 +69,8 @@ def test_create_table_takes_properties_and_picks_the_format_version(tmp_path: Pa
     ({"gc_grace": "soon"}, "not a duration: 'soon'"),
     ({"tail_limit": 0}, "tail_limit must be at least 1"),
     ({"tail_limit": True}, "tail_limit must be an integer"),
+    ({"tail_limit": 2**63}, r"tail_limit must be below 2\*\*63"),
+    ({"sort_by": ["id", ""]}, "sort_by must be a list of one or more distinct column names"),
     ("gc_grace=1h", "properties must be a dict"),
 ])
 def test_bad_properties_are_refused_and_nothing_is_written(tmp_path: Path, given: Any, match: str) -> None:
