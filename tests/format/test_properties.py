@@ -53,6 +53,10 @@ def test_set_properties_is_one_commit_that_raises_the_format_version_and_round_t
     assert t.properties["gc_grace"] == "24h" and root(t)["format_version"] == 3
     assert t.scan(version=1).count() == 1 and t.scan().count() == 2
     assert not t.set_properties({}).committed
+    with t.update_schema() as change:
+        change.add_column("grp", pa.int32())
+    t.set_properties({"bloom_filter_columns": "id , grp"})  # as the CLI passes it: names around commas
+    assert mt.open_table(t.uri).properties["bloom_filter_columns"] == ["id", "grp"]
 
 
 def test_create_table_takes_properties_and_picks_the_format_version(tmp_path: Path) -> None:
