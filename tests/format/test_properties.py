@@ -170,6 +170,23 @@ def test_a_stored_property_not_in_its_canonical_form_is_corrupt(tmp_path: Path) 
             mt.open_table(t.uri).manifest()
 
 
+def test_a_root_without_a_layout_limit_is_corrupt_naming_it(tmp_path: Path) -> None:
+    """Every root stores the layout limits (releases 0.2.0 and 0.3.0 read them)."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA)
+    path = tmp_path / "t" / "manifest" / manifest_key(0).split("/")[1]
+    doc = json.loads(path.read_bytes())
+    del doc["properties"]["tail_limit"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CorruptTableError, match="field properties.tail_limit is missing"):
+        mt.open_table(t.uri).manifest()
+
+
+def test_a_layout_limit_reset_is_stored_at_its_default(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, properties={"tail_limit": 4})
+    t.set_properties({"tail_limit": None})
+    assert root(t)["properties"]["tail_limit"] == 32 and mt.open_table(t.uri).properties["tail_limit"] == 32
+
+
 def test_the_cli_shows_and_sets_properties(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
     assert main(["properties", t.uri]) == 0
