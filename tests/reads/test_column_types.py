@@ -151,6 +151,13 @@ def test_a_refused_type_is_refused_at_create_and_add_column(tmp_path: Path, name
     assert_rejected(LocalStore(str(tmp_path / "t")), InvalidArgumentError, add, match=_column_refused(name))
 
 
+def test_a_map_is_refused_by_its_key_type_too(tmp_path: Path) -> None:
+    for dtype in (pa.map_(pa.float16(), pa.int64()), pa.map_(pa.int64(), pa.float16())):
+        with pytest.raises(InvalidArgumentError, match="column 'c'.*halffloat"):
+            mt.create_table(str(tmp_path / "new"), pa.schema([("id", pa.int64()), ("c", dtype)]))
+    assert not (tmp_path / "new").exists()
+
+
 DECODED = {"dictionary": pa.string(), "string_view": pa.string(), "binary_view": pa.binary(),
            "list_of_dictionary": pa.list_(pa.string())}
 """Refused types ``schema_mode="merge"`` adds as the type of their values."""
