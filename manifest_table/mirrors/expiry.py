@@ -109,10 +109,10 @@ def _iceberg(src: Source, kept: list[int], listed: list[str]) -> set[str]:
                 lists.setdefault(int(snapshot["summary"][iceberg.VERSION_PROPERTY]), named)
     keys = {iceberg.metadata_key(v) for v in versions}
     for location, path in {lists[v] for v in versions}:
-        key = _key_under(location, path)
+        key = iceberg.key_in(location, path)
         if key is not None and (entries := _entries(src, key)) is not None:
             keys.add(key)
-            keys.update(k for e in entries if (k := _key_under(location, e["manifest_path"])))
+            keys.update(k for e in entries if (k := iceberg.key_in(location, e["manifest_path"])))
     return keys
 
 
@@ -122,13 +122,6 @@ def _entries(src: Source, key: str) -> list[dict[str, Any]] | None:
         return read_avro(src.store.get(key))
     except NotFound:
         return None
-
-
-def _key_under(location: str, path: str) -> str | None:
-    """The key of ``path`` relative to the Iceberg ``location`` that names it (a metadata
-    file's own, which is not ours if the table was moved or copied since: the objects it names
-    came along under the same keys); None for a path outside it."""
-    return path[len(location) + 1 :] if path.startswith(location + "/") else None
 
 
 def _delta(oldest: int, listed: list[str]) -> set[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFound, PreconditionFailed
-from ..format.keys import METADATA_PREFIX
+from ..format.keys import METADATA_PREFIX, key_problem
 from ..format.manifest import manifest_key
 from ..format.mirrors import ICEBERG, setting
 from ..format.properties import CLUSTER_BY, SORT_BY
@@ -73,10 +73,26 @@ def read_state(src: Source, version: int) -> IcebergState | None:
     if metadata.get("location") != src.location:
         return None  # the table was moved: its files have new locations, start over
     current = next(s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"])
-    entries = read_avro(src.store.get(current["manifest-list"][len(src.location) + 1 :]))
+    list_key = key_in(src.location, current["manifest-list"])
+    if list_key is None:
+        return None  # not a list of ours: start over
+    entries = read_avro(src.store.get(list_key))
+    if any(key_in(src.location, e["manifest_path"]) is None for e in entries):
+        return None
     state = IcebergState(version, metadata, {slot_of(e["manifest_path"]): e for e in entries})
     _remember(src, state)
     return state
+
+
+def key_in(location: str, path: str) -> str | None:
+    """The key of ``path`` under the Iceberg ``location`` that names it, if it is a key of the
+    mirror's (``key_problem``, the one key check); None for any other path, which is then never
+    read: paths in Iceberg metadata are absolute, and a moved table's old files name the old
+    location."""
+    if not path.startswith(location + "/"):
+        return None
+    key = path[len(location) + 1 :]
+    return key if key_problem(key, METADATA_PREFIX) is None else None
 
 
 def _remember(src: Source, state: IcebergState) -> None:

@@ -202,6 +202,24 @@ def test_iceberg_operations_and_schemas_follow_our_commits(tmp_path: Path) -> No
     assert [s["schema-id"] for s in metadata["schemas"]] == [0, 1] and metadata["current-schema-id"] == 1
 
 
+def test_a_manifest_list_path_out_of_the_root_is_never_followed(tmp_path: Path) -> None:
+    """A metadata file naming ``<location>/../outside``: GC does not read it, and the next
+    commit mirrors the table afresh rather than reuse what it names."""
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, mirrors=["iceberg"])
+    t.append(pa.Table.from_pylist([{"id": 1}], schema=SCHEMA))
+    (tmp_path / "outside").write_bytes(b"not for us")
+    path = tmp_path / "t" / "metadata" / f"v{t.version}.metadata.json"
+    metadata = json.loads(path.read_text())
+    for snapshot in metadata["snapshots"]:
+        snapshot["manifest-list"] = f"{metadata['location']}/metadata/../../outside"
+    path.write_text(json.dumps(metadata))
+    fresh = mt.open_table(t.uri)
+    _gc(fresh, 1)  # reads the retained metadata file's lists
+    fresh.append(pa.Table.from_pylist([{"id": 2}], schema=SCHEMA))
+    assert (tmp_path / "outside").read_bytes() == b"not for us"
+    assert iceberg_rows(fresh.uri, fresh.version) == rows(fresh.to_arrow())
+
+
 # --- the API and its errors ---------------------------------------------------------------
 def test_set_mirrors_is_one_commit_and_writes_the_current_version(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA)
