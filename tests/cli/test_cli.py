@@ -99,6 +99,14 @@ def test_create_from_a_schema_spec(run: Run, tmp_path: Path):
     )
 
 
+def test_create_in_an_older_format_version(run: Run, tmp_path: Path):
+    uri = str(tmp_path / "t")
+    code, out, _ = run("create", uri, "--schema", "id:int64", "--format-version", "1")
+    assert code == 0 and "format version 1" in out
+    code, out, _ = run("info", uri)
+    assert code == 0 and dict(line.split(":", 1) for line in out.splitlines()[:9])["format version"].strip() == "1"
+
+
 def test_create_like_a_parquet_file(run: Run, tmp_path: Path):
     pq.write_table(rows(0, 2), tmp_path / "sample.parquet")
     code, _, _ = run("create", str(tmp_path / "t"), "--like", str(tmp_path / "sample.parquet"))

@@ -177,6 +177,19 @@ def test_schema_mode_merge_adds_columns_on_append_overwrite_and_upsert(run, tmp_
     ]
 
 
+def test_append_create_with_schema_mode_merge_takes_every_files_columns(run, tmp_path: Path):
+    (tmp_path / "a.jsonl").write_text('{"id": 1, "kind": "a"}\n')  # a key missing from JSON is null
+    (tmp_path / "b.csv").write_text("id,kind,channel\n2,b,web\n")
+    files = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.csv")]
+    user_error(run("append", str(tmp_path / "t"), *files, "--create"), "unknown columns ['channel']")
+    assert not (tmp_path / "t").exists()
+    assert run("append", str(tmp_path / "t"), *files, "--create", "--schema-mode", "merge")[0] == 0
+    assert mt.open_table(tmp_path / "t").to_arrow().sort_by("id").to_pylist() == [
+        {"id": 1, "kind": "a", "channel": None},
+        {"id": 2, "kind": "b", "channel": "web"},
+    ]
+
+
 # --- item 9: the CLI's words ------------------------------------------------------------------------
 def test_errors_speak_the_command_lines_words(run, tmp_path: Path):
     table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64()), ("note", pa.string())]))

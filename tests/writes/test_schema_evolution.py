@@ -207,6 +207,8 @@ def test_append_merge_adds_new_columns_in_the_same_commit(table: mt.Table) -> No
     (lambda s: s.widen("id", pa.int16()), SchemaEvolutionError, "only widening"),
     (lambda s: s.widen("score", pa.int64()), SchemaEvolutionError, "only widening"),
     (lambda s: s.widen("amount", pa.decimal128(9, 3)), SchemaEvolutionError, "only widening"),
+    (lambda s: s.widen("amount", pa.decimal128(4, 2)), SchemaEvolutionError, "only widening"),
+    (lambda s: s.widen("score", pa.float16()), SchemaEvolutionError, "only widening"),
     (lambda s: s.add_column("x", pa.int64(), nullable=False), SchemaEvolutionError, "non-nullable"),
     (lambda s: s.add_column("id", pa.int64()), SchemaEvolutionError, "already has a column"),
     (lambda s: s.add_column("x", "int64"), InvalidArgumentError, "pyarrow DataType"),

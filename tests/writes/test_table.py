@@ -77,9 +77,32 @@ def test_schema_mismatch_names_columns_and_commits_nothing(table):
     assert table.version == 0
 
 
+def test_nested_data_appends_member_by_member(tmp_path):
+    """Lists by their items and structs by their fields' names and types: text that looks like
+    numbers is no integer inside a list either, and a struct's fields are not matched by place."""
+    schema = pa.schema([("l", pa.list_(pa.int64())), ("s", pa.struct([("a", pa.int64()), ("b", pa.string())]))])
+    table = mt.create_table(tmp_path / "t", schema)
+    good_struct = pa.array([{"a": 1, "b": "x"}], schema.field("s").type)
+    with pytest.raises(SchemaMismatchError, match="'l'"):
+        table.append(pa.table({"l": pa.array([["1", "2"]]), "s": good_struct}))
+    renamed = pa.array([{"b": 1, "a": "x"}], pa.struct([("b", pa.int64()), ("a", pa.string())]))
+    with pytest.raises(SchemaMismatchError, match="'s'"):
+        table.append(pa.table({"l": pa.array([[1]]), "s": renamed}))
+    assert table.version == 0
+    narrower = pa.array([{"a": 7, "b": "y"}], pa.struct([("a", pa.int8()), ("b", pa.large_string())]))
+    table.append(pa.table({"l": pa.array([[1, 2]], pa.large_list(pa.int32())), "s": narrower}))
+    assert table.to_arrow().to_pylist() == [{"l": [1, 2], "s": {"a": 7, "b": "y"}}]
+
+
 def test_safe_casts_and_column_order(table):
     table.append(pa.table({"score": [1.0], "name": ["a"], "id": pa.array([7], pa.int32())}))
-    assert table.scan().to_arrow().to_pylist() == [{"id": 7, "name": "a", "score": 1.0}]
+    table.append(pa.table({"id": [8], "name": ["b"], "score": pa.array([3], pa.int64())}))  # integers into doubles
+    with pytest.raises(SchemaMismatchError, match="9007199254740993"):  # but not past 2**53, where doubles skip some
+        table.append(pa.table({"id": [9], "name": ["c"], "score": [2**53 + 1]}))
+    assert table.scan().to_arrow().to_pylist() == [
+        {"id": 7, "name": "a", "score": 1.0},
+        {"id": 8, "name": "b", "score": 3.0},
+    ]
 
 
 def test_scan_projection_filter_and_streaming(table):
