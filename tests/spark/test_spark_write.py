@@ -239,6 +239,28 @@ def test_the_pipeline_runs(spark, tmp_path: Path, capsys):
     pipeline.run(spark, tmp_path, str(tmp_path / "events"), rows=20_000, users=200)
     steps = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert steps == ["generated", "ingested", "erased", "read", "time", "purge", "gc"]
+    pipeline.run(spark, tmp_path / "one", str(tmp_path / "one" / "events"), rows=2, users=1)  # the erase takes all
+    assert "no events left" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rows", "1"], "--rows must be at least 2"),
+        (["--users", "0"], "--users at least 1"),
+        (["--table", "{table}"], "is not a new or empty directory"),
+    ],
+)
+def test_the_pipeline_refuses_bad_arguments_before_starting_spark(tmp_path: Path, capsys, argv, message):
+    """Above all a directory that holds a table: the job ends with a forced GC of no retention."""
+    from manifest_table import pipeline
+
+    table = mt.create_table(str(tmp_path / "mine"), SCHEMA)
+    table.append(rows(0, 3))
+    with pytest.raises(SystemExit) as exit_:
+        pipeline.main([arg.format(table=table.uri) for arg in argv])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert table.version == mt.open_table(table.uri).version == 1
 
 
 def test_maintenance_job_under_spark_submit(tmp_path: Path):
