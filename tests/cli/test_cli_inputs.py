@@ -196,6 +196,8 @@ def test_errors_speak_the_command_lines_words(run, tmp_path: Path):
     table.append(pa.table({"id": [1], "note": ["x"]}))
     err = user_error(run("update", table.uri, "--set", "note=refunded"), "use --value note=refunded")
     assert "values=" not in err
+    err = user_error(run("update", table.uri, "--set", "nte=refunded"), "unknown columns ['nte']")  # the name first
+    assert "did you mean 'note'" in err and "--value" not in err
     assert run("db", "create", str(tmp_path / "db"))[0] == 0
     err = user_error(run("info", str(tmp_path / "db")), "use manifest-table db COMMAND DB_URI")
     assert "open_database" not in err

@@ -94,6 +94,34 @@ def test_nested_data_appends_member_by_member(tmp_path):
     assert table.to_arrow().to_pylist() == [{"l": [1, 2], "s": {"a": 7, "b": "y"}}]
 
 
+def test_timestamps_dates_and_strings_append_and_update_across_their_widths(tmp_path):
+    """Other units, date64, plain strings into large ones: stored by a checked cast, in appends
+    and in the values an update computes."""
+    schema = pa.schema(
+        [("ts", pa.timestamp("us", "UTC")), ("day", pa.date32()), ("later", pa.date64()), ("note", pa.large_string())]
+    )
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(
+        pa.table(
+            {
+                "ts": pa.array([1_700_000_000], pa.timestamp("s", "UTC")),
+                "day": pa.array([1_700_000_000_000 // 86_400_000 * 86_400_000], pa.date64()),
+                "later": pa.array([19_700], pa.date32()),
+                "note": pa.array(["a"], pa.string()),
+            }
+        )
+    )
+    table.update({"note": "'b'", "day": "later"})
+    assert table.to_arrow().to_pylist() == [
+        {
+            "ts": dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC),
+            "day": dt.date(1970, 1, 1) + dt.timedelta(days=19_700),
+            "later": dt.date(1970, 1, 1) + dt.timedelta(days=19_700),
+            "note": "b",
+        }
+    ]
+
+
 def test_safe_casts_and_column_order(table):
     table.append(pa.table({"score": [1.0], "name": ["a"], "id": pa.array([7], pa.int32())}))
     table.append(pa.table({"id": [8], "name": ["b"], "score": pa.array([3], pa.int64())}))  # integers into doubles
