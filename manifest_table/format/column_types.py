@@ -199,12 +199,14 @@ def appendable(source: pa.DataType, target: pa.DataType) -> bool:
     """Data of type ``source`` appends to a column of type ``target`` by a checked cast: the
     casts that keep the meaning of every value (range is checked by the cast), in the same
     family (integers, floats, strings, ...), integers into floats, nested types member by
-    member, dictionaries by their value type."""
+    member (fixed-size lists of one size), dictionaries by their value type."""
     t = pa.types
     if source == target:
         return True
     if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
         return appendable(source.value_type, target.value_type)
+    if t.is_fixed_size_list(source) and t.is_fixed_size_list(target):
+        return source.list_size == target.list_size and appendable(source.value_type, target.value_type)
     if t.is_struct(source) and t.is_struct(target):
         return [f.name for f in source] == [f.name for f in target] and all(
             appendable(a.type, b.type) for a, b in zip(source, target)

@@ -17,7 +17,8 @@ from manifest_table.errors import InvalidArgumentError, SchemaMismatchError
 from tests.catalog import assert_rejected
 
 SCHEMA = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("f32", pa.float32()),
-                    ("l32", pa.list_(pa.float32())), ("s32", pa.struct([("x", pa.float32())]))])
+                    ("l32", pa.list_(pa.float32())), ("s32", pa.struct([("x", pa.float32())])),
+                    ("pair32", pa.list_(pa.float32(), 2))])
 BEYOND = r"1e\+39 is beyond the range of float32"
 
 
@@ -32,16 +33,33 @@ def table(tmp_path: Path) -> mt.Table:
     (lambda t: t.update(values={"f32": 1e39}), InvalidArgumentError),
     (lambda t: t.update({"f32": "f * 1e9"}), InvalidArgumentError),
     (lambda t: t.update(values={"l32": [1.0, 1e39]}), InvalidArgumentError),
+    (lambda t: t.update(values={"pair32": [1.0, 1e39]}), InvalidArgumentError),
     (lambda t: t.append([{"id": 2, "f32": 1e39}]), SchemaMismatchError),
     (lambda t: t.append([{"id": 2, "l32": [1e39]}]), SchemaMismatchError),
     (lambda t: t.append([{"id": 2, "s32": {"x": -1e39}}]), SchemaMismatchError),
+    (lambda t: t.append([{"id": 2, "pair32": [1.0, 1e39]}]), SchemaMismatchError),
     (lambda t: t.append(pa.table({"id": [2], "f": [0.0], "f32": [1e39], "l32": pa.nulls(1, SCHEMA.field("l32").type),
-                                  "s32": pa.nulls(1, SCHEMA.field("s32").type)})), SchemaMismatchError),
+                                  "s32": pa.nulls(1, SCHEMA.field("s32").type),
+                                  "pair32": pa.nulls(1, SCHEMA.field("pair32").type)})), SchemaMismatchError),
+    (lambda t: t.append(pa.table({"id": [2], "f": [0.0], "f32": [1.0], "l32": pa.nulls(1, SCHEMA.field("l32").type),
+                                  "s32": pa.nulls(1, SCHEMA.field("s32").type),
+                                  "pair32": pa.array([[1e39, 0.0]], pa.list_(pa.float64(), 2))})), SchemaMismatchError),
     (lambda t: t.append(pd.DataFrame({"id": [2], "f": [0.0], "f32": [np.float64(1e39)], "l32": [None],
-                                      "s32": [None]})), SchemaMismatchError),
-], ids=["values", "expression", "values-list", "rows", "rows-list", "rows-struct", "arrow", "pandas"])
+                                      "s32": [None], "pair32": [None]})), SchemaMismatchError),
+], ids=["values", "expression", "values-list", "values-fixed-size-list", "rows", "rows-list", "rows-struct",
+        "rows-fixed-size-list", "arrow", "arrow-fixed-size-list", "pandas"])
 def test_a_finite_value_beyond_float32_is_refused(table: mt.Table, write, error):
     assert_rejected(table.store, error, lambda: write(table), match=BEYOND.replace("1e\\+39", "-?1(.0*)?e\\+39"))
+
+
+def test_doubles_in_fixed_size_lists_narrow_to_a_float32_column_of_their_size(table: mt.Table):
+    """On main a fixed-size list was no nested type to ``appendable``: doubles were refused
+    from Arrow, and Python floats built straight as float32, 1e39 stored as infinity."""
+    nulls = {name: pa.nulls(1, SCHEMA.field(name).type) for name in ("f", "f32", "l32", "s32")}
+    table.append(pa.table({"id": [3], **nulls, "pair32": pa.array([[0.5, -2.0]], pa.list_(pa.float64(), 2))}))
+    with pytest.raises(SchemaMismatchError, match="pair32"):
+        table.append(pa.table({"id": [4], **nulls, "pair32": pa.array([[0.5, 1, 2]], pa.list_(pa.float64(), 3))}))
+    assert table.scan(where="id = 3").to_arrow().column("pair32").to_pylist() == [[0.5, -2.0]]
 
 
 def test_nan_and_infinities_are_stored_as_given(table: mt.Table):
