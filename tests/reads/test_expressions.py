@@ -238,6 +238,8 @@ def test_builder() -> None:
         lambda: col("s").like(5),
         lambda: Comparison("x", "~", 1),
         lambda: And(col("x") == 1, "y = 2"),
+        lambda: And(col("x") == 1),
+        lambda: Or(),
     ],
 )
 def test_builder_rejects(build) -> None:  # type: ignore[no-untyped-def]
@@ -359,6 +361,7 @@ def test_bind_unknown_column() -> None:
         ("i = 'a'", "'i' of type int32 with 'a'"),
         ("i = TRUE", "'i' of type int32 with TRUE"),
         ("i IN (1, 'x')", "'i' of type int32 with 'x'"),
+        ("f IN (1.5e0, TRUE)", "'f' of type double with TRUE"),  # a double in the list makes no number of TRUE
         ("f = 'a'", "'f' of type double with 'a'"),
         ("s = 1", "'s' of type string with 1"),
         ("s = DATE '2025-01-01'", "'s' of type string with DATE '2025-01-01'"),
@@ -663,6 +666,10 @@ def stats(**by_column: ColumnStats) -> object:
         ("s NOT LIKE 'ab'", ColumnStats("ab", "ab"), False),
         ("NOT s LIKE 'ab%'", ColumnStats("ab", "abz"), False),
         ("s NOT LIKE '%'", ColumnStats("a", "b", 10, 10), False),
+        ("s ILIKE 'AB%'", ColumnStats("ab", "abz", 0, 10), True),  # bounds order by case: no range
+        ("s ILIKE 'ab%'", ColumnStats("X", "Y", 0, 10), True),
+        ("s NOT ILIKE 'ab%'", ColumnStats("ab", "ab", 0, 10), True),
+        ("s ILIKE 'ab%'", ColumnStats(None, None, 10, 10), False),  # all null
         ("x = 5", ColumnStats(float("nan"), float("nan")), True),  # NaN bounds are unknown
         ("x = 5", ColumnStats("a", "b"), True),  # type mismatch: cannot tell
         ("s LIKE 'a%'", ColumnStats(1, 2), True),

@@ -381,6 +381,26 @@ def test_thrift_round_trip_of_a_footer(tmp_path: Path) -> None:
     assert pp.encode_struct(pp.decode_struct(footer)[0]) == footer
 
 
+@pytest.mark.parametrize("count", [0, 1, 14, 15, 16, 300])
+def test_thrift_round_trip_of_long_lists_far_field_ids_and_negative_numbers(count: int) -> None:
+    """The compact protocol's long forms: a list of 15 or more items (its count after the
+    header byte), a field id more than 15 past the one before (the id written out), and
+    zigzag numbers below zero."""
+    fields = {
+        1: (pp._I32, -count),
+        17: (pp._LIST, (pp._I64, [(-1) ** i * i * 1_000_003 for i in range(count)])),
+        40: (pp._LIST, (pp._BINARY, [b"x" * i for i in range(count)])),
+        41: (pp._TRUE, count % 2 == 0),
+        300: (pp._LIST, (pp._STRUCT, [{1: (pp._I16, -i)} for i in range(count)])),
+    }
+    encoded = pp.encode_struct(fields)
+    decoded, end = pp.decode_struct(encoded + b"tail")
+    assert end == len(encoded)
+    assert {fid: value for fid, (_, value) in decoded.items()} == {fid: value for fid, (_, value) in fields.items()}
+    wanted = {1: 0, 41: -1}
+    assert pp.scan_struct(encoded, 0, wanted) == end and wanted == {1: -count, 41: int(count % 2 == 0)}
+
+
 def test_writer_data_keys_agree_with_the_pattern() -> None:
     rng = random.Random(4)
     alphabet = "0123456789abcdefABCDEF/.gz-"
