@@ -177,6 +177,16 @@ def test_schema_mode_merge_adds_columns_on_append_overwrite_and_upsert(run, tmp_
     ]
 
 
+def test_overwrite_with_schema_mode_merge_takes_new_columns_from_every_file(run, tmp_path: Path):
+    table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": [1, 2]}))
+    (tmp_path / "a.jsonl").write_text('{"id": 3}\n')
+    (tmp_path / "b.jsonl").write_text('{"id": 4, "channel": "web"}\n')
+    files = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    assert run("overwrite", table.uri, *files, "--schema-mode", "merge")[0] == 0
+    assert table.to_arrow().sort_by("id").to_pylist() == [{"id": 3, "channel": None}, {"id": 4, "channel": "web"}]
+
+
 def test_append_create_with_schema_mode_merge_takes_every_files_columns(run, tmp_path: Path):
     (tmp_path / "a.jsonl").write_text('{"id": 1, "kind": "a"}\n')  # a key missing from JSON is null
     (tmp_path / "b.csv").write_text("id,kind,channel\n2,b,web\n")
