@@ -440,6 +440,21 @@ def test_scan_output_appends_back_exactly(run: Run, tmp_path: Path, fmt: str):
     assert repr(copy.to_arrow().sort_by("id").to_pylist()) == repr(source.to_arrow().sort_by("id").to_pylist())
 
 
+def test_json_lines_write_timestamps_in_iso_8601s_extended_form(run: Run, tmp_path: Path):
+    """``T`` between date and time and a colon in the offset, as RFC 3339 readers expect
+    (Arrow's text has a space and ``+0200``); UTC as ``Z``; naive timestamps without offset."""
+    schema = pa.schema([("ts", pa.timestamp("us", "Europe/Berlin")), ("utc", pa.timestamp("ms", "UTC")),
+                        ("naive", pa.timestamp("s"))])
+    table = mt.create_table(tmp_path / "t", schema)
+    table.append(pa.table({"ts": [1_751_371_200_000_000, 1_735_732_800_000_000], "utc": [0, 1], "naive": [0, 1]},
+                          schema=schema))
+    code, out, _ = run("scan", table.uri, "--format", "jsonl")
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [
+        {"ts": "2025-07-01T14:00:00.000000+02:00", "utc": "1970-01-01T00:00:00.000Z", "naive": "1970-01-01T00:00:00"},
+        {"ts": "2025-01-01T13:00:00.000000+01:00", "utc": "1970-01-01T00:00:00.001Z", "naive": "1970-01-01T00:00:01"},
+    ]
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("name", sorted(SUPPORTED))
 def test_every_column_type_appends_back_exactly(run: Run, tmp_path: Path, name: str, fmt: str):
@@ -890,6 +905,27 @@ def test_text_table_cuts_wide_values_to_the_terminal(run: Run, tmp_path: Path, m
     monkeypatch.delenv("COLUMNS")  # not a terminal: nothing is cut
     code, out, _ = run("scan", uri)
     assert code == 0 and "x" * 500 in out.splitlines()[2]
+
+
+def test_text_table_of_wide_characters_and_long_names(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Uncut, a column of only wide characters is as wide as its widest value in cells; cut, a
+    long name is cut like a value and its underline fits under it."""
+    from rich.cells import cell_len
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    uri = str(tmp_path / "t")
+    schema = pa.schema([("a_rather_long_column_name", pa.int64()), ("name", pa.string())])
+    table = mt.create_table(uri, schema)
+    table.append(pa.table({"a_rather_long_column_name": [1, 2], "name": ["日本語日本語", "é"]}, schema=schema))
+    code, out, _ = run("scan", uri)
+    lines = out.splitlines()
+    assert code == 0 and "日本語日本語" in lines[2] and lines[1].split() == ["-" * 25, "----"]
+    assert cell_len(lines[2]) == cell_len("1".ljust(25) + "  " + "日本語日本語")
+    monkeypatch.setenv("COLUMNS", "16")
+    code, out, _ = run("scan", uri)
+    lines = out.splitlines()
+    assert code == 0 and max(map(cell_len, lines)) <= 16
+    assert "…" in lines[0] and "…" not in lines[1] and set(lines[1].replace(" ", "")) == {"-"}
 
 
 def test_update_sets_expressions_and_plain_values(run: Run, uri: str):

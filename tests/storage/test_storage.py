@@ -553,6 +553,45 @@ def test_s3_lost_race_after_a_retry_is_outcome_unknown(s3_uri: str, op: str) -> 
     assert store.get("_latest_manifest") == b"mine"  # reading back resolves it
 
 
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.data
+
+
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (409, b"<Error><Code>ConditionalRequestConflict</Code><Message>in flight</Message></Error>"),
+        (412, b"<Error><Code>PreconditionFailed</Code></Error>"),
+        (412, b""),  # an S3-compatible server that names no code: the status says it
+    ],
+    ids=["409-conflict", "412", "412-no-code"],
+)
+@pytest.mark.parametrize("op", ["put_if_absent", "put_if_match"])
+def test_s3_refusals_of_a_condition_are_lost_races(s3_uri: str, op: str, status: int, body: bytes) -> None:
+    """AWS answers a conditional write that races another in flight with 409
+    ConditionalRequestConflict: the write did not land, so the writer re-reads and retries,
+    as after a 412. The answers are the server's own, sent on the first attempt."""
+    from botocore.awsrequest import AWSResponse
+
+    store = S3Store.from_uri(s3_uri)
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+
+    def refuse(request: Any, **_: Any) -> AWSResponse:
+        return AWSResponse(request.url, status, {"x-amz-request-id": "1"}, _Body(body))
+
+    store.client.meta.events.register("before-send.s3.PutObject", refuse)
+    with pytest.raises(PreconditionFailed):
+        if op == "put_if_absent":
+            store.put_if_absent("_latest_manifest", b"mine")
+        else:
+            store.put_if_match("_latest_manifest", b"mine", etag)
+    assert store.get("_latest_manifest") == b"v1"
+
+
 @pytest.mark.parametrize(
     "uri,bucket,prefix",
     [
