@@ -161,6 +161,11 @@ def test_schema_mode_merge_adds_columns_on_append_overwrite_and_upsert(run, tmp_
         run("append", table.uri, str(tmp_path / "new.csv")),
         "unknown columns ['channel'] (--schema-mode merge adds new columns)",
     )
+    (tmp_path / "new.jsonl").write_text('{"id": 3, "kind": "c"}\n{"id": 4, "kind": "d", "channel": "app"}\n')
+    user_error(  # a key the table lacks is no value to drop, in any line
+        run("append", table.uri, str(tmp_path / "new.jsonl")),
+        "unknown columns ['channel'] (--schema-mode merge adds new columns)",
+    )
     assert run("append", table.uri, str(tmp_path / "new.csv"), "--schema-mode", "merge")[0] == 0
     assert table.schema.names == ["id", "kind", "channel"]
     (tmp_path / "more.jsonl").write_text('{"id": 4, "kind": "d", "channel": "app", "region": "EU"}\n')
