@@ -216,7 +216,7 @@ def _leaf(values: list[Any], kind: pa.DataType) -> pa.Array:
         _expect(values, (int, Decimal, float, str), kind)  # float: NaN and Infinity literals, tolerated
         strange = {v for v in values if type(v) is str} - _SPECIAL
         if strange:
-            raise ValueError(f"{sorted(strange)[0]!r} is not a {kind} value")
+            raise ValueError(f"{sorted(strange)[0]!r} is not a value of type {kind}")
         doubles = pa.array([None if v is None else float(v) for v in values], pa.float64())
         return cast_safely(doubles, kind, appendable, ValueError, f"a {kind} value")  # 1e39: no float32
     if is_binary(kind):
@@ -255,7 +255,7 @@ def _expect(values: list[Any], kinds: tuple[type, ...], arrow_type: pa.DataType)
     wrong = set(map(type, values)) - {type(None), *kinds}
     if wrong:
         value = next(v for v in values if type(v) in wrong)
-        raise ValueError(f"{value!r} is not a {arrow_type} value")
+        raise ValueError(f"{value!r} is not a value of type {arrow_type}")
     return values
 
 

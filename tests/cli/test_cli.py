@@ -174,6 +174,8 @@ def test_scan_prints_an_aligned_table(run: Run, uri: str):
     code, out, err = run("scan", uri, "--columns", "id,name", "--where", "id >= 3")
     assert code == 0 and err == ""
     assert out.splitlines() == ["id  name", "--  ----", "3   n3", "4   n4"]
+    code, out, _ = run("scan", uri, "--columns", "id,name", "--where", "id > 99")
+    assert code == 0 and out.splitlines() == ["id  name", "--  ----"]  # no rows: still the header
 
 
 def test_scan_preview_is_capped_and_says_so(run: Run, uri: str):

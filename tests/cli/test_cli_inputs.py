@@ -13,6 +13,7 @@ import pytest
 import manifest_table as mt
 from manifest_table.cli import main
 from manifest_table.errors import StoreError, TableNotFoundError
+from manifest_table.storage import store_for_uri
 
 Run = tuple[int, str, str]
 
@@ -102,6 +103,31 @@ def test_a_value_longer_than_a_block_loads(run, tmp_path: Path):
         len(big),
         len(big) + 15,
     ]
+
+
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ('{"id": 1', "line {n}: not JSON"),
+        ("[1, 2]", "line {n}: expected an object, not [1, 2]"),
+        ('{"id": "7"}', "(lines {first}-{last}): '7' is not a value of type int64"),
+    ],
+    ids=["not-json", "an-array", "a-string-for-an-integer"],
+)
+def test_a_bad_json_line_is_named_by_its_number_in_any_batch(run, tmp_path: Path, bad_line: str, message: str):
+    """Blank lines are skipped, yet counted; lines are read 65,536 at a time, and the number
+    named is the file's, past the first batch too."""
+    from manifest_table.cli.jsonl import LINES_PER_BATCH
+
+    good = "".join(f'{{"id": {i}}}\n' for i in range(LINES_PER_BATCH + 2))
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n" + good + bad_line + "\n\n")
+    table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    n = LINES_PER_BATCH + 4
+    user_error(run("append", table.uri, str(path)), message.format(n=n, first=LINES_PER_BATCH + 1, last=n + 1))
+    assert table.version == 0
+    path.write_text("\n" + good + "\n\n")
+    assert run("append", table.uri, str(path))[0] == 0 and table.scan().count() == LINES_PER_BATCH + 2
 
 
 @pytest.mark.parametrize(
@@ -253,3 +279,5 @@ def test_a_missing_s3_bucket_is_named_with_how_to_create_it(run, moto_endpoint: 
         )
     with pytest.raises(StoreError, match="create it first"):
         mt.open_table("s3://no-such-bucket-30/t")
+    with pytest.raises(StoreError, match="create it first"):  # GC must not count a delete that failed
+        store_for_uri("s3://no-such-bucket-30/t").delete("data/x.parquet")
