@@ -199,7 +199,8 @@ def appendable(source: pa.DataType, target: pa.DataType) -> bool:
     """Data of type ``source`` appends to a column of type ``target`` by a checked cast: the
     casts that keep the meaning of every value (range is checked by the cast), in the same
     family (integers, floats, strings, ...), integers into floats, nested types member by
-    member (fixed-size lists of one size), dictionaries by their value type."""
+    member (fixed-size lists of one size; maps by keys and values), dictionaries by their
+    value type."""
     t = pa.types
     if source == target:
         return True
@@ -207,6 +208,8 @@ def appendable(source: pa.DataType, target: pa.DataType) -> bool:
         return appendable(source.value_type, target.value_type)
     if t.is_fixed_size_list(source) and t.is_fixed_size_list(target):
         return source.list_size == target.list_size and appendable(source.value_type, target.value_type)
+    if t.is_map(source) and t.is_map(target):
+        return appendable(source.key_type, target.key_type) and appendable(source.item_type, target.item_type)
     if t.is_struct(source) and t.is_struct(target):
         return [f.name for f in source] == [f.name for f in target] and all(
             appendable(a.type, b.type) for a, b in zip(source, target)
@@ -296,3 +299,11 @@ def _float_leaves(source: Any, result: Any) -> Iterator[tuple[Any, Any]]:
     elif pat.is_struct(kind) and pat.is_struct(source.type):
         for pair in zip(source.flatten(), result.flatten()):
             yield from _float_leaves(*pair)
+    elif pat.is_map(kind) and pat.is_map(source.type):
+        yield from _float_leaves(_entries(source), _entries(result))
+
+
+def _entries(maps: Any) -> Any:
+    """A map array as the list of (key, value) structs it is, which the cases above descend."""
+    kind = maps.type
+    return maps.cast(pa.list_(pa.struct([kind.key_field, kind.item_field])))

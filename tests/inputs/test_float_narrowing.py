@@ -18,8 +18,14 @@ from tests.catalog import assert_rejected
 
 SCHEMA = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("f32", pa.float32()),
                     ("l32", pa.list_(pa.float32())), ("s32", pa.struct([("x", pa.float32())])),
-                    ("pair32", pa.list_(pa.float32(), 2))])
+                    ("pair32", pa.list_(pa.float32(), 2)), ("m32", pa.map_(pa.string(), pa.float32()))])
 BEYOND = r"1e\+39 is beyond the range of float32"
+
+
+def arrow_row(**given: pa.Array) -> pa.Table:
+    """One row of id 2 with ``given`` columns (Arrow arrays of their own types), nulls elsewhere."""
+    columns = {f.name: given.get(f.name, pa.nulls(1, f.type)) for f in SCHEMA if f.name != "id"}
+    return pa.table({"id": [2], **columns})
 
 
 @pytest.fixture
@@ -34,32 +40,36 @@ def table(tmp_path: Path) -> mt.Table:
     (lambda t: t.update({"f32": "f * 1e9"}), InvalidArgumentError),
     (lambda t: t.update(values={"l32": [1.0, 1e39]}), InvalidArgumentError),
     (lambda t: t.update(values={"pair32": [1.0, 1e39]}), InvalidArgumentError),
+    (lambda t: t.update(values={"m32": [("k", 1e39)]}), InvalidArgumentError),
     (lambda t: t.append([{"id": 2, "f32": 1e39}]), SchemaMismatchError),
     (lambda t: t.append([{"id": 2, "l32": [1e39]}]), SchemaMismatchError),
     (lambda t: t.append([{"id": 2, "s32": {"x": -1e39}}]), SchemaMismatchError),
     (lambda t: t.append([{"id": 2, "pair32": [1.0, 1e39]}]), SchemaMismatchError),
-    (lambda t: t.append(pa.table({"id": [2], "f": [0.0], "f32": [1e39], "l32": pa.nulls(1, SCHEMA.field("l32").type),
-                                  "s32": pa.nulls(1, SCHEMA.field("s32").type),
-                                  "pair32": pa.nulls(1, SCHEMA.field("pair32").type)})), SchemaMismatchError),
-    (lambda t: t.append(pa.table({"id": [2], "f": [0.0], "f32": [1.0], "l32": pa.nulls(1, SCHEMA.field("l32").type),
-                                  "s32": pa.nulls(1, SCHEMA.field("s32").type),
-                                  "pair32": pa.array([[1e39, 0.0]], pa.list_(pa.float64(), 2))})), SchemaMismatchError),
+    (lambda t: t.append([{"id": 2, "m32": [("k", 1.0), ("j", 1e39)]}]), SchemaMismatchError),
+    (lambda t: t.append(arrow_row(f32=pa.array([1e39]))), SchemaMismatchError),
+    (lambda t: t.append(arrow_row(pair32=pa.array([[1e39, 0.0]], pa.list_(pa.float64(), 2)))), SchemaMismatchError),
+    (lambda t: t.append(arrow_row(m32=pa.array([[("k", 1e39)]], pa.map_(pa.string(), pa.float64())))),
+     SchemaMismatchError),
     (lambda t: t.append(pd.DataFrame({"id": [2], "f": [0.0], "f32": [np.float64(1e39)], "l32": [None],
-                                      "s32": [None], "pair32": [None]})), SchemaMismatchError),
-], ids=["values", "expression", "values-list", "values-fixed-size-list", "rows", "rows-list", "rows-struct",
-        "rows-fixed-size-list", "arrow", "arrow-fixed-size-list", "pandas"])
+                                      "s32": [None], "pair32": [None], "m32": [None]})), SchemaMismatchError),
+], ids=["values", "expression", "values-list", "values-fixed-size-list", "values-map", "rows", "rows-list",
+        "rows-struct", "rows-fixed-size-list", "rows-map", "arrow", "arrow-fixed-size-list", "arrow-map", "pandas"])
 def test_a_finite_value_beyond_float32_is_refused(table: mt.Table, write, error):
     assert_rejected(table.store, error, lambda: write(table), match=BEYOND.replace("1e\\+39", "-?1(.0*)?e\\+39"))
 
 
-def test_doubles_in_fixed_size_lists_narrow_to_a_float32_column_of_their_size(table: mt.Table):
-    """On main a fixed-size list was no nested type to ``appendable``: doubles were refused
-    from Arrow, and Python floats built straight as float32, 1e39 stored as infinity."""
-    nulls = {name: pa.nulls(1, SCHEMA.field(name).type) for name in ("f", "f32", "l32", "s32")}
-    table.append(pa.table({"id": [3], **nulls, "pair32": pa.array([[0.5, -2.0]], pa.list_(pa.float64(), 2))}))
+def test_doubles_in_fixed_size_lists_and_maps_narrow_to_float32_columns(table: mt.Table):
+    """On main neither was a nested type to ``appendable``: doubles were refused from Arrow,
+    and Python floats built straight as float32, 1e39 stored as infinity."""
+    table.append(arrow_row(pair32=pa.array([[0.5, -2.0]], pa.list_(pa.float64(), 2)),
+                           m32=pa.array([[("k", 0.25)]], pa.map_(pa.large_string(), pa.float64()))))
     with pytest.raises(SchemaMismatchError, match="pair32"):
-        table.append(pa.table({"id": [4], **nulls, "pair32": pa.array([[0.5, 1, 2]], pa.list_(pa.float64(), 3))}))
-    assert table.scan(where="id = 3").to_arrow().column("pair32").to_pylist() == [[0.5, -2.0]]
+        table.append(arrow_row(pair32=pa.array([[0.5, 1, 2]], pa.list_(pa.float64(), 3))))
+    with pytest.raises(SchemaMismatchError, match="m32"):
+        table.append(arrow_row(m32=pa.array([[(1, 0.5)]], pa.map_(pa.int64(), pa.float64()))))
+    assert table.scan(columns=["pair32", "m32"], where="id = 2").to_arrow().to_pylist() == [
+        {"pair32": [0.5, -2.0], "m32": [("k", 0.25)]}
+    ]
 
 
 def test_nan_and_infinities_are_stored_as_given(table: mt.Table):
