@@ -131,6 +131,32 @@ def test_a_bad_json_line_is_named_by_its_number_in_any_batch(run, tmp_path: Path
 
 
 @pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"pair": [1, 2, 3]}', "a fixed_size_list<item: int64>[2] value is a list of 2 items"),
+        ('{"m": [["k"]]}', "entry is a [key, value] pair"),
+        ('{"s": {"x": 1, "y": 2}}', "unknown fields ['y'] in a struct<x: int64>"),
+        ('{"f": "many"}', "'many' is not a value of type double"),
+        ('{"f": "NaN", "pair": [1, null]}', None),
+    ],
+    ids=["fixed-size-list", "map", "struct", "float", "fine"],
+)
+def test_json_lines_values_of_the_wrong_shape_are_named(run, tmp_path: Path, line: str, message: str | None):
+    schema = pa.schema(
+        [("pair", pa.list_(pa.int64(), 2)), ("m", pa.map_(pa.string(), pa.int64())),
+         ("s", pa.struct([("x", pa.int64())])), ("f", pa.float64())]
+    )
+    table = mt.create_table(tmp_path / "t", schema)
+    (tmp_path / "rows.jsonl").write_text(line + "\n")
+    result = run("append", table.uri, str(tmp_path / "rows.jsonl"))
+    if message is None:
+        assert result[0] == 0 and table.to_arrow().to_pylist()[0]["pair"] == [1, None]
+    else:
+        user_error(result, "rows.jsonl (lines 1-1)", message)
+        assert table.version == 0
+
+
+@pytest.mark.parametrize(
     "header, message",
     [
         (b"id,id\n1,2\n", "the header of {} names columns ['id'] more than once"),
