@@ -930,6 +930,15 @@ def test_text_table_of_wide_characters_and_long_names(run: Run, tmp_path: Path, 
     assert "…" in lines[0] and "…" not in lines[1] and set(lines[1].replace(" ", "")) == {"-"}
 
 
+def test_text_table_shows_binary_as_bytes_even_when_they_are_text(run: Run, tmp_path: Path):
+    table = mt.create_table(tmp_path / "t", pa.schema([("id", pa.int64()), ("raw", pa.binary())]))
+    table.append(pa.table({"id": [1, 2], "raw": pa.array([b"abc", b"\xff\x00"], pa.binary())}))
+    code, out, _ = run("scan", table.uri, "--where", "id = 1")  # valid UTF-8 alone, still bytes
+    assert code == 0 and out.splitlines()[2:] == ["1   b'abc'"]
+    code, out, _ = run("scan", table.uri)
+    assert code == 0 and out.splitlines()[2:] == ["1   b'abc'", "2   b'\\xff\\x00'"]
+
+
 def test_update_sets_expressions_and_plain_values(run: Run, uri: str):
     code, out, err = run(
         "update",
