@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import manifest_table as mt
-from manifest_table.errors import SchemaMismatchError
+from manifest_table.errors import InvalidArgumentError, SchemaMismatchError
 
 EVERY_TYPE = pa.schema(
     [
@@ -229,3 +229,34 @@ def test_dates_and_times_of_the_years_1_to_9999_append_and_others_are_refused(
             with pytest.raises(SchemaMismatchError, match=f"column '{column}.*outside the years 1-9999"):
                 table.append(pa.table(row, schema=schema))
     assert table.version == 1 and sorted((tmp_path / "t" / "data").iterdir()) == files
+
+
+NESTED = pa.schema(
+    [
+        ("pair", pa.list_(pa.int64(), 2)),
+        ("counts", pa.map_(pa.string(), pa.int64())),
+        ("days", pa.map_(pa.string(), pa.date32())),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "row, where",
+    [
+        ({"pair": [1.5, 2]}, r"column 'pair' has type int64 but row 0 holds 1.5"),
+        ({"pair": [True, 2]}, r"column 'pair' .* holds True"),
+        ({"counts": [("k", 1.5)]}, r"column 'counts.value' has type int64 but row 0 holds 1.5"),
+        ({"counts": {"k": 2.0}}, r"column 'counts.value' .* holds 2.0"),
+        ({"counts": [(1, 2)]}, r"column 'counts.key' has type string but row 0 holds 1"),
+        ({"days": {"k": datetime(2024, 1, 1, 5)}}, r"column 'days.value' has type date32\[day\] .* holds datetime"),
+    ],
+)
+def test_dicts_check_fixed_size_lists_and_maps_element_by_element(tmp_path: Path, row: dict, where: str) -> None:
+    """On main Arrow's conversion stored 1.5 as 1 and a datetime as its date inside these two."""
+    table = mt.create_table(str(tmp_path / "t"), NESTED)
+    with pytest.raises(SchemaMismatchError, match=where):
+        table.append([row])
+    with pytest.raises(InvalidArgumentError, match=where):  # the same check for update's values
+        table.update(values=row)
+    table.append([{"pair": [1, 2], "counts": {"k": 1}, "days": [("d", date(2024, 1, 1))]}])
+    assert table.to_arrow().to_pylist() == [{"pair": [1, 2], "counts": [("k", 1)], "days": [("d", date(2024, 1, 1))]}]
