@@ -137,20 +137,23 @@ def test_a_bad_json_line_is_named_by_its_number_in_any_batch(run, tmp_path: Path
         ('{"m": [["k"]]}', "entry is a [key, value] pair"),
         ('{"s": {"x": 1, "y": 2}}', "unknown fields ['y'] in a struct<x: int64>"),
         ('{"f": "many"}', "'many' is not a value of type double"),
-        ('{"f": "NaN", "pair": [1, null]}', None),
+        ('{"raw": "bm90IGJhc2U2NA=!"}', "'bm90IGJhc2U2NA=!' is not base64"),
+        ('{"wait": true}', "True is not a value of type duration[s]"),
+        ('{"f": "NaN", "pair": [1, null], "raw": "AP8=", "wait": 90}', None),
     ],
-    ids=["fixed-size-list", "map", "struct", "float", "fine"],
+    ids=["fixed-size-list", "map", "struct", "float", "base64", "duration", "fine"],
 )
 def test_json_lines_values_of_the_wrong_shape_are_named(run, tmp_path: Path, line: str, message: str | None):
     schema = pa.schema(
         [("pair", pa.list_(pa.int64(), 2)), ("m", pa.map_(pa.string(), pa.int64())),
-         ("s", pa.struct([("x", pa.int64())])), ("f", pa.float64())]
+         ("s", pa.struct([("x", pa.int64())])), ("f", pa.float64()), ("raw", pa.binary()), ("wait", pa.duration("s"))]
     )
     table = mt.create_table(tmp_path / "t", schema)
     (tmp_path / "rows.jsonl").write_text(line + "\n")
     result = run("append", table.uri, str(tmp_path / "rows.jsonl"))
     if message is None:
-        assert result[0] == 0 and table.to_arrow().to_pylist()[0]["pair"] == [1, None]
+        row = table.to_arrow().to_pylist()[0]
+        assert result[0] == 0 and (row["pair"], row["raw"], row["wait"].total_seconds()) == ([1, None], b"\x00\xff", 90)
     else:
         user_error(result, "rows.jsonl (lines 1-1)", message)
         assert table.version == 0
