@@ -244,6 +244,18 @@ def test_scan_to_files_round_trips_through_append(run: Run, uri: str, tmp_path: 
     )
 
 
+def test_scan_output_formats_by_every_extension(run: Run, uri: str, tmp_path: Path):
+    """The other names of each format (docs/cli.md): .ndjson and .json are JSON lines, .arrows
+    the Arrow stream, .txt the text table (every row, nothing cut)."""
+    for name in ("rows.ndjson", "rows.json", "rows.arrows", "rows.txt"):
+        assert run("scan", uri, "--output", str(tmp_path / name))[0] == 0
+    for name in ("rows.ndjson", "rows.json"):
+        assert [json.loads(line)["id"] for line in (tmp_path / name).read_text().splitlines()] == [0, 1, 2, 3, 4]
+    assert pa.ipc.open_stream(pa.memory_map(str(tmp_path / "rows.arrows"))).read_all().num_rows == 5
+    lines = (tmp_path / "rows.txt").read_text().splitlines()
+    assert lines[0].split() == ["id", "name", "ts"] and len(lines) == 7
+
+
 def test_an_arrow_ipc_file_of_many_batches_loads_every_batch(run: Run, uri: str, tmp_path: Path):
     """The IPC file format (Feather v2), not only the stream ``scan --format arrow`` writes."""
     with pa.ipc.new_file(str(tmp_path / "rows.feather"), SCHEMA) as writer:

@@ -5,6 +5,7 @@ errors in the CLI's words, a missing S3 bucket, and the preview note."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -139,14 +140,17 @@ def test_a_bad_json_line_is_named_by_its_number_in_any_batch(run, tmp_path: Path
         ('{"f": "many"}', "'many' is not a value of type double"),
         ('{"raw": "AP!8="}', "'AP!8=' is not base64"),  # not b'\\x00\\xff', the '!' dropped
         ('{"wait": true}', "True is not a value of type duration[s]"),
-        ('{"f": "NaN", "pair": [1, null], "raw": "AP8=", "wait": 90}', None),
+        ('{"s": {"x": true}}', "True is not a value of type int64"),  # a bool is no integer in JSON either
+        ('{"flag": 1}', "1 is not a value of type bool"),
+        ('{"f": "NaN", "pair": [1, null], "raw": "AP8=", "wait": 90, "amount": 123456789012345678.91}', None),
     ],
-    ids=["fixed-size-list", "map", "struct", "float", "base64", "duration", "fine"],
+    ids=["fixed-size-list", "map", "struct", "float", "base64", "duration", "bool-for-int", "int-for-bool", "fine"],
 )
 def test_json_lines_values_of_the_wrong_shape_are_named(run, tmp_path: Path, line: str, message: str | None):
     schema = pa.schema(
         [("pair", pa.list_(pa.int64(), 2)), ("m", pa.map_(pa.string(), pa.int64())),
-         ("s", pa.struct([("x", pa.int64())])), ("f", pa.float64()), ("raw", pa.binary()), ("wait", pa.duration("s"))]
+         ("s", pa.struct([("x", pa.int64())])), ("f", pa.float64()), ("raw", pa.binary()), ("wait", pa.duration("s")),
+         ("flag", pa.bool_()), ("amount", pa.decimal128(20, 2))]
     )
     table = mt.create_table(tmp_path / "t", schema)
     (tmp_path / "rows.jsonl").write_text(line + "\n")
@@ -154,6 +158,7 @@ def test_json_lines_values_of_the_wrong_shape_are_named(run, tmp_path: Path, lin
     if message is None:
         row = table.to_arrow().to_pylist()[0]
         assert result[0] == 0 and (row["pair"], row["raw"], row["wait"].total_seconds()) == ([1, None], b"\x00\xff", 90)
+        assert row["amount"] == Decimal("123456789012345678.91")  # every digit: JSON numbers are not doubles here
     else:
         user_error(result, "rows.jsonl (lines 1-1)", message)
         assert table.version == 0
