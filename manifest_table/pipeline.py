@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rows < 2 or args.users < 1:
         parser.error("--rows must be at least 2 (one day of events each) and --users at least 1")
-    if args.table and os.path.exists(args.table) and not (os.path.isdir(args.table) and not os.listdir(args.table)):
+    given = Path(args.table) if args.table else None
+    if given is not None and given.exists() and (not given.is_dir() or any(given.iterdir())):
         # The job ends by garbage-collecting with force and no retention: on a table that
         # holds anyone's data it would erase that table's history.
         parser.error(f"--table {args.table} is not a new or empty directory: the pipeline creates its own table there")

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from ..errors import InputFileError
-from ..format.column_types import appendable, cast_safely
+from ..format.column_types import appendable, cast_safely, map_entries
 from ..format.schema import MERGE_HINT
 from ..lazy import lazy
 
@@ -73,9 +73,8 @@ def to_json(array: pa.Array) -> list[Any]:
     kind = array.type
     if pat.is_dictionary(kind):
         return to_json(array.dictionary_decode())
-    if pat.is_map(kind):  # as the list of (key, value) structs it is, which Arrow can flatten
-        entries = pa.list_(pa.struct([kind.key_field, kind.item_field]))
-        return [None if v is None else [[e["key"], e["value"]] for e in v] for v in to_json(array.cast(entries))]
+    if pat.is_map(kind):
+        return [None if v is None else [[e["key"], e["value"]] for e in v] for v in to_json(map_entries(array))]
     if pat.is_list(kind) or pat.is_large_list(kind) or pat.is_fixed_size_list(kind):
         values = to_json(array.flatten())
         lengths = pc.list_value_length(array).to_pylist()

@@ -269,11 +269,12 @@ def _check_kind(column: str, row: int, value: Any, arrow_type: pa.DataType) -> N
                 _check_kind(f"{column}.{field.name}", row, value.get(field.name), field.type)
         return
     if t.is_map(arrow_type):  # a dict, or (key, value) pairs, as pyarrow takes them
-        entries = value.items() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
-        for entry in entries:
-            if isinstance(entry, list | tuple) and len(entry) == 2:
-                _check_kind(f"{column}.key", row, entry[0], arrow_type.key_type)
-                _check_kind(f"{column}.value", row, entry[1], arrow_type.item_type)
+        entries = list(value.items()) if isinstance(value, dict) else value
+        if isinstance(entries, list | tuple):
+            for entry in entries:
+                if isinstance(entry, list | tuple) and len(entry) == 2:  # (Arrow refuses the others)
+                    _check_kind(f"{column}.key", row, entry[0], arrow_type.key_type)
+                    _check_kind(f"{column}.value", row, entry[1], arrow_type.item_type)
         return
     if _wrong_kind(type(value), arrow_type):
         raise SchemaMismatchError(

@@ -300,10 +300,11 @@ def _float_leaves(source: Any, result: Any) -> Iterator[tuple[Any, Any]]:
         for pair in zip(source.flatten(), result.flatten()):
             yield from _float_leaves(*pair)
     elif pat.is_map(kind) and pat.is_map(source.type):
-        yield from _float_leaves(_entries(source), _entries(result))
+        yield from _float_leaves(map_entries(source), map_entries(result))
 
 
-def _entries(maps: Any) -> Any:
-    """A map array as the list of (key, value) structs it is, which the cases above descend."""
+def map_entries(maps: Any) -> Any:
+    """A map array (or chunked array) as the list of (key, value) structs it is, which Arrow
+    can flatten and code that knows lists and structs can descend."""
     kind = maps.type
     return maps.cast(pa.list_(pa.struct([kind.key_field, kind.item_field])))
