@@ -78,7 +78,7 @@ def _check_commit(log: SyncLog, root: Path, version: int, staged: list[Path]) ->
     assert log.events[pointer - 1][0] == "sync"  # the pointer's own bytes, just before
 
 
-@pytest.mark.parametrize("operation", ["append", "delete", "update"])
+@pytest.mark.parametrize("operation", ["append", "delete", "update", "transaction"])
 def test_a_local_commit_syncs_what_the_manifest_names_before_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
 ) -> None:
@@ -91,13 +91,19 @@ def test_a_local_commit_syncs_what_the_manifest_names_before_it(
         info = table.append(pa.table({"id": [10], "qty": [1]}, schema=SCHEMA))
     elif operation == "delete":
         info = table.delete("id = 3")
-    else:
+    elif operation == "update":
         info = table.update(values={"qty": 0}, where="id = 3")
+    else:  # a transaction's writes sync as they are made, not deferred to its commit
+        with table.transaction() as tx:
+            tx.append(pa.table({"id": [10], "qty": [1]}, schema=SCHEMA))
+            tx.delete("id = 3")
+        info = table.history()[0]
     staged = _new(root, "data", before) + _new(root, "tombstones", before)
-    assert len(staged) == {"append": 1, "delete": 1, "update": 2}[operation]
+    assert len(staged) == {"append": 1, "delete": 1, "update": 2, "transaction": 2}[operation]
     _check_commit(log, root, info.version, staged)
     monkeypatch.undo()
-    assert mt.open_table(str(root)).scan().count() == {"append": 11, "delete": 9, "update": 10}[operation]
+    count = {"append": 11, "delete": 9, "update": 10, "transaction": 10}[operation]
+    assert mt.open_table(str(root)).scan().count() == count
 
 
 @pytest.mark.parametrize("operation", ["append", "delete", "update"])

@@ -62,6 +62,17 @@ def test_missing_key(store: ObjectStore) -> None:
     assert list(store.list()) == []
 
 
+def test_a_key_below_an_object_is_missing(store: ObjectStore) -> None:
+    """On a local directory the path runs through a file (``NotADirectoryError``): still a
+    missing key, as on every object store, never a failed request."""
+    store.put_if_absent("data/a.parquet", b"x")
+    with pytest.raises(NotFound):
+        store.get("data/a.parquet/b")
+    with pytest.raises(NotFound):
+        store.get_with_etag("data/a.parquet/b")
+    assert store.head("data/a.parquet/b") is None
+
+
 def test_put_if_absent_then_read(store: ObjectStore) -> None:
     before = datetime.now(UTC)
     etag = store.put_if_absent("_latest_manifest", b"v1")
@@ -132,6 +143,116 @@ def test_local_put_new_whose_write_or_sync_fails_leaves_nothing(
     monkeypatch.setattr(os, "fsync", real)
     store.put_new("tombstones/a.roaring", data)
     assert store.get("tombstones/a.roaring") == data
+
+
+@pytest.mark.parametrize("op", ["put_if_absent", "put_if_match"])
+def test_local_conditional_write_that_fills_the_disk_leaves_nothing(tmp_path: Path, op: str) -> None:
+    """A temp file cut short (a full disk, a file-size limit) is removed, and the failure is
+    ``SyncFailedError`` (the same write would fail again: the commit loop does not retry it)."""
+    from manifest_table.errors import SyncFailedError
+    from manifest_table.storage.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    data = b"bytes" * 4096
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
+        with pytest.raises(SyncFailedError, match="too large.*nothing was written"):
+            if op == "put_if_absent":
+                store.put_if_absent("manifest/v1.json", data)
+            else:
+                store.put_if_match("_latest_manifest", data, etag)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, handler)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["_latest_manifest"]
+    assert store.get("_latest_manifest") == b"v1"
+
+
+def test_local_failed_deferred_sync_is_the_error_a_failed_temp_write_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fails fails both: the sync of an object staged in a ``deferred_syncs``
+    block and the temp file of the manifest that would name it. The staged object's failure
+    is the one reported (it says what was removed), and the object is gone."""
+    from manifest_table.errors import SyncFailedError
+    from manifest_table.storage.local import LocalStore, deferred_syncs
+
+    store = LocalStore(tmp_path)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("a.roaring"):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    data = b"bytes" * 4096
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        with pytest.raises(SyncFailedError, match=r"syncing .*a\.roaring failed: Input/output error; it was removed"):
+            with deferred_syncs():
+                store.put_new("tombstones/a.roaring", b"bitmap")
+                resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
+                store.put_if_absent("manifest/v1.json", data)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, handler)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_local_lost_conditional_writes_leave_no_temp_file(tmp_path: Path) -> None:
+    """A conditional write stages its bytes in a hidden temp file before it checks its
+    condition; a writer that loses the race (taken name, stale etag, missing pointer) takes it
+    away again, or a busy table would fill with them (nothing lists or collects hidden files)."""
+    from manifest_table.storage.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    store.put_if_match("_latest_manifest", b"v2", etag)
+    with pytest.raises(PreconditionFailed):
+        store.put_if_absent("_latest_manifest", b"v3")
+    with pytest.raises(PreconditionFailed):
+        store.put_if_match("_latest_manifest", b"v3", etag)
+    with pytest.raises(NotFound):
+        store.put_if_match("missing", b"v3", etag)
+    assert sorted(os.listdir(tmp_path)) == [".cas.lock", "_latest_manifest"]
+
+
+def test_local_hidden_files_and_directories_are_not_objects(tmp_path: Path) -> None:
+    """Temp files, the lock, and what lives in hidden directories (an editor's or a sync
+    tool's) are never listed, so GC never takes them for orphans."""
+    from manifest_table.storage.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    store.put_if_absent("data/a.parquet", b"x")
+    (tmp_path / "data" / ".tmp-1").write_bytes(b"partial")
+    (tmp_path / ".trash" / "data").mkdir(parents=True)
+    (tmp_path / ".trash" / "data" / "b.parquet").write_bytes(b"y")
+    assert [i.key for i in store.list()] == ["data/a.parquet"]
+
+
+def test_local_listing_an_unreadable_directory_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing that skipped a directory it cannot read would show its objects as missing
+    (to GC, to a reader's probe): it fails instead. (The tests run as root, whom no mode
+    bit stops, so the refusal is the system call's.)"""
+    from manifest_table.storage.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    store.put_if_absent("data/a.parquet", b"x")
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.fspath(path) == str(tmp_path / "data"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(StoreError, match="listing .*data failed: Permission denied"):
+        list(store.list())
 
 
 def test_put_if_match_swaps(store: ObjectStore) -> None:
