@@ -204,6 +204,37 @@ def test_local_failed_deferred_sync_is_the_error_a_failed_temp_write_reports(
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
+def test_local_failed_deferred_sync_fails_the_rest_of_its_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a staged object's sync failed, nothing later in the ``deferred_syncs`` block is
+    written (a retried manifest would name the object); a block that never asked (no
+    conditional write came) raises the failure at its end."""
+    from manifest_table.errors import SyncFailedError
+    from manifest_table.storage.local import LocalStore, deferred_syncs
+
+    store = LocalStore(tmp_path)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("a.roaring"):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(SyncFailedError, match=r"a\.roaring failed: Input/output error"):
+        with deferred_syncs():
+            store.put_new("tombstones/a.roaring", b"bitmap")
+    assert not (tmp_path / "tombstones" / "a.roaring").exists()
+    with deferred_syncs():
+        store.put_new("tombstones/a.roaring", b"bitmap")
+        with pytest.raises(SyncFailedError, match=r"a\.roaring"):
+            store.put_if_absent("manifest/v1.json", b"names a.roaring")
+        with pytest.raises(SyncFailedError, match=r"a\.roaring"):
+            store.put_new("tombstones/b.roaring", b"bitmap")
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
 def test_local_lost_conditional_writes_leave_no_temp_file(tmp_path: Path) -> None:
     """A conditional write stages its bytes in a hidden temp file before it checks its
     condition; a writer that loses the race (taken name, stale etag, missing pointer) takes it
