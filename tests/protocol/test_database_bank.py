@@ -6,7 +6,7 @@ version, the total over both tables equals the initial total and every balance e
 initial value plus the ledger's transfers, and every acknowledged transfer is in the ledger
 exactly once. On a local directory and on moto (whose writes tests/s3_server.py serialises).
 
-``MT_BANK_SECONDS`` (default 5) sets how long the processes write; e.g. ``MT_BANK_SECONDS=600``
+``MT_BANK_SECONDS`` (default 4) sets how long the processes write; e.g. ``MT_BANK_SECONDS=600``
 for a soak."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from manifest_table.errors import CommitConflictError, CommitFailedError
 from tests.protocol.workers import run_workers
 
 PROCESSES = 8
-SECONDS = float(os.environ.get("MT_BANK_SECONDS", "5"))
+SECONDS = float(os.environ.get("MT_BANK_SECONDS", "4"))
 ACCOUNTS = 32
 OPENING = 1000
 TABLES = ("checking", "savings")

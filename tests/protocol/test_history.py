@@ -4,7 +4,7 @@ responses of writes that landed, SIGSTOP past the grace, SIGKILL) and GC runs on
 minutes off; the checker must find no anomaly, on a local directory and on SeaweedFS,
 fake-gcs-server and Azurite. And it must find each class of anomaly when there is one.
 
-Bounded here (``MT_HISTORY_SECONDS``, default 4 s of writing per store); a soak runs
+Bounded here (``MT_HISTORY_SECONDS``, default 3 s of writing per store); a soak runs
 ``MT_HISTORY_TRANSACTIONS`` transactions per store instead (docs/protocol.md), or
 ``python -m tests.history.run --transactions 100000``."""
 
@@ -25,7 +25,7 @@ from tests.history.checker import check
 from tests.history.run import Settings, run
 from tests.history.workload import Target
 
-SECONDS = float(os.environ.get("MT_HISTORY_SECONDS", "4"))
+SECONDS = float(os.environ.get("MT_HISTORY_SECONDS", "3"))
 TRANSACTIONS = int(os.environ.get("MT_HISTORY_TRANSACTIONS", "0")) or None
 FAULTS = (TRANSIENT, TIMEOUT, CONFLICT, "SIGSTOP past the grace", "SIGKILL")
 """Every kind of fault each run injects (run.py starts with a SIGKILL and a SIGSTOP)."""

@@ -5,7 +5,7 @@ against a serial replay of the acknowledged history.
 
 Each process owns the ids ``writer * 10**9 + n`` and deletes, overwrites, updates or upserts
 only rows of its own that it saw acknowledged, so replaying the logged changes in version order is exact even
-though deletes rebase over concurrent commits. ``MT_STRESS_SECONDS`` (default 6) sets how long
+though deletes rebase over concurrent commits. ``MT_STRESS_SECONDS`` (default 4) sets how long
 the processes write; e.g. ``MT_STRESS_SECONDS=600`` for a soak.
 """
 
@@ -33,7 +33,7 @@ from tests.stores import CountingStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("writer", pa.int64()), ("v", pa.int64())])
 PROCESSES = 8
-SECONDS = float(os.environ.get("MT_STRESS_SECONDS", "6"))
+SECONDS = float(os.environ.get("MT_STRESS_SECONDS", "4"))
 RETAIN = timedelta(seconds=5)
 DEADLINE = 3.0
 """GC's retention and grace, and the commits' deadline: short, so that versions expire while
