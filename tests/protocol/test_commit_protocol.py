@@ -14,10 +14,17 @@ import pytest
 
 import manifest_table as mt
 from manifest_table.clock import Stamp, utc_now
-from manifest_table.errors import CommitConflictError, CommitFailedError, PreconditionFailed, StoreError
+from manifest_table.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    SyncFailedError,
+)
 from manifest_table.format.manifest import manifest_key
 from manifest_table.format.pointer import POINTER_KEY, decode_pointer
-from manifest_table.storage import MemoryStore, ObjectInfo
+from manifest_table.storage import MemoryStore, ObjectInfo, ObjectStore
 from manifest_table.storage.retry import RetryingStore
 from manifest_table.testing import TIMEOUT, TRANSIENT, Call, FaultPlan, FaultyStore
 from tests.conftest import store_location
@@ -263,6 +270,69 @@ def test_transient_failures_of_repeatable_calls_are_retried_and_others_are_not()
         RetryingStore(FaultyStore(inner, plan), ("data/",)).put_if_absent(manifest_key(5), b"{}")
     assert len(plan.calls) == 1
     assert table.scan().count() == 0
+
+
+class FailsFirst(WrappedStore):
+    """Its first ``failures`` requests fail (as a reset connection does, by default); it
+    counts them all."""
+
+    def __init__(self, inner: ObjectStore, failures: int, error: type[StoreError] = StoreError) -> None:
+        super().__init__(inner)
+        self.failures, self.error, self.requests = failures, error, 0
+
+    def _before(self, op: str, key: str) -> None:
+        self.requests += 1
+        if self.requests <= self.failures:
+            raise self.error(f"injected: {op} {key} failed")
+
+
+@pytest.mark.parametrize("call", ["get", "delete", "list", "put_new"])
+@pytest.mark.parametrize("failures", [3, 4])
+def test_a_repeatable_call_is_tried_four_times_in_all(call: str, failures: int) -> None:
+    """``RetryPolicy.attempts`` counts the first try: three transient failures in a row are
+    absorbed, a fourth is the caller's error (docs/protocol.md, "Retries")."""
+    inner = MemoryStore()
+    inner.put_if_absent("data/a.parquet", b"x")
+    store = FailsFirst(inner, failures)
+    calls = {"get": lambda s: s.get("data/a.parquet"), "delete": lambda s: s.delete("data/a.parquet"),
+             "list": lambda s: list(s.list("data/")), "put_new": lambda s: s.put_new("data/b.parquet", b"y")}
+    retrying = RetryingStore(store, ("data/",))
+    if failures == 3:
+        calls[call](retrying)
+    else:
+        with pytest.raises(StoreError, match="injected"):
+            calls[call](retrying)
+    assert store.requests == 4
+
+
+def test_an_answer_is_never_asked_twice():
+    """A missing key or a lost race is an answer, not a failure: one request each."""
+    store = CountingStore(MemoryStore())
+    retrying = RetryingStore(store, ("data/",))
+    with pytest.raises(NotFound):
+        retrying.get("data/missing.parquet")
+    with pytest.raises(NotFound):
+        retrying.get_with_etag("_latest_manifest")
+    etag = retrying.put_if_absent("_latest_manifest", b"v1")
+    retrying.put_if_match("_latest_manifest", b"v2", etag)
+    with pytest.raises(PreconditionFailed):
+        retrying.put_if_match("_latest_manifest", b"v3", etag)
+    assert sum(store.counts.values()) == 5
+
+
+def test_what_a_retry_cannot_mend_is_tried_once():
+    """A pointer swap whose outcome is unknown is resolved by reading it back (the version
+    log), never by swapping again; a failed sync would fail again (a full disk)."""
+    swap = FailsFirst(MemoryStore(), 0)
+    etag = swap.put_if_absent("_latest_manifest", b"v1")
+    swap.failures = 2
+    with pytest.raises(StoreError, match="injected"):
+        RetryingStore(swap, ("data/",)).put_if_match("_latest_manifest", b"v2", etag)
+    assert swap.requests == 2
+    sync = FailsFirst(MemoryStore(), 1, SyncFailedError)
+    with pytest.raises(SyncFailedError, match="injected"):
+        RetryingStore(sync, ("data/",)).put_new("data/a.parquet", b"x")
+    assert sync.requests == 1
 
 
 def test_a_unique_key_taken_before_the_first_attempt_is_not_taken_as_ours():
