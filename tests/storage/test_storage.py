@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,32 @@ def test_put_new_creates_once(store: ObjectStore) -> None:
     assert [i.key for i in store.list()] == ["tombstones/a.roaring"]
 
 
+@contextmanager
+def file_size_limit(size: int) -> Iterator[None]:
+    """Writes past ``size`` bytes fail (``EFBIG``), as on a full disk, without filling one."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, limit[1]))
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.fixture
+def failing_sync_of_a_roaring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``fsync`` of a file named ``a.roaring`` fails as a failing disk's does."""
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("a.roaring"):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
 @pytest.mark.parametrize("fails", ["write", "file", "directory"])
 def test_local_put_new_whose_write_or_sync_fails_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
@@ -126,18 +153,11 @@ def test_local_put_new_whose_write_or_sync_fails_leaves_nothing(
             raise OSError(5, "Input/output error")
         real(fd)
 
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    try:
-        if fails == "write":
-            resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
-        else:
-            monkeypatch.setattr(os, "fsync", fsync)
+    if fails != "write":
+        monkeypatch.setattr(os, "fsync", fsync)
+    with file_size_limit(len(data) // 2) if fails == "write" else nullcontext():
         with pytest.raises(StoreError, match="Input/output error|too large"):
             store.put_new("tombstones/a.roaring", data)
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
-        signal.signal(signal.SIGXFSZ, handler)
     assert store.head("tombstones/a.roaring") is None
     assert sorted(os.listdir(tmp_path / "tombstones")) == []  # no temp file either
     monkeypatch.setattr(os, "fsync", real)
@@ -155,25 +175,17 @@ def test_local_conditional_write_that_fills_the_disk_leaves_nothing(tmp_path: Pa
     store = LocalStore(tmp_path)
     etag = store.put_if_absent("_latest_manifest", b"v1")
     data = b"bytes" * 4096
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    try:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
-        with pytest.raises(SyncFailedError, match="too large.*nothing was written"):
-            if op == "put_if_absent":
-                store.put_if_absent("manifest/v1.json", data)
-            else:
-                store.put_if_match("_latest_manifest", data, etag)
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
-        signal.signal(signal.SIGXFSZ, handler)
+    with file_size_limit(len(data) // 2), pytest.raises(SyncFailedError, match="too large.*nothing was written"):
+        if op == "put_if_absent":
+            store.put_if_absent("manifest/v1.json", data)
+        else:
+            store.put_if_match("_latest_manifest", data, etag)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["_latest_manifest"]
     assert store.get("_latest_manifest") == b"v1"
 
 
-def test_local_failed_deferred_sync_is_the_error_a_failed_temp_write_reports(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("failing_sync_of_a_roaring")
+def test_local_failed_deferred_sync_is_the_error_a_failed_temp_write_reports(tmp_path: Path) -> None:
     """A disk that fails fails both: the sync of an object staged in a ``deferred_syncs``
     block and the temp file of the manifest that would name it. The staged object's failure
     is the one reported (it says what was removed), and the object is gone."""
@@ -181,32 +193,17 @@ def test_local_failed_deferred_sync_is_the_error_a_failed_temp_write_reports(
     from manifest_table.storage.local import LocalStore, deferred_syncs
 
     store = LocalStore(tmp_path)
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        if os.readlink(f"/proc/self/fd/{fd}").endswith("a.roaring"):
-            raise OSError(5, "Input/output error")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
     data = b"bytes" * 4096
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    try:
-        with pytest.raises(SyncFailedError, match=r"syncing .*a\.roaring failed: Input/output error; it was removed"):
-            with deferred_syncs():
-                store.put_new("tombstones/a.roaring", b"bitmap")
-                resource.setrlimit(resource.RLIMIT_FSIZE, (len(data) // 2, limit[1]))
+    with pytest.raises(SyncFailedError, match=r"syncing .*a\.roaring failed: Input/output error; it was removed"):
+        with deferred_syncs():
+            store.put_new("tombstones/a.roaring", b"bitmap")
+            with file_size_limit(len(data) // 2):
                 store.put_if_absent("manifest/v1.json", data)
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
-        signal.signal(signal.SIGXFSZ, handler)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
-def test_local_failed_deferred_sync_fails_the_rest_of_its_block(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("failing_sync_of_a_roaring")
+def test_local_failed_deferred_sync_fails_the_rest_of_its_block(tmp_path: Path) -> None:
     """Once a staged object's sync failed, nothing later in the ``deferred_syncs`` block is
     written (a retried manifest would name the object); a block that never asked (no
     conditional write came) raises the failure at its end."""
@@ -214,14 +211,6 @@ def test_local_failed_deferred_sync_fails_the_rest_of_its_block(
     from manifest_table.storage.local import LocalStore, deferred_syncs
 
     store = LocalStore(tmp_path)
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        if os.readlink(f"/proc/self/fd/{fd}").endswith("a.roaring"):
-            raise OSError(5, "Input/output error")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
     with pytest.raises(SyncFailedError, match=r"a\.roaring failed: Input/output error"):
         with deferred_syncs():
             store.put_new("tombstones/a.roaring", b"bitmap")
