@@ -110,3 +110,29 @@ def test_the_least_recently_used_files_are_dropped(io: FileIO, tmp_path: Path, m
     _read(io, "c", sizes["c"])
     assert _read(io, "a", sizes["a"])[0] is a
     assert _read(io, "b", sizes["b"])[0] is not b
+
+
+def test_footers_past_their_byte_budget_are_dropped_but_the_last_one_stays(
+    io: FileIO, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MAX_FOOTER_BYTES`` bounds what wide files' footers hold in memory; a footer parsed
+    again for a file written again replaces its old one in the count, and a single footer
+    larger than the budget is still kept (the file being read uses it)."""
+    sizes = {name: _write(tmp_path / name, i) for i, name in enumerate(["a", "b", "c", "d"])}
+    footer = _read(io, "a", sizes["a"])[0].metadata.serialized_size
+    monkeypatch.setattr(KnownFiles, "MAX_FOOTER_BYTES", 2 * footer)
+    for first in (10, 20, 30):  # "a" written again three times: one footer in the count, not four
+        stat = (tmp_path / "a").stat()
+        _write(tmp_path / "a", first)
+        os.utime(tmp_path / "a", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+        _read(io, "a", sizes["a"])
+    a, _ = _read(io, "a", sizes["a"])
+    b, _ = _read(io, "b", sizes["b"])
+    assert _read(io, "a", sizes["a"])[0] is a and _read(io, "b", sizes["b"])[0] is b  # two fit
+    _read(io, "c", sizes["c"])  # a third does not: the least recently used goes
+    assert _read(io, "b", sizes["b"])[0] is b
+    assert _read(io, "a", sizes["a"])[0] is not a
+    monkeypatch.setattr(KnownFiles, "MAX_FOOTER_BYTES", footer // 2)
+    d, _ = _read(io, "d", sizes["d"])
+    assert _read(io, "d", sizes["d"])[0] is d
+    assert _read(io, "b", sizes["b"])[0] is not b
