@@ -24,7 +24,7 @@ from google.api_core import exceptions as google_errors
 from manifest_table.errors import InvalidArgumentError, NotFound, PreconditionFailed, StoreError
 from manifest_table.storage import store_for_uri
 from manifest_table.storage.azure import AzureAccount, AzureStore
-from manifest_table.storage.gcs import GcsStore
+from manifest_table.storage.gcs import GcsConnection, GcsStore
 from tests import azurite_server, seaweedfs_server
 from tests.conftest import store_location
 
@@ -161,6 +161,7 @@ def test_gcs_endpoint_from_option_or_emulator_variable(monkeypatch: pytest.Monke
     fs, root = GcsStore.from_uri("gs://bkt/t").arrow_filesystem()
     options = fs.__reduce__()[1][0]
     assert (options["scheme"], options["endpoint_override"], options["anonymous"]) == ("http", "127.0.0.1:4443", True)
+    assert options["retry_time_limit"] == timedelta(seconds=60)  # pyarrow's own default retries for 15 minutes
     assert root == "bkt/t"
     store = GcsStore.from_uri("gs://bkt/t", {"endpoint_url": "https://gcs.example:8443/", "token": "anonymous"})
     options = store.arrow_filesystem()[0].__reduce__()[1][0]
@@ -168,6 +169,12 @@ def test_gcs_endpoint_from_option_or_emulator_variable(monkeypatch: pytest.Monke
     assert store.client._connection.API_BASE_URL == "https://gcs.example:8443"
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
     assert GcsStore.from_uri("gs://bkt/t")._anonymous() is False  # Google's default credentials, then
+    # The variable's name is an option name too; what Spark's connector is given names no key file
+    # for token="anonymous".
+    assert GcsStore.from_uri("gs://bkt/t", {"STORAGE_EMULATOR_HOST": "127.0.0.1:4443"}).connection == GcsConnection(
+        "http://127.0.0.1:4443", None, None, True
+    )
+    assert GcsStore.from_uri("gs://bkt/t", {"token": "anonymous"}).connection == GcsConnection(None, None, None, True)
 
 
 @pytest.mark.parametrize("options,environment,expected", [
