@@ -185,6 +185,8 @@ def test_gcs_endpoint_from_option_or_emulator_variable(monkeypatch: pytest.Monke
      {}, ("acct", "http://127.0.0.1:1/acct", None, "sv=1&sig=x")),
     ({"connection_string": "UseDevelopmentStorage=true"}, {},
      ("devstoreaccount1", "http://127.0.0.1:10000/devstoreaccount1", azurite_server.KEY, None)),
+    ({"AZURE_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=True"}, {},
+     ("devstoreaccount1", "http://127.0.0.1:10000/devstoreaccount1", azurite_server.KEY, None)),
     ({"account_name": "acct"}, {"AZURE_STORAGE_CONNECTION_STRING": "AccountName=other"},
      ("acct", "https://acct.blob.core.windows.net", None, None)),
     ({"AZURE_STORAGE_ACCOUNT": "acct", "AZURE_STORAGE_KEY": "a2V5", "endpoint_url": "http://h:1/acct/"}, {},
@@ -344,6 +346,30 @@ def test_lost_race_after_a_retry_is_outcome_unknown(kind: str, op: str, request:
     assert not isinstance(info.value, PreconditionFailed)
     assert lost and lost[0] in (200, 201)
     assert store.get("_latest_manifest") == b"mine"  # reading back resolves it
+
+
+class _UncodedRefusals(RequestsTransport):
+    """Strips the error code from a 412's headers and body, as a proxy in front of the service
+    may: the status alone must still read as a lost race."""
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        response = super().send(request, **kwargs)
+        if response.status_code == 412:
+            response.headers.pop("x-ms-error-code", None)
+            response.read()
+            response._content = b""  # (the XML body names the code too)
+        return response
+
+
+def test_azure_refusal_without_an_error_code_is_a_lost_race(azure_uri: str) -> None:
+    store: Any = store_for_uri(azure_uri)
+    etag = store.put_if_absent("_latest_manifest", b"v1")
+    store.put_if_match("_latest_manifest", b"v2", etag)
+    store._client = ContainerClient(store.account.blob_url, store.bucket, credential=store._credential(),
+                                    transport=_UncodedRefusals())
+    with pytest.raises(PreconditionFailed):
+        store.put_if_match("_latest_manifest", b"v3", etag)
+    assert store.get("_latest_manifest") == b"v2"
 
 
 # --- GCS credentials from a file -----------------------------------------------------------
