@@ -244,6 +244,14 @@ def test_azure_without_a_key_signs_in_with_the_default_credential() -> None:
     assert (options["account_key"], options["sas_token"]) == ("", "")  # pyarrow's default credential too
 
 
+def test_azure_with_a_sas_token_signs_both_planes_with_it() -> None:
+    store = AzureStore.from_uri(
+        "az://ctr/t", {"connection_string": "BlobEndpoint=http://127.0.0.1:1/acct;AccountName=acct;SharedAccessSignature=sv=1&sig=x"}
+    )
+    assert store.client.url.endswith("/acct/ctr?sv=1&sig=x") and store.client.credential is None
+    assert store.arrow_filesystem()[0].__reduce__()[1][0]["sas_token"] == "sv=1&sig=x"
+
+
 # =========================================================================================
 # Behaviour on the servers
 # =========================================================================================
@@ -279,8 +287,14 @@ def test_store_pickles(kind: str, request: pytest.FixtureRequest) -> None:
 
 @pytest.mark.parametrize("uri", ["gs://no-such-bucket-here/t", "az://no-such-container-here/t"])
 def test_missing_bucket_is_a_store_error_on_write_and_list(uri: str, gcs_endpoint: str, azurite_endpoint: str) -> None:
+    """Azure names a missing container in every answer, so its reads fail too; GCS answers a read
+    of a missing bucket's object exactly as one of a missing object (a plain 404), so there a
+    read says the key is missing."""
     store = store_for_uri(uri)
-    for call in (lambda: store.put_if_absent("k", b""), lambda: list(store.list())):
+    calls = [lambda: store.put_if_absent("k", b""), lambda: list(store.list())]
+    if uri.startswith("az://"):
+        calls += [lambda: store.get("k"), lambda: store.head("k"), lambda: store.delete("k")]
+    for call in calls:
         with pytest.raises(StoreError, match="no-such-") as info:
             call()
         assert not isinstance(info.value, (NotFound, PreconditionFailed))
