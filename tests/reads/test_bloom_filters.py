@@ -184,3 +184,10 @@ def test_the_property_names_columns_of_types_filters_are_kept_for(tmp_path: Path
             table.update_schema() as schema:
         schema.drop_column("name")
     assert table.version == 3  # nothing committed by the refusals
+    # Files written after the rename keep filters of the column under the name they carry it by.
+    before = {f.path for f in table.scan().plan_files()}
+    table.append(_data(100, seed=1).rename_columns(["key", "name", "day", "amount"]))
+    (new,) = [f for f in table.scan().plan_files() if f.path not in before]
+    meta = pq.ParquetFile(str(Path(table.store.inner.root) / new.path)).metadata
+    assert meta.schema.column(0).name == "id"  # (the files keep the column's first name)
+    assert meta.row_group(0).column(0).bloom_filter_offset and meta.row_group(0).column(1).bloom_filter_offset

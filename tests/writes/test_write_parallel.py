@@ -19,7 +19,7 @@ import pytest
 
 from manifest_table.data import write
 from manifest_table.data.write import WriteOptions, write_data_files
-from manifest_table.errors import StoreError
+from manifest_table.errors import InvalidArgumentError, StoreError
 from manifest_table.format.stats import FooterGaps, encode_stats, stats_from_parquet, table_stats
 from manifest_table.storage import FileIO, LocalStore, MemoryStore
 from tests.catalog import object_listing
@@ -86,7 +86,8 @@ def test_one_file_worth_is_split_so_every_thread_encodes(tmp_path: Path, monkeyp
 
 
 def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first file stays open until a second file's thread fails (the disk fills)."""
+    """The first file stays open until another file's thread fails (the disk fills); the
+    error raised is that failure, not the first file's stop."""
     monkeypatch.setattr(write, "MAX_FILE_ROWS", 1000)  # files cut by rows: no size estimate needed
     store = LocalStore(tmp_path / "t")
     real = pq.ParquetWriter.write_table
@@ -95,7 +96,7 @@ def test_an_encoding_thread_failing_removes_every_file_started(tmp_path: Path, m
 
     def write_table(self: pq.ParquetWriter, table: pa.Table, *args: Any, **kwargs: Any) -> None:
         threads.append(threading.current_thread().name)
-        if threads[-1] != threads[0]:
+        if table["id"][0].as_py() != 0:  # (not the first file)
             failed.set()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         assert failed.wait(timeout=60)
@@ -134,6 +135,9 @@ def test_files_cut_by_rows_hold_exactly_that_many_and_the_tail_is_never_split(tm
         )
         assert [f.rows for f in files] == [rows] * (20_000 // rows) + ([20_000 % rows] if 20_000 % rows else [])
         assert read_back(store, files).equals(data)
+    few = pa.Table.from_batches(list(batches(5)))  # one small row group: encoded on the calling thread
+    files = write_data_files(FileIO(store), few.to_batches(), SCHEMA, file_rows=2)
+    assert [f.rows for f in files] == [2, 2, 1] and read_back(store, files).equals(few)
 
 
 @pytest.mark.parametrize("make_store", [MemoryStore, lambda: None], ids=["memory", "local"])
@@ -179,6 +183,62 @@ def test_the_input_is_read_at_most_a_buffer_ahead_of_the_writers(
     )
     assert read_back(store, files).equals(pa.Table.from_batches(list(batches(200_000))))
     assert max(ahead) <= 200_000 + 2 * 30_000
+
+
+def test_a_row_group_larger_than_the_whole_buffer_is_still_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The buffer bounds what waits beside a row group, never the row group itself: with
+    nothing in flight, a group larger than ``MAX_BUFFERED`` goes through."""
+    monkeypatch.setattr(write, "MAX_BUFFERED", 1_000)
+    store = LocalStore(tmp_path / "t")
+    data = pa.Table.from_batches(list(batches(30_000)))
+    files = write_data_files(
+        FileIO(store), data.to_batches(), SCHEMA, WriteOptions(target_file_size=5_000, row_group_size=60_000)
+    )
+    assert len(files) >= 2 and read_back(store, files).equals(data)
+
+
+def test_files_are_cut_near_the_target_in_parquet_bytes(tmp_path: Path) -> None:
+    """The target is Parquet bytes: the cutter scales Arrow bytes by the compression ratio the
+    encoders measured (here about 1:20), waiting for the first measurement before it cuts
+    a file, so no file is cut at the target's worth of Arrow bytes, and none grows past it."""
+    store = LocalStore(tmp_path / "t")
+    rows = 1_000_000
+    words = pa.array([f"name {i:03d}" for i in range(100)])
+    data = pa.table({"id": np.arange(rows), "name": words.take(np.random.default_rng(5).integers(0, 100, rows))})
+    target = 150_000
+    files = write_data_files(
+        FileIO(store), data.to_batches(), SCHEMA, WriteOptions(target_file_size=target, row_group_size=400_000)
+    )
+    arrow_per_parquet = data.nbytes / sum(f.size for f in files)
+    assert arrow_per_parquet > 10
+    assert len(files) >= 3 and files[0].size >= target // 2
+    assert all(f.size <= 2 * target for f in files)
+    assert read_back(store, files).equals(data)
+
+
+def test_an_input_of_empty_batches_writes_no_file(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "t")
+    empty = pa.record_batch({"id": pa.array([], pa.int64()), "name": pa.array([], pa.string())})
+    assert write_data_files(FileIO(store), [empty, empty], SCHEMA) == []
+    assert object_listing(store) == {}
+
+
+class _WithoutBrotli:
+    """pyarrow as a build without brotli shows it (``Codec`` is an immutable type)."""
+
+    class Codec:
+        @staticmethod
+        def is_available(name: str) -> bool:
+            return name != "brotli"
+
+
+def test_a_codec_this_pyarrow_lacks_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(write, "pa", _WithoutBrotli())
+    with pytest.raises(InvalidArgumentError, match="compression must be one of .* not 'brotli'"):
+        WriteOptions(compression="brotli")
+    assert WriteOptions(compression="GZIP").compression == "GZIP"
 
 
 def mixed_table(rows: int, seed: int) -> pa.Table:
@@ -284,12 +344,13 @@ def test_integer_like_columns_are_delta_encoded_and_read_back(tmp_path: Path) ->
     they read back as written, and their footer stats are those of the rows."""
     table = mixed_table(3000, 5)
     table = table.select([f.name for f in table.schema if not pa.types.is_nested(f.type)])
+    table = table.append_column("dur", pa.array(np.arange(3000) * 7, pa.duration("us")))
     store = LocalStore(tmp_path / "t")
     files = write_data_files(FileIO(store), table.to_batches(max_chunksize=700), table.schema, max_workers=1)
     meta = pq.ParquetFile(os.path.join(store.root, files[0].path)).metadata
     encodings = {meta.schema.column(i).name: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
     delta = sorted(name for name, found in encodings.items() if "DELTA_BINARY_PACKED" in found)
-    assert {"i64", "u64", "ts_ms", "ts_ns_ny", "date64"} <= set(delta)
+    assert {"i64", "u64", "ts_ms", "ts_ns_ny", "date64", "time", "dur"} <= set(delta)
     assert not set(delta) & {"dict", "f64", "short", "dec", "bool"}
     back = read_back(store, files).cast(table.schema)
     assert all(back.column(name).equals(table.column(name)) for name in delta)
@@ -339,11 +400,15 @@ def test_a_column_the_codec_barely_shrinks_is_written_uncompressed(tmp_path: Pat
 def test_codecs_are_judged_only_for_a_large_first_row_group() -> None:
     """A small input keeps the table's codec on every column (its sample would cost a share
     of its encoding); so does a table whose codec is none, and a column the sample holds
-    too few bytes of to judge (nulls, whatever comes later)."""
+    too few bytes of to judge (nulls, whatever comes later). A column the codec shrinks by
+    less than `SAVED_AT_LEAST` is left uncompressed."""
     ids = np.random.default_rng(3).integers(0, 2**40, 600_000)
     late = pa.array([None] * 500_000 + [f"text {i % 7}" for i in range(100_000)])  # null in the sample
-    large = pa.table({"id": ids, "name": pa.array(["the same words again"] * len(ids)), "late": late})
+    saves_6_percent = np.round(np.random.default_rng(4).random(len(ids)), 8)  # (zstd: 0.94 of the bytes)
+    large = pa.table(
+        {"id": ids, "name": pa.array(["the same words again"] * len(ids)), "late": late, "x": saves_6_percent}
+    )
     delta = {"id": "DELTA_BINARY_PACKED"}
-    assert write.column_codecs(large, "zstd", [], delta) == {"id": "none", "name": "zstd", "late": "zstd"}
+    assert write.column_codecs(large, "zstd", [], delta) == {"id": "none", "name": "zstd", "late": "zstd", "x": "none"}
     assert write.column_codecs(large.slice(0, 1000), "zstd", [], delta) == "zstd"
     assert write.column_codecs(large, "none", [], delta) == "none"
