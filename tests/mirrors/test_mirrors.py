@@ -33,6 +33,7 @@ from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.mirrors import sync as mirror_sync
 from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
+from tests import delta_protocol
 from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
 from tests.stores import AmbiguousPutStore, WrappedStore
 
@@ -54,6 +55,7 @@ def test_random_histories_read_the_same_through_both_mirrors(tmp_path: Path, see
         check_version(t, version, ["iceberg", "delta"])
     # The pointers: readers that find the latest version by path.
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
+    assert delta_protocol.problems(t) == []
 
 
 def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> None:
@@ -72,6 +74,7 @@ def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> N
     assert {"compact"} <= {c.operation for c in t.history()}
     for version in _retained(t)[:4]:
         check_version(t, version, ["iceberg", "delta"])
+    assert delta_protocol.problems(t) == []
     order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
     assert [(f.source_id, str(f.direction), str(f.null_order)) for f in order.fields] == [(1, "ASC", "NULLS LAST")]
     domains = [
@@ -90,6 +93,10 @@ def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> N
     t.set_properties({"cluster_by": ["small"]})  # one column: a plain sort
     order = StaticTable.from_metadata(f"{t.uri}/metadata/v{t.version}.metadata.json").sort_order()
     assert [(f.source_id, str(f.direction)) for f in order.fields] == [(6, "ASC")]
+    with t.update_schema() as schema:  # Delta's clustering names the column as its files do
+        schema.rename_column("small", "tiny")
+    assert delta_protocol.problems(t) == []
+    check_version(t, t.version, ["iceberg", "delta"])
 
 
 def test_a_widened_column_reads_the_same_through_iceberg(tmp_path: Path) -> None:
@@ -579,3 +586,28 @@ def test_the_maintenance_job_syncs_mirrors(tmp_path: Path) -> None:
     outcome = maintain(t.uri, JobOptions(retain_for=None, grace=timedelta(0), force=True, compact=False))
     assert outcome.ok and "mirrors: iceberg at version 1, delta at version 1" in outcome.lines
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
+
+
+
+def test_a_delta_log_without_its_last_checkpoint_hint_goes_on_from_its_newest_commit(tmp_path: Path) -> None:
+    """``_last_checkpoint`` is a hint. Lost, with the mirror lagging (the newest commits
+    unwritten, as after a crash), the newest commit is found by listing the log and the
+    mirror goes on from there: no second start, no checkpoint off its interval. A hint naming
+    a log that is gone starts the mirror again."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), mirrors={"delta": {}})
+    log = tmp_path / "t" / "_delta_log"
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    for entry in [log / "_last_checkpoint", log / f"{2:020d}.json", log / f"{3:020d}.json"]:
+        entry.unlink()
+    assert t.sync_mirrors() == {"delta": 3}
+    assert sorted(p.name for p in log.glob("0*")) == [f"{0:020d}.checkpoint.parquet"] + [
+        f"{v:020d}.json" for v in range(4)
+    ]
+    assert delta_rows(t.uri) == rows(t.to_arrow())
+    for entry in log.glob("0*"):  # the log gone, the hint kept
+        entry.unlink()
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 2, "size": 3}))
+    assert t.sync_mirrors() == {"delta": 3}
+    assert delta_rows(t.uri) == rows(t.to_arrow())
+    assert delta_protocol.problems(t) == []

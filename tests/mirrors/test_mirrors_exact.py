@@ -22,6 +22,7 @@ from pyiceberg.table import StaticTable
 
 import manifest_table as mt
 from manifest_table.errors import MirrorTypeError
+from tests import delta_protocol
 from tests.mirror_readers import delta_rows, iceberg_rows, rows
 
 BOTH = {"iceberg": {}, "delta": {"checkpoint_interval": 3}}
@@ -152,6 +153,7 @@ def test_delta_stats_claim_only_what_holds(tmp_path: Path) -> None:
     assert all(s["nullCount"]["at"] == 1 for s in stats)
     assert "invariants" in (DeltaTable(t.uri).protocol().writer_features or [])
     assert delta_rows(t.uri) == rows(t.to_arrow())
+    assert delta_protocol.problems(t) == []
 
 
 # --- 4. GC: no expired version offered ------------------------------------------------------------------
