@@ -7,7 +7,7 @@ Steps: append, delete, update, upsert (also of keys alone, deleting matches) and
 and racing a second handle, ``write_table`` appending or overwriting, compaction with small
 targets (files merge and split; clustering once ``cluster_by`` is set, also racing a delete
 both ways), purge (with and without a condition), the layout properties ``cluster_by`` and
-``sort_by``, schema changes (add, rename, drop, widen, append with
+``sort_by``, schema changes (add, rename, drop, widen, a name renamed away or dropped taken again, append with
 ``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
 table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
 column while another handle appends (issue 18 item 4: that must conflict). Writes go through
@@ -83,6 +83,9 @@ class History:
     next_id: int = 0
     next_uid: int = 0
     names: int = 0
+    freed: list[str] = field(default_factory=list)
+    """Names a committed schema change renamed away or dropped: a later column may take one,
+    while the files keep the old column under it (format/field_ids.py, physical names)."""
     database: Any = None
     """The database holding the table as ``t`` (flavor "db"), else None."""
     first: int = 0
@@ -140,6 +143,9 @@ class History:
     def new_name(self, rng: random.Random, state: State) -> str:
         taken = {c.name.lower() for c in state.columns}
         self.names += 1
+        free = [n for n in self.freed if n.lower() not in taken]
+        if free and rng.random() < 0.3:
+            return rng.choice(free)
         name = rng.choice(AWKWARD_NAMES) if rng.random() < 0.3 else f"n{self.names}"
         return name if name.lower() not in taken else f"n{self.names}"
 
@@ -477,6 +483,7 @@ def step_required_column(h: History, rng: random.Random) -> None:
 def step_evolve(h: History, rng: random.Random) -> None:
     state = h.state
     layout = set(h.layout("cluster_by") + h.layout("sort_by") + h.layout("bloom_filter_columns")) if is_v2(h) else set()
+    freed: list[str] = []
     with h.writer(rng).update_schema() as schema:
         for _ in range(rng.randint(1, 3)):
             others = list(state.columns[1:])
@@ -494,12 +501,14 @@ def step_evolve(h: History, rng: random.Random) -> None:
                 h.note(f"update_schema: rename_column {old!r} -> {new!r}")
                 schema.rename_column(old, new)
                 state = state.rename_column(old, new)
+                freed.append(old)
                 layout = {new if n == old else n for n in layout}
             elif choice == "drop":
                 name = rng.choice(droppable).name
                 h.note(f"update_schema: drop_column {name!r}")
                 schema.drop_column(name)
                 state = state.drop_column(name)
+                freed.append(name)
             else:
                 column = rng.choice(widenable)
                 new_type = rng.choice(column.kind.widen(column.type))
@@ -510,6 +519,8 @@ def step_evolve(h: History, rng: random.Random) -> None:
         assert state.schema == h.state.schema, "update_schema committed nothing, but the model expects a change"
         return
     h.committed(schema.result, state)
+    if schema.result.committed:
+        h.freed += freed
 
 
 def step_append_merge(h: History, rng: random.Random) -> None:
