@@ -33,7 +33,7 @@ from manifest_table.maintenance.job import JobOptions, maintain
 from manifest_table.mirrors import sync as mirror_sync
 from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
-from tests import delta_protocol
+from tests import delta_protocol, iceberg_spec
 from tests.mirror_readers import PROPERTIES, SCHEMA, History, check_version, delta_rows, iceberg_rows, rows, run_history
 from tests.stores import AmbiguousPutStore, WrappedStore
 
@@ -56,6 +56,7 @@ def test_random_histories_read_the_same_through_both_mirrors(tmp_path: Path, see
     # The pointers: readers that find the latest version by path.
     assert iceberg_rows(t.uri) == delta_rows(t.uri) == rows(t.to_arrow())
     assert delta_protocol.problems(t) == []
+    assert iceberg_spec.problems(t) == []
 
 
 def test_the_layout_is_mirrored_where_the_format_can_say_it(tmp_path: Path) -> None:
@@ -611,3 +612,31 @@ def test_a_delta_log_without_its_last_checkpoint_hint_goes_on_from_its_newest_co
     assert t.sync_mirrors() == {"delta": 3}
     assert delta_rows(t.uri) == rows(t.to_arrow())
     assert delta_protocol.problems(t) == []
+
+
+def test_an_iceberg_mirror_without_its_hint_goes_on_from_its_newest_metadata(tmp_path: Path) -> None:
+    """``version-hint.text`` lost with the mirror lagging: the newest metadata file is found by
+    listing, and the next ones build on it (its snapshots kept), not on a fresh start."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), mirrors=["iceberg"])
+    metadata = tmp_path / "t" / "metadata"
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    for name in ["version-hint.text", "v2.metadata.json", "v3.metadata.json"]:
+        (metadata / name).unlink()
+    assert t.sync_mirrors() == {"iceberg": 3}
+    newest = json.loads((metadata / "v3.metadata.json").read_text())
+    assert [s["summary"]["manifest-table.version"] for s in newest["snapshots"]] == ["0", "1", "2", "3"]
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
+    assert iceberg_spec.problems(t) == []
+
+
+def test_a_copied_table_mirrors_its_new_versions_at_its_own_location(tmp_path: Path) -> None:
+    """A table copied elsewhere (its metadata files name the old location): the copy's next
+    version is mirrored whole at the new location, nothing in it naming the old one."""
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), mirrors=["iceberg"])
+    t.append(pa.table({"id": [1]}))
+    shutil.copytree(tmp_path / "t", tmp_path / "copy")
+    copy = mt.open_table(str(tmp_path / "copy"))
+    copy.append(pa.table({"id": [2]}))
+    assert iceberg_spec.problems(copy, [copy.version]) == []
+    assert iceberg_rows(copy.uri) == rows(copy.to_arrow())
