@@ -13,6 +13,7 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -30,6 +31,7 @@ from manifest_table.errors import (
 )
 from manifest_table.format.keys import is_writer_key
 from manifest_table.maintenance.job import JobOptions, maintain
+from manifest_table.mirrors import iceberg_manifests
 from manifest_table.mirrors import sync as mirror_sync
 from manifest_table.operations.gc_report import GCReport
 from manifest_table.storage import LocalStore
@@ -640,3 +642,23 @@ def test_a_copied_table_mirrors_its_new_versions_at_its_own_location(tmp_path: P
     copy.append(pa.table({"id": [2]}))
     assert iceberg_spec.problems(copy, [copy.version]) == []
     assert iceberg_rows(copy.uri) == rows(copy.to_arrow())
+
+
+def test_a_segments_deletion_vectors_are_split_into_buckets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment's vectors go to manifests by a hash of the file (``BUCKET_FILES`` files a
+    bucket, here one), so a delete rewrites only the buckets it touches. (Eight files in
+    buckets 0-3 by a hash of random names: all in bucket 0 once in 65,536 runs.)"""
+    monkeypatch.setattr(iceberg_manifests, "BUCKET_FILES", 1)
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), properties=PROPERTIES,
+                        mirrors=["iceberg"])
+    for i in range(10):
+        t.append(pa.table({"id": [2 * i, 2 * i + 1]}))
+    t.delete("id % 2 = 0")
+    metadata = json.loads((tmp_path / "t" / "metadata" / f"v{t.version}.metadata.json").read_text())
+    listed = next(s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"])
+    with open(tmp_path / "t" / listed["manifest-list"].split(f"{t.uri}/", 1)[-1], "rb") as f:
+        slots = [iceberg_manifests.slot_of(e["manifest_path"]) for e in fastavro.reader(f)]
+    buckets = {slot.rsplit("-x", 1)[1] for slot in slots if "-x" in slot and not slot.startswith("t-")}
+    assert buckets - {"0"}, slots
+    assert iceberg_rows(t.uri) == rows(t.to_arrow())
+    assert iceberg_spec.problems(t) == []
