@@ -1,17 +1,26 @@
 """What the Iceberg v3 spec asks of a table's metadata, checked over every metadata file of a
 mirror (iceberg.apache.org/spec: "Table Metadata Fields", "Snapshots", "Manifest Lists",
-"Row Lineage"). The readers of the mirror matrix read metadata that breaks several of these
-rules (wrong counts in a manifest list, a sequence number behind its snapshots): a later
-reader, or a writer that commits on top, need not. Manifests are read with fastavro, not with
-the mirror's own Avro code. Returns the problems found, each naming its metadata file."""
+"Row Lineage", appendix D's single-value form of bounds). The readers of the mirror matrix
+read metadata that breaks several of these rules (wrong counts in a manifest list, a sequence
+number behind its snapshots, bounds in the wrong byte order): a later reader, a filter that
+prunes by the bounds, or a writer that commits on top, need not. Manifests are read with
+fastavro, not with the mirror's own Avro code, and every data file's bounds and null counts
+are checked against the file's own values. Returns the problems found, each naming its
+metadata file."""
 
 from __future__ import annotations
 
 import json
+import math
+import struct
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 import manifest_table as mt
 
@@ -25,14 +34,18 @@ def problems(t: mt.Table, versions: list[int] | None = None) -> list[str]:
     t.sync_mirrors()
     root = Path(t.uri)
     found: list[str] = []
-    paths = sorted((root / "metadata").glob("v*.metadata.json"))
-    for path in paths if versions is None else [root / "metadata" / f"v{v}.metadata.json" for v in versions]:
-        metadata = json.loads(path.read_text())
-        found += [f"{path.name}: {p}" for p in _metadata(root, metadata)]
+    retained = {info.version for info in t.history()}
+    if versions is None:
+        versions = sorted(int(p.name[1:].split(".")[0]) for p in (root / "metadata").glob("v*.metadata.json"))
+    for version in versions:
+        metadata = json.loads((root / "metadata" / f"v{version}.metadata.json").read_text())
+        schema = t.manifest(version=version).schema if version in retained else None
+        found += [f"v{version}.metadata.json: {p}" for p in _metadata(root, metadata, schema)]
     return found
 
 
-def _metadata(root: Path, metadata: dict[str, Any]) -> list[str]:
+def _metadata(root: Path, metadata: dict[str, Any], schema: pa.Schema | None) -> list[str]:
+    """``schema``: our version's, when it is retained."""
     found = []
     snapshots, location = metadata["snapshots"], metadata["location"]
     if Path(location.removeprefix("file://")) != root:
@@ -47,6 +60,10 @@ def _metadata(root: Path, metadata: dict[str, Any]) -> list[str]:
     mapped = {m.get("field-id"): m["names"] for m in mapping}
     if any(not mapped.get(f["id"]) for f in current_schema["fields"]):  # (names: the files')
         found.append("the name mapping lacks a column (files without field ids are read by it)")
+    if schema is not None and {f["name"]: not f["required"] for f in current_schema["fields"]} != {
+        f.name: f.nullable for f in schema
+    }:
+        found.append("the current schema's required flags are not the table's nullability")
     for older, newer in zip(snapshots, snapshots[1:]):
         if newer["sequence-number"] <= older["sequence-number"]:
             found.append(f"snapshot {newer['snapshot-id']}: sequence-number not past its predecessor's")
@@ -60,12 +77,13 @@ def _metadata(root: Path, metadata: dict[str, Any]) -> list[str]:
     current = next(s for s in snapshots if s["snapshot-id"] == metadata["current-snapshot-id"])
     if metadata["next-row-id"] < current["first-row-id"] + current["added-rows"]:
         found.append("next-row-id inside the current snapshot's rows")
+    schemas = {s["schema-id"]: s for s in metadata["schemas"]}
     for snapshot in snapshots:
-        found += _snapshot(root, snapshot, location)
+        found += _snapshot(root, snapshot, location, schemas[snapshot["schema-id"]])
     return found
 
 
-def _snapshot(root: Path, snapshot: dict[str, Any], location: str) -> list[str]:
+def _snapshot(root: Path, snapshot: dict[str, Any], location: str, schema: dict[str, Any]) -> list[str]:
     found = []
     sid = snapshot["snapshot-id"]
     entries = _avro(root, location, snapshot["manifest-list"], found)
@@ -84,6 +102,8 @@ def _snapshot(root: Path, snapshot: dict[str, Any], location: str) -> list[str]:
         for f in files:
             if not f["data_file"]["file_path"].startswith(location + "/"):
                 found.append(f"{f['data_file']['file_path']} outside the table's location")
+            elif data:
+                found += _bounds(root / f["data_file"]["file_path"][len(location) + 1 :], f["data_file"], schema)
         records += sum(f["data_file"]["record_count"] for f in files) if data else 0
     if snapshot["summary"].get("total-records") != str(records):
         found.append(f"total-records {snapshot['summary'].get('total-records')}, its files hold {records}")
@@ -110,3 +130,73 @@ def _field_ids(fields: list[dict[str, Any]]) -> list[int]:
                 if isinstance(kind.get(k), dict):
                     ids += _field_ids(kind[k].get("fields", []))
     return ids
+
+
+_ALWAYS_BOUNDED = ("boolean", "int", "long", "date", "timestamp")
+"""Types whose every value our stats bound (long strings, NaN and decimals may go unbounded;
+times have no stats: format/stats.py)."""
+_PACKED = {"int": "<i", "date": "<i", "long": "<q", "time": "<q", "float": "<f", "double": "<d"}
+
+
+def _bounds(path: Path, entry: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The entry's null counts and bounds against the file's own values, column by column (by
+    field id; a column the file lacks is null in every row): a bound past a value, or a null
+    count that is not the file's, makes a reader skip a file that matches."""
+    found: list[str] = []
+    table = pq.read_table(path)
+    by_id = {int(f.metadata[b"PARQUET:field_id"]): table.column(i)
+             for i, f in enumerate(table.schema) if f.metadata and b"PARQUET:field_id" in f.metadata}
+    nulls, lows, highs = ({e["key"]: e["value"] for e in entry[k] or []}
+                          for k in ("null_value_counts", "lower_bounds", "upper_bounds"))
+    for field in schema["fields"]:
+        fid, kind = field["id"], field["type"]
+        column = by_id.get(fid)
+        actual_nulls = table.num_rows if column is None else column.null_count
+        if fid in nulls and nulls[fid] != actual_nulls:
+            found.append(f"{path.name}: field {fid} null_value_counts {nulls[fid]}, the file has {actual_nulls}")
+        if column is None or not isinstance(kind, str):
+            continue
+        values = [v for v in _comparable(column, kind) if v is not None]
+        low, high = lows.get(fid), highs.get(fid)
+        if values and (low is None or high is None) and kind.startswith(_ALWAYS_BOUNDED):
+            found.append(f"{path.name}: field {fid} ({kind}) has values but no bounds (readers cannot prune by it)")
+        for raw in (low, high) if kind.startswith("decimal") else ():
+            unscaled = int.from_bytes(raw or b"", "big", signed=True)
+            if raw is not None and len(raw) != max(1, (unscaled.bit_length() + 8) // 8):
+                found.append(f"{path.name}: field {fid} ({kind}) bound in {len(raw)} bytes, not the fewest")
+        if any(b is not None and isinstance(_decoded(b, kind), float) and math.isnan(_decoded(b, kind))
+               for b in (low, high)):
+            found.append(f"{path.name}: field {fid} ({kind}) has a NaN bound (the spec's bounds leave NaN out)")
+        if values and low is not None and _decoded(low, kind) > min(values):
+            found.append(f"{path.name}: field {fid} ({kind}) lower bound {_decoded(low, kind)!r} above a value")
+        if values and high is not None and _decoded(high, kind) < max(values):
+            found.append(f"{path.name}: field {fid} ({kind}) upper bound {_decoded(high, kind)!r} below a value")
+    return found
+
+
+def _comparable(column: pa.ChunkedArray, kind: str) -> list[Any]:
+    """The column's values as its Iceberg bounds compare: numbers of the type's unit, NaN left out."""
+    if kind.startswith("timestamp"):
+        unit = "ns" if kind.endswith("_ns") else "us"
+        column = pc.cast(column, pa.timestamp(unit, column.type.tz)).cast(pa.int64())
+    elif kind == "date":
+        column = column.cast(pa.date32()).cast(pa.int32())
+    elif kind == "time":
+        column = column.cast(pa.int64())
+    return [v for v in column.to_pylist() if not (isinstance(v, float) and v != v)]
+
+
+def _decoded(raw: bytes, kind: str) -> Any:
+    """Iceberg's single-value binary form (the spec's appendix D)."""
+    if kind.startswith("timestamp"):
+        kind = "long"
+    if kind in _PACKED:
+        return struct.unpack(_PACKED[kind], raw)[0]
+    if kind == "boolean":
+        return bool(raw[0])
+    if kind == "string":
+        return raw.decode()
+    if kind.startswith("decimal"):
+        scale = int(kind.split(",")[1].rstrip(")"))
+        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
+    return raw
