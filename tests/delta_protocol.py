@@ -64,20 +64,19 @@ def _commit(root: Path, actions: list[dict[str, Any]], state: dict[str, Any]) ->
     protocol, metadata = state["protocol"], state["metaData"]
     config = metadata["configuration"]
     readers, writers = protocol.get("readerFeatures"), protocol.get("writerFeatures") or []
+    timestamp = actions[0].get("commitInfo", {}).get("inCommitTimestamp")
     found = []
     if (protocol["minReaderVersion"] == 3) != (readers is not None) or readers == []:
         found.append(f"minReaderVersion {protocol['minReaderVersion']} with readerFeatures {readers}")
     if not set(readers or []) <= set(writers):
         found.append(f"readerFeatures {readers} not all in writerFeatures {writers}")
-    if isinstance(actions[0].get("commitInfo", {}).get("inCommitTimestamp"), int) and (
-        config.get("delta.enableInCommitTimestamps") != "true"
-    ):
+    enabled = config.get("delta.enableInCommitTimestamps") == "true"
+    if isinstance(timestamp, int) and not enabled:
         found.append("an inCommitTimestamp, but in-commit timestamps not enabled: readers take the file's time")
-    if config.get("delta.enableInCommitTimestamps") == "true":
-        if "inCommitTimestamp" not in writers:
-            found.append("in-commit timestamps enabled, inCommitTimestamp not in writerFeatures")
-        if not isinstance(actions[0].get("commitInfo", {}).get("inCommitTimestamp"), int):
-            found.append("in-commit timestamps enabled, the first action is no commitInfo with one")
+    if enabled and "inCommitTimestamp" not in writers:
+        found.append("in-commit timestamps enabled, inCommitTimestamp not in writerFeatures")
+    if enabled and not isinstance(timestamp, int):
+        found.append("in-commit timestamps enabled, the first action is no commitInfo with one")
     if not str(config.get("delta.checkpointInterval", "")).isdigit():
         found.append(f"delta.checkpointInterval is {config.get('delta.checkpointInterval')!r}")
     fields = json.loads(metadata["schemaString"])["fields"]

@@ -7,14 +7,14 @@ Steps: append, delete, update, upsert (also of keys alone, deleting matches) and
 and racing a second handle, ``write_table`` appending or overwriting, compaction with small
 targets (files merge and split; clustering once ``cluster_by`` is set, also racing a delete
 both ways), purge (with and without a condition), the layout properties ``cluster_by`` and
-``sort_by``, schema changes (add, rename, drop, widen, a name renamed away or dropped taken again, append with
-``schema_mode="merge"``), upgrade from format v1, garbage collection, properties set (the
-table's, or its database's ``gc_grace``), a data file lost and repaired, and adding a NOT NULL
-column while another handle appends (issue 18 item 4: that must conflict). Writes go through
-the writer's handle or a fresh one. A table of a database (issue 28) is also written through
-``db.table``, ``mt.open_table("DB/T")`` and database transactions that write a second table
-too, and commits to other tables and catalog changes interleave (database versions at which
-the table is unchanged)."""
+``sort_by``, schema changes (add, rename, drop, widen, a name renamed away or dropped taken
+again, append with ``schema_mode="merge"``), upgrade from format v1, garbage collection,
+properties set (the table's, or its database's ``gc_grace``), a data file lost and repaired,
+and adding a NOT NULL column while another handle appends (issue 18 item 4: that must
+conflict). Writes go through the writer's handle or a fresh one. A table of a database (issue
+28) is also written through ``db.table``, ``mt.open_table("DB/T")`` and database transactions
+that write a second table too, and commits to other tables and catalog changes interleave
+(database versions at which the table is unchanged)."""
 
 from __future__ import annotations
 

@@ -24,8 +24,10 @@ import pyarrow.parquet as pq
 
 import manifest_table as mt
 
-DATA, DELETES = 0, 1
-ADDED = 1
+DATA = 0
+"""A manifest's content: data files (1: deletes)."""
+ADDED, DELETED = 1, 2
+"""An entry's status."""
 
 
 def problems(t: mt.Table, versions: list[int] | None = None) -> list[str]:
@@ -52,10 +54,11 @@ def _metadata(root: Path, metadata: dict[str, Any], schema: pa.Schema | None) ->
         found.append(f"location {location}, the table is at {root}")
     if metadata["last-sequence-number"] < max(s["sequence-number"] for s in snapshots):
         found.append("last-sequence-number behind a snapshot's sequence-number")
-    ids = [i for schema in metadata["schemas"] for i in _field_ids(schema["fields"])]
+    schemas = {s["schema-id"]: s for s in metadata["schemas"]}
+    ids = [i for kept in schemas.values() for i in _field_ids(kept["fields"])]
     if metadata["last-column-id"] < max(ids, default=0):
         found.append(f"last-column-id {metadata['last-column-id']} below a field id {max(ids)}")
-    current_schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
+    current_schema = schemas[metadata["current-schema-id"]]
     mapping = json.loads(metadata["properties"].get("schema.name-mapping.default", "[]"))
     mapped = {m.get("field-id"): m["names"] for m in mapping}
     if any(not mapped.get(f["id"]) for f in current_schema["fields"]):  # (names: the files')
@@ -77,7 +80,6 @@ def _metadata(root: Path, metadata: dict[str, Any], schema: pa.Schema | None) ->
     current = next(s for s in snapshots if s["snapshot-id"] == metadata["current-snapshot-id"])
     if metadata["next-row-id"] < current["first-row-id"] + current["added-rows"]:
         found.append("next-row-id inside the current snapshot's rows")
-    schemas = {s["schema-id"]: s for s in metadata["schemas"]}
     for snapshot in snapshots:
         found += _snapshot(root, snapshot, location, schemas[snapshot["schema-id"]])
     return found
@@ -86,13 +88,13 @@ def _metadata(root: Path, metadata: dict[str, Any], schema: pa.Schema | None) ->
 def _snapshot(root: Path, snapshot: dict[str, Any], location: str, schema: dict[str, Any]) -> list[str]:
     found = []
     sid = snapshot["snapshot-id"]
-    entries = _avro(root, location, snapshot["manifest-list"], found)
+    entries = read_avro(root, location, snapshot["manifest-list"], found)
     records = 0
     for entry in entries:
         data = entry["content"] == DATA
         if (entry["first_row_id"] is None) == data:
             found.append(f"{entry['manifest_path']}: first_row_id {entry['first_row_id']}, content {entry['content']}")
-        files = [f for f in _avro(root, location, entry["manifest_path"], found) if f["status"] != 2]
+        files = [f for f in read_avro(root, location, entry["manifest_path"], found) if f["status"] != DELETED]
         added = [f for f in files if f["status"] == ADDED and entry["added_snapshot_id"] == sid]
         if entry["added_snapshot_id"] == sid and (
             entry["added_files_count"] != len(added)
@@ -110,7 +112,9 @@ def _snapshot(root: Path, snapshot: dict[str, Any], location: str, schema: dict[
     return [f"snapshot {sid}: {p}" for p in found]
 
 
-def _avro(root: Path, location: str, path: str, found: list[str]) -> list[dict[str, Any]]:
+def read_avro(root: Path, location: str, path: str, found: list[str]) -> list[dict[str, Any]]:
+    """The records of the Avro file at ``path`` (absolute, under ``location``, the table's
+    ``root``); a path elsewhere is a problem, added to ``found``."""
     if not path.startswith(location + "/"):
         found.append(f"{path} outside the table's location")
         return []
@@ -157,21 +161,28 @@ def _bounds(path: Path, entry: dict[str, Any], schema: dict[str, Any]) -> list[s
         if column is None or not isinstance(kind, str):
             continue
         values = [v for v in _comparable(column, kind) if v is not None]
-        low, high = lows.get(fid), highs.get(fid)
-        if values and (low is None or high is None) and kind.startswith(_ALWAYS_BOUNDED):
+        raw = {"lower": lows.get(fid), "upper": highs.get(fid)}
+        if values and None in raw.values() and kind.startswith(_ALWAYS_BOUNDED):
             found.append(f"{path.name}: field {fid} ({kind}) has values but no bounds (readers cannot prune by it)")
-        for raw in (low, high) if kind.startswith("decimal") else ():
-            unscaled = int.from_bytes(raw or b"", "big", signed=True)
-            if raw is not None and len(raw) != max(1, (unscaled.bit_length() + 8) // 8):
-                found.append(f"{path.name}: field {fid} ({kind}) bound in {len(raw)} bytes, not the fewest")
-        if any(b is not None and isinstance(_decoded(b, kind), float) and math.isnan(_decoded(b, kind))
-               for b in (low, high)):
-            found.append(f"{path.name}: field {fid} ({kind}) has a NaN bound (the spec's bounds leave NaN out)")
-        if values and low is not None and _decoded(low, kind) > min(values):
-            found.append(f"{path.name}: field {fid} ({kind}) lower bound {_decoded(low, kind)!r} above a value")
-        if values and high is not None and _decoded(high, kind) < max(values):
-            found.append(f"{path.name}: field {fid} ({kind}) upper bound {_decoded(high, kind)!r} below a value")
+        for name, bound in ((name, b) for name, b in raw.items() if b is not None):
+            problem = _bound_problem(bound, kind, name, values)
+            if problem:
+                found.append(f"{path.name}: field {fid} ({kind}) {problem}")
     return found
+
+
+def _bound_problem(raw: bytes, kind: str, name: str, values: list[Any]) -> str | None:
+    """What is wrong with the ``name`` ("lower" or "upper") bound ``raw`` of ``values``, if anything."""
+    if kind.startswith("decimal"):
+        unscaled = int.from_bytes(raw, "big", signed=True)
+        if len(raw) != max(1, (unscaled.bit_length() + 8) // 8):
+            return f"{name} bound in {len(raw)} bytes, not the fewest"
+    bound = _decoded(raw, kind)
+    if isinstance(bound, float) and math.isnan(bound):
+        return f"{name} bound NaN (the spec's bounds leave NaN out)"
+    if values and (bound > min(values) if name == "lower" else bound < max(values)):
+        return f"{name} bound {bound!r} excludes a value"
+    return None
 
 
 def _comparable(column: pa.ChunkedArray, kind: str) -> list[Any]:
